@@ -1,0 +1,108 @@
+// The run-time state of a cluster: who holds which GPUs, what every rack and power domain draws, node and GPU
+// health, and caps as changed at run time. The ledger enforces the hard invariants (no GPU given twice, no cap
+// exceeded by a new allocation); the placer decides where things should go.
+//
+// Adding an allocation whose id is already held with the same content is a no-op, so that faces can replay
+// events (Slurm calls the same hook on start and on recovery). Releasing an unknown id is harmless.
+// Not thread-safe: faces serialise access (slurmctld holds its locks; the extender holds a mutex).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "rackwise/allocation.h"
+#include "rackwise/topology.h"
+
+namespace rackwise {
+
+enum class NodeHealth {
+  kUp,       // usable
+  kDrained,  // running work stays, nothing new is placed
+  kDown,     // nothing is placed; still powered, so it still draws idle power
+};
+
+enum class CommitMode {
+  kEnforce,  // refuse anything that breaks a cap or uses unhealthy hardware
+  kRecover,  // record what is already running (after a restart) even if caps were lowered meanwhile;
+             // GPUs held twice are still refused
+};
+
+class Ledger {
+ public:
+  // `topology` must outlive the ledger.
+  explicit Ledger(const Topology& topology);
+
+  const Topology& topology() const { return *topology_; }
+
+  // Records an allocation. Errors: InvalidArgument (unknown node, index out of range, a node twice, no GPUs),
+  // AlreadyExists (the id is held with different content), FailedPrecondition (a GPU is held or failed, a node
+  // is not up, a cap would be exceeded; each with the rack, domain or node named). Nothing changes on error.
+  absl::Status Commit(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce);
+  // Releases the old allocation with this id (if any) and commits the new one; on error the old one stays.
+  absl::Status Replace(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce);
+  // Returns false if the id is unknown (which is not an error).
+  bool Release(std::string_view id);
+
+  const Allocation* Find(std::string_view id) const;
+  size_t allocation_count() const { return allocations_.size(); }
+  std::vector<const Allocation*> Allocations() const;  // sorted by id
+
+  void SetNodeHealth(NodeId node, NodeHealth health);
+  NodeHealth node_health(NodeId node) const { return health_[node]; }
+  void SetGpuFailed(NodeId node, int gpu, bool failed);
+  GpuMask failed_gpus(NodeId node) const { return failed_[node]; }
+
+  // Caps in force (as described, unless changed here). Lowering a cap below the current draw is allowed: what
+  // runs keeps running, nothing new is placed there until the draw falls.
+  void SetRackCap(RackId rack, Milliwatts cap);
+  void SetPowerDomainCap(PowerDomainId domain, Milliwatts cap);
+  Milliwatts rack_cap(RackId rack) const { return rack_cap_[rack]; }
+  Milliwatts power_domain_cap(PowerDomainId domain) const { return pd_cap_[domain]; }
+
+  // Draw = idle draw of every node below + what allocations add.
+  Milliwatts rack_draw(RackId rack) const { return rack_draw_[rack]; }
+  Milliwatts power_domain_draw(PowerDomainId domain) const { return pd_draw_[domain]; }
+  // What a rack can still take: the least headroom over the rack and every power domain above it,
+  // after keeping `reserve_fraction` of each cap free. Never negative.
+  Milliwatts RackHeadroom(RackId rack, double reserve_fraction = 0) const;
+
+  GpuMask allocated_gpus(NodeId node) const { return allocated_[node]; }
+  // GPUs that could be given out now: not allocated, not failed, node up.
+  GpuMask free_gpus(NodeId node) const;
+  int free_gpu_count(NodeId node) const;
+  // Free GPUs on up nodes of a domain; maintained incrementally.
+  int domain_free_gpus(DomainId domain) const { return domain_free_[domain]; }
+  // Nodes of a domain that are up and have at least `k` free GPUs.
+  int domain_nodes_with_free(DomainId domain, int k) const;
+  // Domains of one node type whose free GPU count is exactly `free`, in no particular order. The placer walks
+  // these buckets for best fit instead of scanning the cluster.
+  const std::vector<DomainId>& DomainsWithFree(NodeTypeId type, int free) const;
+
+  // Checks every invariant from scratch (draws equal idle + allocations, no GPU twice, indexes consistent).
+  // For tests and `rackwise validate --state`; returns the first inconsistency.
+  absl::Status CheckInvariants() const;
+
+ private:
+  void Apply(const Allocation& allocation, int sign);
+  void Reindex(NodeId node);
+  Milliwatts PerGpu(const Allocation& allocation, NodeId node) const;
+
+  const Topology* topology_;
+  absl::flat_hash_map<std::string, Allocation> allocations_;
+  std::vector<NodeHealth> health_;
+  std::vector<GpuMask> allocated_;
+  std::vector<GpuMask> failed_;
+  std::vector<Milliwatts> rack_cap_, rack_draw_;
+  std::vector<Milliwatts> pd_cap_, pd_draw_;
+  // Placement index.
+  std::vector<int> node_free_;                 // free GPU count as indexed (0 when not up)
+  std::vector<int> domain_free_;
+  std::vector<std::vector<int>> domain_hist_;  // [domain][f] = up nodes with exactly f free GPUs
+  std::vector<std::vector<std::vector<DomainId>>> buckets_;  // [type][free] -> domains
+  std::vector<int> bucket_pos_;                // position of each domain in its bucket
+};
+
+}  // namespace rackwise

@@ -1,0 +1,29 @@
+// The administrator's tuning of placement, resolved from the description's `policy:` block with defaults.
+#pragma once
+
+#include <limits>
+
+namespace rackwise {
+
+enum class Locality {
+  kRequired,   // use no more NVLink domains than ceil(gpus / domain size), or wait
+  kPreferred,  // try the minimum first; start spread out if it cannot
+  kNone,       // no wish: fill fragments first so that whole domains stay free
+};
+
+struct PlacementWeights {
+  double domain_packing = 4;
+  double rack_packing = 2;
+  double rail_alignment = 2;
+  double power_headroom = 1;
+};
+
+struct PlacementPolicy {
+  Locality default_locality = Locality::kPreferred;
+  double power_reserve_fraction = 0;  // share of every cap the placer keeps free (the ledger enforces the cap)
+  PlacementWeights weights;
+  double min_watts_per_gpu = 0;
+  double max_watts_per_gpu = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace rackwise

@@ -1,0 +1,35 @@
+// The placement core: given an immutable view of the cluster (Topology + Ledger) and a request, returns a
+// decision or a refusal. Pure: no I/O, no clock, no randomness, no mutation of the ledger (commit is the
+// caller's step, as Reserve is in kube-scheduler).
+//
+// Objectives, in order:
+//  1. never exceed a power cap (less the policy's reserve) and never use unhealthy hardware;
+//  2. fewest NVLink domains (a job that fits in one domain gets one);
+//  3. fewest scalable units, then fewest racks;
+//  4. rail alignment (the same GPU indices on every node of a partial-node multi-node job);
+//  5. best fit, so that whole domains stay free for large jobs.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "rackwise/ledger.h"
+#include "rackwise/placement_decision.h"
+#include "rackwise/placement_request.h"
+
+namespace rackwise {
+
+class Placer {
+ public:
+  // Malformed requests (gpus < 1, gpus_per_node not dividing gpus, watts outside the policy's limits,
+  // unknown ids) are InvalidArgument; everything else is a PlacementOutcome.
+  static absl::StatusOr<PlacementOutcome> Place(const Ledger& ledger, const PlacementRequest& request);
+
+  // Per-node reason a node cannot take any share of the request right now, or nullopt if it could.
+  // Used for kube-scheduler's FailedNodes and for `rackwise explain`.
+  static std::optional<NodeReason> FilterNode(const Ledger& ledger, const PlacementRequest& request, NodeId node);
+
+  // 0..10: how good a node is for this request (domain and rack packing, rail alignment, power headroom,
+  // weighted by the policy). 0 for nodes FilterNode rejects.
+  static int ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node);
+};
+
+}  // namespace rackwise

@@ -1,0 +1,136 @@
+// The physical hierarchy of a cluster, compiled from a validated description into flat, indexed tables:
+//   GPU < node < NVLink domain < rack < power domain < ... < hall feed,   rack < scalable unit.
+// Immutable after Build(); everything that changes at run time (allocations, health, caps) lives in Ledger.
+// Ids are dense indices into the tables, so the placer can use vectors instead of maps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "rackwise/placement_policy.h"
+#include "rackwise/v1/cluster.pb.h"
+
+namespace rackwise {
+
+using NodeId = int32_t;
+using NodeTypeId = int32_t;
+using DomainId = int32_t;       // an NVLink domain
+using RackId = int32_t;
+using PowerDomainId = int32_t;
+using ScalableUnitId = int32_t;
+inline constexpr int32_t kNoId = -1;
+
+using GpuMask = uint64_t;  // bit i set = GPU index i; a node has at most 64 GPUs
+inline constexpr int kMaxGpusPerNode = 64;
+
+// Power is kept in integer milliwatts so that adding and releasing allocations is exact.
+using Milliwatts = int64_t;
+inline Milliwatts WattsToMilliwatts(double watts) { return static_cast<Milliwatts>(watts * 1000.0 + 0.5); }
+inline double MilliwattsToWatts(Milliwatts mw) { return static_cast<double>(mw) / 1000.0; }
+
+enum class NvlinkScope {
+  kNode,  // each node is its own NVLink domain (HGX/DGX)
+  kRack,  // the nodes of this type in one rack form one domain (NVL72)
+};
+
+struct NodeType {
+  std::string name;
+  int gpus = 0;
+  NvlinkScope nvlink = NvlinkScope::kNode;
+  Milliwatts idle = 0;          // whole node idle
+  Milliwatts per_gpu = 0;       // default draw of one allocated GPU: (node_watts - idle_watts) / gpus
+  double gpu_watts = 0;         // nameplate, for reports
+};
+
+struct Node {
+  std::string name;
+  NodeTypeId type = kNoId;
+  RackId rack = kNoId;
+  DomainId domain = kNoId;
+  ScalableUnitId scalable_unit = kNoId;
+  int gpus = 0;
+};
+
+struct NvlinkDomain {
+  std::string name;              // the node's name (scope node) or "<rack>/<type>" (scope rack)
+  NodeTypeId type = kNoId;
+  RackId rack = kNoId;
+  std::vector<NodeId> nodes;
+  int gpus = 0;                  // nominal size: all its nodes' GPUs, healthy or not
+};
+
+struct Rack {
+  std::string name;
+  Milliwatts cap = 0;            // as described; run-time overrides live in Ledger
+  Milliwatts idle = 0;           // sum of its nodes' idle draw
+  PowerDomainId power_domain = kNoId;
+  ScalableUnitId scalable_unit = kNoId;
+  std::vector<NodeId> nodes;
+  std::vector<DomainId> domains;
+  std::vector<PowerDomainId> power_chain;  // the rack's power domain, its parent, ... up to a root
+};
+
+struct PowerDomain {
+  std::string name;
+  Milliwatts cap = 0;
+  Milliwatts idle = 0;           // idle draw of every rack below it
+  PowerDomainId parent = kNoId;
+  std::vector<RackId> racks;     // racks directly below
+};
+
+struct ScalableUnit {
+  std::string name;              // racks without one get an SU of their own, named after the rack
+  std::vector<RackId> racks;
+};
+
+class Topology {
+ public:
+  // Compiles a description. Expects one that passed ValidateClusterDescription; still returns InvalidArgument
+  // rather than misbehaving if it did not (unknown type, duplicate node, ...).
+  static absl::StatusOr<Topology> Build(const v1::ClusterDescription& description);
+
+  const std::string& cluster_name() const { return cluster_name_; }
+  const PlacementPolicy& policy() const { return policy_; }
+
+  const std::vector<NodeType>& node_types() const { return node_types_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<NvlinkDomain>& domains() const { return domains_; }
+  const std::vector<Rack>& racks() const { return racks_; }
+  const std::vector<PowerDomain>& power_domains() const { return power_domains_; }
+  const std::vector<ScalableUnit>& scalable_units() const { return scalable_units_; }
+
+  const NodeType& type_of(NodeId n) const { return node_types_[nodes_[n].type]; }
+  int total_gpus() const { return total_gpus_; }
+  // The largest NVLink domain of a node type, in nodes and in GPUs (0 if the type has no nodes).
+  int max_domain_nodes(NodeTypeId type) const { return max_domain_nodes_[type]; }
+  int max_domain_gpus(NodeTypeId type) const { return max_domain_gpus_[type]; }
+  int max_gpus_per_node() const { return max_gpus_per_node_; }
+
+  std::optional<NodeId> FindNode(std::string_view name) const;
+  std::optional<RackId> FindRack(std::string_view name) const;
+  std::optional<PowerDomainId> FindPowerDomain(std::string_view name) const;
+  std::optional<NodeTypeId> FindNodeType(std::string_view name) const;
+
+ private:
+  std::string cluster_name_;
+  PlacementPolicy policy_;
+  std::vector<NodeType> node_types_;
+  std::vector<Node> nodes_;
+  std::vector<NvlinkDomain> domains_;
+  std::vector<Rack> racks_;
+  std::vector<PowerDomain> power_domains_;
+  std::vector<ScalableUnit> scalable_units_;
+  absl::flat_hash_map<std::string, NodeId> node_index_;
+  absl::flat_hash_map<std::string, RackId> rack_index_;
+  absl::flat_hash_map<std::string, PowerDomainId> power_domain_index_;
+  std::vector<int> max_domain_nodes_, max_domain_gpus_;
+  int total_gpus_ = 0;
+  int max_gpus_per_node_ = 0;
+};
+
+}  // namespace rackwise

@@ -1,0 +1,277 @@
+// Chooses NVLink domains for a job. See domain_planner.h.
+#include "domain_planner.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace rackwise::internal {
+namespace {
+
+// How many domains of one bucket the single-domain search compares before it settles: enough for a good
+// tie-break, few enough that a decision stays O(1) in the size of the cluster.
+constexpr int kExaminePerBucket = 32;
+// How many candidates past "enough GPUs" the multi-domain search keeps, to find ones that share a rack or SU.
+constexpr int kExtraCandidates = 512;
+
+int MaxBucket(const PlacementContext& ctx) { return ctx.topology().max_domain_gpus(ctx.type()); }
+
+// Higher is better: racks already in use (keeps whole racks free), and power left after the placement.
+double TieBreakScore(const PlacementContext& ctx, DomainId d, int gpus) {
+  const Topology& t = ctx.topology();
+  const RackId r = t.domains()[d].rack;
+  const Ledger& l = ctx.ledger();
+  const Milliwatts cap = std::max<Milliwatts>(1, l.rack_cap(r));
+  const double used = static_cast<double>(l.rack_draw(r) - t.racks()[r].idle) / static_cast<double>(cap);
+  const double left = static_cast<double>(ctx.RackRoom(r) - static_cast<Milliwatts>(gpus) * ctx.per_gpu()) /
+                      static_cast<double>(cap);
+  const PlacementWeights& w = t.policy().weights;
+  return w.rack_packing * used + w.power_headroom * left;
+}
+
+struct Candidate {
+  DomainId domain;
+  int cap;
+};
+
+struct GreedyResult {
+  std::vector<DomainTake> takes;
+  int got = 0;
+};
+
+// Takes GPUs from candidates in order until the job is covered, spending shared power as it goes.
+GreedyResult Greedy(const PlacementContext& ctx, const std::vector<Candidate>& order, PowerScratch* scratch) {
+  GreedyResult out;
+  scratch->Clear();
+  const Topology& t = ctx.topology();
+  for (const Candidate& c : order) {
+    if (out.got >= ctx.gpus()) break;
+    const RackId r = t.domains()[c.domain].rack;
+    int take = std::min({c.cap, ctx.gpus() - out.got, ctx.PowerGpus(r, scratch)});
+    take = ctx.RoundDown(take);
+    if (take <= 0) continue;
+    scratch->Add(t.racks()[r], r, static_cast<Milliwatts>(take) * ctx.per_gpu());
+    out.takes.push_back({c.domain, take});
+    out.got += take;
+  }
+  return out;
+}
+
+void SortByCapacity(std::vector<Candidate>* v) {
+  std::stable_sort(v->begin(), v->end(), [](const Candidate& a, const Candidate& b) { return a.cap > b.cap; });
+}
+
+}  // namespace
+
+std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx) {
+  const int g = ctx.gpus();
+  if (g > ctx.EffectiveDomainSize()) return std::nullopt;
+  const int max_f = MaxBucket(ctx);
+  for (int f = g; f <= max_f; ++f) {
+    DomainId best = kNoId;
+    double best_score = 0;
+    int examined = 0;
+    for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
+      if (ctx.DomainCapacity(d) < g) continue;
+      const double score = TieBreakScore(ctx, d, g);
+      if (best == kNoId || score > best_score + 1e-12 || (score > best_score - 1e-12 && d < best)) {
+        best = d;
+        best_score = score;
+      }
+      if (++examined >= kExaminePerBucket) break;
+    }
+    if (best != kNoId) {
+      DomainPlan plan;
+      plan.takes.push_back({best, g});
+      plan.rail_set = ChooseRailSet(ctx, ctx.topology().domains()[best].nodes);
+      return plan;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Candidates from the buckets: largest domains first (or smallest, for locality none). Unless `exhaustive`,
+// stops once they add up to the job (plus the rest of that bucket, up to a bound).
+std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhaustive, long long* sum) {
+  const int g = ctx.gpus();
+  const int max_f = MaxBucket(ctx);
+  const bool fragments_first = ctx.locality() == Locality::kNone;
+  std::vector<Candidate> cands;
+  *sum = 0;
+  int extra = 0;
+  bool enough = false;
+  for (int step = 0; step < max_f && !enough; ++step) {
+    const int f = fragments_first ? step + 1 : max_f - step;
+    for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
+      const int cap = ctx.DomainCapacity(d);
+      if (cap <= 0) continue;
+      cands.push_back({d, cap});
+      *sum += cap;
+      if (!exhaustive && *sum >= g && (fragments_first || ++extra > kExtraCandidates)) break;
+    }
+    enough = !exhaustive && *sum >= g;
+  }
+  return cands;
+}
+
+std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands,
+                                             long long sum, PowerScratch* scratch);
+
+}  // namespace
+
+std::optional<DomainPlan> PlanMultiDomain(const PlacementContext& ctx, PowerScratch* scratch) {
+  long long sum = 0;
+  std::vector<Candidate> cands = CollectCandidates(ctx, /*exhaustive=*/false, &sum);
+  if (sum < ctx.gpus()) return std::nullopt;  // even without shared power limits there is not enough
+  std::optional<DomainPlan> plan = PlanFromCandidates(ctx, std::move(cands), sum, scratch);
+  if (plan) return plan;
+  // Power shared by racks and rows made the first candidates fall short: look at every domain.
+  cands = CollectCandidates(ctx, /*exhaustive=*/true, &sum);
+  return PlanFromCandidates(ctx, std::move(cands), sum, scratch);
+}
+
+namespace {
+
+std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands,
+                                             long long sum, PowerScratch* scratch) {
+  const Topology& t = ctx.topology();
+  const int g = ctx.gpus();
+  const bool fragments_first = ctx.locality() == Locality::kNone;
+  if (sum < g) return std::nullopt;
+  DomainPlan plan;
+  if (fragments_first) {
+    GreedyResult r = Greedy(ctx, cands, scratch);
+    if (r.got < g) return std::nullopt;
+    plan.takes = std::move(r.takes);
+    return plan;
+  }
+
+  // 2. Scopes: one rack (node-scope types have several domains per rack), one scalable unit, the cluster.
+  //    Fewest domains first, then the narrowest scope, then the tightest fit.
+  struct Scope {
+    int level;  // 0 rack, 1 scalable unit, 2 cluster
+    std::vector<Candidate> members;
+    long long total = 0;
+  };
+  std::vector<Scope> scopes;
+  {
+    std::vector<int> rack_slot(t.racks().size(), -1), su_slot(t.scalable_units().size(), -1);
+    std::vector<Scope> racks, sus;
+    for (const Candidate& c : cands) {
+      const RackId r = t.domains()[c.domain].rack;
+      const ScalableUnitId su = t.racks()[r].scalable_unit;
+      if (rack_slot[r] < 0) {
+        rack_slot[r] = static_cast<int>(racks.size());
+        racks.push_back({0, {}, 0});
+      }
+      if (su_slot[su] < 0) {
+        su_slot[su] = static_cast<int>(sus.size());
+        sus.push_back({1, {}, 0});
+      }
+      racks[rack_slot[r]].members.push_back(c);
+      racks[rack_slot[r]].total += c.cap;
+      sus[su_slot[su]].members.push_back(c);
+      sus[su_slot[su]].total += c.cap;
+    }
+    for (Scope& s : racks)
+      if (s.members.size() > 1 && s.total >= g) scopes.push_back(std::move(s));
+    if (sus.size() > 1)
+      for (Scope& s : sus)
+        if (s.total >= g) scopes.push_back(std::move(s));
+    // The cluster scope: ties in capacity go to the scalable unit and rack holding the most.
+    std::vector<long long> su_total(t.scalable_units().size(), 0), rack_total(t.racks().size(), 0);
+    for (const Candidate& c : cands) {
+      const RackId r = t.domains()[c.domain].rack;
+      su_total[t.racks()[r].scalable_unit] += c.cap;
+      rack_total[r] += c.cap;
+    }
+    Scope all{2, cands, sum};
+    std::stable_sort(all.members.begin(), all.members.end(), [&](const Candidate& a, const Candidate& b) {
+      if (a.cap != b.cap) return a.cap > b.cap;
+      const RackId ra = t.domains()[a.domain].rack, rb = t.domains()[b.domain].rack;
+      const long long sa = su_total[t.racks()[ra].scalable_unit], sb = su_total[t.racks()[rb].scalable_unit];
+      if (sa != sb) return sa > sb;
+      if (t.racks()[ra].scalable_unit != t.racks()[rb].scalable_unit)
+        return t.racks()[ra].scalable_unit < t.racks()[rb].scalable_unit;
+      if (rack_total[ra] != rack_total[rb]) return rack_total[ra] > rack_total[rb];
+      return ra < rb;
+    });
+    scopes.push_back(std::move(all));
+  }
+
+  const bool rail = ctx.k() > 0 && ctx.k() < t.node_types()[ctx.type()].gpus &&
+                    t.node_types()[ctx.type()].nvlink == NvlinkScope::kNode;
+  const Scope* best = nullptr;
+  GreedyResult best_result;
+  for (Scope& s : scopes) {
+    if (s.level < 2) SortByCapacity(&s.members);
+    GreedyResult r = Greedy(ctx, s.members, scratch);
+    if (r.got < g) continue;
+    const bool better = best == nullptr || r.takes.size() < best_result.takes.size() ||
+                        (r.takes.size() == best_result.takes.size() &&
+                         (s.level < best->level || (s.level == best->level && s.total < best->total)));
+    if (better) {
+      best = &s;
+      best_result = std::move(r);
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+
+  if (rail) {
+    // Node-scope domains each give exactly k: put the nodes that have the job's rail set free first, then
+    // take again. The domain count cannot grow, since every candidate offers the same k.
+    std::vector<NodeId> nodes;
+    for (const Candidate& c : best->members) nodes.push_back(t.domains()[c.domain].nodes.front());
+    plan.rail_set = ChooseRailSet(ctx, nodes);
+    std::vector<Candidate> order = best->members;
+    std::stable_partition(order.begin(), order.end(), [&](const Candidate& c) {
+      const GpuMask free = ctx.ledger().free_gpus(t.domains()[c.domain].nodes.front());
+      return (plan.rail_set & ~free) == 0;
+    });
+    GreedyResult r = Greedy(ctx, order, scratch);
+    if (r.got >= g && r.takes.size() <= best_result.takes.size()) best_result = std::move(r);
+  }
+  plan.takes = std::move(best_result.takes);
+  if (!rail) {
+    std::vector<NodeId> nodes;
+    for (const DomainTake& take : plan.takes)
+      for (NodeId n : t.domains()[take.domain].nodes) nodes.push_back(n);
+    plan.rail_set = ChooseRailSet(ctx, nodes);
+  }
+  return plan;
+}
+
+}  // namespace
+
+GpuMask ChooseRailSet(const PlacementContext& ctx, const std::vector<NodeId>& nodes) {
+  const int k = ctx.k();
+  const int gpus = ctx.topology().node_types()[ctx.type()].gpus;
+  if (k <= 0 || k >= gpus || ctx.gpus() <= k) return 0;
+  constexpr size_t kMaxNodes = 512;
+  std::vector<GpuMask> sets;
+  for (int start = 0; start + k <= gpus; start += k) sets.push_back(((GpuMask{1} << k) - 1) << start);
+  for (size_t i = 0; i < nodes.size() && i < 16; ++i) {
+    GpuMask free = ctx.ledger().free_gpus(nodes[i]), s = 0;
+    for (int taken = 0; free && taken < k; ++taken) {
+      const GpuMask bit = free & (~free + 1);
+      s |= bit;
+      free &= ~bit;
+    }
+    if (std::popcount(s) == k) sets.push_back(s);
+  }
+  GpuMask best = 0;
+  size_t best_count = 0;
+  for (GpuMask s : sets) {
+    size_t count = 0;
+    for (size_t i = 0; i < nodes.size() && i < kMaxNodes; ++i)
+      if (ctx.Allowed(nodes[i]) && (s & ~ctx.ledger().free_gpus(nodes[i])) == 0) ++count;
+    if (count > best_count || (count == best_count && count > 0 && s < best)) {
+      best = s;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+}  // namespace rackwise::internal

@@ -1,0 +1,283 @@
+// The ledger: allocations, health, caps and the placement index. See ledger.h for the contract.
+#include "rackwise/ledger.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace rackwise {
+namespace {
+
+GpuMask FullMask(int gpus) { return gpus >= 64 ? ~GpuMask{0} : (GpuMask{1} << gpus) - 1; }
+
+std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
+
+}  // namespace
+
+Ledger::Ledger(const Topology& topology) : topology_(&topology) {
+  const size_t n = topology.nodes().size();
+  health_.assign(n, NodeHealth::kUp);
+  allocated_.assign(n, 0);
+  failed_.assign(n, 0);
+  node_free_.resize(n);
+  for (size_t i = 0; i < n; ++i) node_free_[i] = topology.nodes()[i].gpus;
+  for (const Rack& r : topology.racks()) {
+    rack_cap_.push_back(r.cap);
+    rack_draw_.push_back(r.idle);
+  }
+  for (const PowerDomain& pd : topology.power_domains()) {
+    pd_cap_.push_back(pd.cap);
+    pd_draw_.push_back(pd.idle);
+  }
+  buckets_.resize(topology.node_types().size());
+  for (const NvlinkDomain& d : topology.domains()) {
+    auto& b = buckets_[d.type];
+    if (static_cast<int>(b.size()) <= d.gpus) b.resize(d.gpus + 1);
+  }
+  const size_t nd = topology.domains().size();
+  domain_free_.assign(nd, 0);
+  domain_hist_.resize(nd);
+  bucket_pos_.assign(nd, 0);
+  for (DomainId d = 0; d < static_cast<DomainId>(nd); ++d) {
+    const NvlinkDomain& dom = topology.domains()[d];
+    domain_hist_[d].assign(topology.node_types()[dom.type].gpus + 1, 0);
+    for (NodeId node : dom.nodes) {
+      domain_free_[d] += node_free_[node];
+      domain_hist_[d][node_free_[node]]++;
+    }
+    auto& bucket = buckets_[dom.type][domain_free_[d]];
+    bucket_pos_[d] = static_cast<int>(bucket.size());
+    bucket.push_back(d);
+  }
+}
+
+Milliwatts Ledger::PerGpu(const Allocation& allocation, NodeId node) const {
+  return allocation.per_gpu > 0 ? allocation.per_gpu : topology_->type_of(node).per_gpu;
+}
+
+absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
+  if (a.id.empty()) return absl::InvalidArgumentError("allocation has no id");
+  if (a.nodes.empty()) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, " holds no node"));
+  if (a.per_gpu < 0) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": negative watts per GPU"));
+  if (const Allocation* existing = Find(a.id)) {
+    if (*existing == a) return absl::OkStatus();
+    return absl::AlreadyExistsError(absl::StrCat("allocation ", a.id, " is already held with other GPUs"));
+  }
+  const auto& nodes = topology_->nodes();
+  // Validate every node before touching anything, so that an error changes nothing.
+  absl::flat_hash_map<RackId, Milliwatts> rack_add;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const NodeGpus& ng = a.nodes[i];
+    if (ng.node < 0 || ng.node >= static_cast<NodeId>(nodes.size()))
+      return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": unknown node id ", ng.node));
+    const Node& node = nodes[ng.node];
+    if (ng.gpus == 0) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": no GPU on ", node.name));
+    if (ng.gpus & ~FullMask(node.gpus))
+      return absl::InvalidArgumentError(
+          absl::StrCat("allocation ", a.id, ": GPU index beyond ", node.gpus, " on ", node.name));
+    for (size_t j = 0; j < i; ++j)
+      if (a.nodes[j].node == ng.node)
+        return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": node ", node.name, " listed twice"));
+    if (allocated_[ng.node] & ng.gpus)
+      return absl::FailedPreconditionError(absl::StrCat("allocation ", a.id, ": GPU ",
+                                                        std::countr_zero(allocated_[ng.node] & ng.gpus), " on ",
+                                                        node.name, " is held by another allocation"));
+    if (mode == CommitMode::kEnforce) {
+      if (health_[ng.node] != NodeHealth::kUp)
+        return absl::FailedPreconditionError(absl::StrCat("allocation ", a.id, ": node ", node.name, " is ",
+                                                          health_[ng.node] == NodeHealth::kDown ? "down" : "drained"));
+      if (failed_[ng.node] & ng.gpus)
+        return absl::FailedPreconditionError(absl::StrCat(
+            "allocation ", a.id, ": GPU ", std::countr_zero(failed_[ng.node] & ng.gpus), " on ", node.name, " has failed"));
+    }
+    rack_add[node.rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
+  }
+  if (mode == CommitMode::kEnforce) {
+    absl::flat_hash_map<PowerDomainId, Milliwatts> pd_add;
+    for (const auto& [rack, add] : rack_add) {
+      if (rack_draw_[rack] + add > rack_cap_[rack])
+        return absl::FailedPreconditionError(
+            absl::StrCat("allocation ", a.id, ": rack ", topology_->racks()[rack].name, " would need ", Kw(add), ", ",
+                         Kw(std::max<Milliwatts>(0, rack_cap_[rack] - rack_draw_[rack])), " left"));
+      for (PowerDomainId p : topology_->racks()[rack].power_chain) pd_add[p] += add;
+    }
+    for (const auto& [pd, add] : pd_add) {
+      if (pd_draw_[pd] + add > pd_cap_[pd])
+        return absl::FailedPreconditionError(
+            absl::StrCat("allocation ", a.id, ": power domain ", topology_->power_domains()[pd].name, " would need ",
+                         Kw(add), ", ", Kw(std::max<Milliwatts>(0, pd_cap_[pd] - pd_draw_[pd])), " left"));
+    }
+  }
+  Apply(a, +1);
+  allocations_.emplace(a.id, a);
+  return absl::OkStatus();
+}
+
+absl::Status Ledger::Replace(const Allocation& a, CommitMode mode) {
+  const Allocation* existing = Find(a.id);
+  if (existing == nullptr) return Commit(a, mode);
+  if (*existing == a) return absl::OkStatus();
+  Allocation old = *existing;
+  Release(a.id);
+  absl::Status s = Commit(a, mode);
+  if (!s.ok()) {
+    // Put the old one back exactly as it was; it was valid a moment ago, so recovery mode cannot fail on caps.
+    absl::Status back = Commit(old, CommitMode::kRecover);
+    (void)back;
+  }
+  return s;
+}
+
+bool Ledger::Release(std::string_view id) {
+  auto it = allocations_.find(absl::string_view(id.data(), id.size()));
+  if (it == allocations_.end()) return false;
+  Apply(it->second, -1);
+  allocations_.erase(it);
+  return true;
+}
+
+void Ledger::Apply(const Allocation& a, int sign) {
+  for (const NodeGpus& ng : a.nodes) {
+    const Node& node = topology_->nodes()[ng.node];
+    const Milliwatts watts = std::popcount(ng.gpus) * PerGpu(a, ng.node) * sign;
+    rack_draw_[node.rack] += watts;
+    for (PowerDomainId p : topology_->racks()[node.rack].power_chain) pd_draw_[p] += watts;
+    if (sign > 0) {
+      allocated_[ng.node] |= ng.gpus;
+    } else {
+      allocated_[ng.node] &= ~ng.gpus;
+    }
+    Reindex(ng.node);
+  }
+}
+
+const Allocation* Ledger::Find(std::string_view id) const {
+  auto it = allocations_.find(absl::string_view(id.data(), id.size()));
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Allocation*> Ledger::Allocations() const {
+  std::vector<const Allocation*> out;
+  out.reserve(allocations_.size());
+  for (const auto& [id, a] : allocations_) out.push_back(&a);
+  std::sort(out.begin(), out.end(), [](const Allocation* x, const Allocation* y) { return x->id < y->id; });
+  return out;
+}
+
+void Ledger::SetNodeHealth(NodeId node, NodeHealth health) {
+  health_[node] = health;
+  Reindex(node);
+}
+
+void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
+  if (gpu < 0 || gpu >= topology_->nodes()[node].gpus) return;
+  if (failed) {
+    failed_[node] |= GpuMask{1} << gpu;
+  } else {
+    failed_[node] &= ~(GpuMask{1} << gpu);
+  }
+  Reindex(node);
+}
+
+void Ledger::SetRackCap(RackId rack, Milliwatts cap) { rack_cap_[rack] = std::max<Milliwatts>(0, cap); }
+void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) { pd_cap_[domain] = std::max<Milliwatts>(0, cap); }
+
+Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
+  auto room = [reserve_fraction](Milliwatts cap, Milliwatts draw) {
+    return static_cast<Milliwatts>(static_cast<double>(cap) * (1.0 - reserve_fraction)) - draw;
+  };
+  Milliwatts h = room(rack_cap_[rack], rack_draw_[rack]);
+  for (PowerDomainId p : topology_->racks()[rack].power_chain) h = std::min(h, room(pd_cap_[p], pd_draw_[p]));
+  return std::max<Milliwatts>(0, h);
+}
+
+GpuMask Ledger::free_gpus(NodeId node) const {
+  if (health_[node] != NodeHealth::kUp) return 0;
+  return FullMask(topology_->nodes()[node].gpus) & ~allocated_[node] & ~failed_[node];
+}
+
+int Ledger::free_gpu_count(NodeId node) const { return node_free_[node]; }
+
+int Ledger::domain_nodes_with_free(DomainId domain, int k) const {
+  const auto& hist = domain_hist_[domain];
+  int n = 0;
+  for (int f = std::max(k, 0); f < static_cast<int>(hist.size()); ++f) n += hist[f];
+  return n;
+}
+
+const std::vector<DomainId>& Ledger::DomainsWithFree(NodeTypeId type, int free) const {
+  static const std::vector<DomainId> kEmpty;
+  const auto& b = buckets_[type];
+  if (free < 0 || free >= static_cast<int>(b.size())) return kEmpty;
+  return b[free];
+}
+
+void Ledger::Reindex(NodeId node) {
+  const int now = std::popcount(free_gpus(node));
+  const int before = node_free_[node];
+  if (now == before) return;
+  node_free_[node] = now;
+  const DomainId d = topology_->nodes()[node].domain;
+  domain_hist_[d][before]--;
+  domain_hist_[d][now]++;
+  const NodeTypeId type = topology_->domains()[d].type;
+  // Move the domain between buckets (swap-remove from the old one).
+  auto& old_bucket = buckets_[type][domain_free_[d]];
+  const int pos = bucket_pos_[d];
+  old_bucket[pos] = old_bucket.back();
+  bucket_pos_[old_bucket[pos]] = pos;
+  old_bucket.pop_back();
+  domain_free_[d] += now - before;
+  auto& new_bucket = buckets_[type][domain_free_[d]];
+  bucket_pos_[d] = static_cast<int>(new_bucket.size());
+  new_bucket.push_back(d);
+}
+
+absl::Status Ledger::CheckInvariants() const {
+  const Topology& t = *topology_;
+  std::vector<GpuMask> held(t.nodes().size(), 0);
+  std::vector<Milliwatts> rack(t.racks().size());
+  for (size_t r = 0; r < t.racks().size(); ++r) rack[r] = t.racks()[r].idle;
+  for (const auto& [id, a] : allocations_) {
+    if (id != a.id) return absl::InternalError(absl::StrCat("allocation keyed ", id, " has id ", a.id));
+    for (const NodeGpus& ng : a.nodes) {
+      if (held[ng.node] & ng.gpus)
+        return absl::InternalError(absl::StrCat("GPU held twice on ", t.nodes()[ng.node].name));
+      held[ng.node] |= ng.gpus;
+      rack[t.nodes()[ng.node].rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
+    }
+  }
+  std::vector<Milliwatts> pd(t.power_domains().size());
+  for (size_t p = 0; p < pd.size(); ++p) pd[p] = 0;
+  for (size_t r = 0; r < t.racks().size(); ++r) {
+    if (rack[r] != rack_draw_[r])
+      return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " draw ", rack_draw_[r], " != ", rack[r]));
+    for (PowerDomainId p : t.racks()[r].power_chain) pd[p] += rack[r];
+  }
+  for (size_t p = 0; p < pd.size(); ++p)
+    if (pd[p] != pd_draw_[p])
+      return absl::InternalError(absl::StrCat("power domain ", t.power_domains()[p].name, " draw mismatch"));
+  for (size_t n = 0; n < held.size(); ++n) {
+    if (held[n] != allocated_[n]) return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " mask mismatch"));
+    if (node_free_[n] != std::popcount(free_gpus(static_cast<NodeId>(n))))
+      return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " free index stale"));
+  }
+  for (DomainId d = 0; d < static_cast<DomainId>(t.domains().size()); ++d) {
+    int free = 0;
+    std::vector<int> hist(domain_hist_[d].size(), 0);
+    for (NodeId n : t.domains()[d].nodes) {
+      free += node_free_[n];
+      hist[node_free_[n]]++;
+    }
+    if (free != domain_free_[d] || hist != domain_hist_[d])
+      return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " index stale"));
+    const auto& b = buckets_[t.domains()[d].type][free];
+    if (bucket_pos_[d] >= static_cast<int>(b.size()) || b[bucket_pos_[d]] != d)
+      return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " not in its bucket"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rackwise

@@ -1,0 +1,62 @@
+// Placer::ScoreNode: a 0..10 score per node for kube-scheduler's prioritize verb. The same preferences as
+// Place, expressed per node: a domain that fits the job tightly, a rack already in use, the job's GPU indices
+// free, and power left after placing. Weighted by the policy.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "rackwise/placer.h"
+#include "request_setup.h"
+
+namespace rackwise {
+
+int Placer::ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
+  if (!setup.ok() || node < 0 || node >= static_cast<NodeId>(ledger.topology().nodes().size())) return 0;
+  if (internal::NodeBlock(ledger, request, *setup, node)) return 0;
+  const Topology& t = ledger.topology();
+  const Node& n = t.nodes()[node];
+  const NvlinkDomain& dom = t.domains()[n.domain];
+  const int want = std::max(request.gpus_per_node > 0 ? request.gpus_per_node : request.gpus, 1);
+
+  // Domain packing: 1 when the domain's free GPUs match what the job needs, falling as more would stay idle.
+  const int domain_free = ledger.domain_free_gpus(n.domain);
+  const int job_in_domain = std::min(request.gpus, dom.gpus);
+  double domain_packing = 0;
+  if (domain_free >= job_in_domain) {
+    domain_packing = 1.0 - static_cast<double>(domain_free - job_in_domain) / std::max(1, dom.gpus);
+  } else {
+    domain_packing = 0.5 * static_cast<double>(domain_free) / std::max(1, job_in_domain);  // spills over
+  }
+  // Rack packing: share of the rack's GPUs already in use.
+  int rack_gpus = 0, rack_free = 0;
+  for (NodeId m : t.racks()[n.rack].nodes) {
+    rack_gpus += t.nodes()[m].gpus;
+    rack_free += ledger.free_gpu_count(m);
+  }
+  const double rack_packing = rack_gpus > 0 ? 1.0 - static_cast<double>(rack_free) / rack_gpus : 0;
+  // Rail alignment: the aligned block of `want` indices (0..want-1, want..2want-1, ...) is free on this node,
+  // so pods of one job that each take `want` GPUs can share rails.
+  double rail = 0;
+  const GpuMask free = ledger.free_gpus(node);
+  if (want < n.gpus) {
+    const GpuMask block = (GpuMask{1} << want) - 1;
+    for (int start = 0; start + want <= n.gpus; start += want)
+      if (((block << start) & ~free) == 0) rail = 1;
+  } else {
+    rail = std::popcount(free) >= n.gpus ? 1 : 0;
+  }
+  // Power headroom after placing `want` GPUs here, as a share of the rack's cap.
+  const Milliwatts cap = std::max<Milliwatts>(1, ledger.rack_cap(n.rack));
+  const Milliwatts after = ledger.RackHeadroom(n.rack, t.policy().power_reserve_fraction) -
+                           want * internal::PerGpuFor(t, request, n.type);
+  const double headroom = std::clamp(static_cast<double>(after) / static_cast<double>(cap), 0.0, 1.0);
+
+  const PlacementWeights& w = t.policy().weights;
+  const double total = w.domain_packing + w.rack_packing + w.rail_alignment + w.power_headroom;
+  const double score = (w.domain_packing * domain_packing + w.rack_packing * rack_packing +
+                        w.rail_alignment * rail + w.power_headroom * headroom) / total;
+  return std::clamp(static_cast<int>(std::lround(score * 10.0)), 0, 10);
+}
+
+}  // namespace rackwise

@@ -1,0 +1,85 @@
+// Capacity arithmetic for one request on one node type. See placement_context.h.
+#include "placement_context.h"
+
+#include <algorithm>
+
+namespace rackwise::internal {
+
+void PowerScratch::Add(const Rack& rack_info, RackId r, Milliwatts mw) {
+  if (rack_[r] == 0) touched_racks_.push_back(r);
+  rack_[r] += mw;
+  for (PowerDomainId p : rack_info.power_chain) {
+    if (pd_[p] == 0) touched_pds_.push_back(p);
+    pd_[p] += mw;
+  }
+}
+
+void PowerScratch::Clear() {
+  for (RackId r : touched_racks_) rack_[r] = 0;
+  for (PowerDomainId p : touched_pds_) pd_[p] = 0;
+  touched_racks_.clear();
+  touched_pds_.clear();
+}
+
+PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest& request, Locality locality,
+                                   NodeTypeId type, Milliwatts per_gpu, const std::vector<char>& allowed)
+    : ledger_(ledger),
+      topology_(ledger.topology()),
+      request_(request),
+      locality_(locality),
+      type_(type),
+      per_gpu_(per_gpu),
+      allowed_(allowed),
+      reserve_(ledger.topology().policy().power_reserve_fraction) {
+  const NodeType& t = topology_.node_types()[type];
+  if (t.nvlink == NvlinkScope::kNode) {
+    effective_domain_size_ = k() > 0 ? (t.gpus >= k() ? k() : 0) : t.gpus;
+  } else {
+    const int nodes = topology_.max_domain_nodes(type);
+    effective_domain_size_ = k() > 0 ? (t.gpus >= k() ? nodes * k() : 0) : topology_.max_domain_gpus(type);
+  }
+}
+
+int PlacementContext::MinDomains() const {
+  if (effective_domain_size_ <= 0) return 0;
+  return (gpus() + effective_domain_size_ - 1) / effective_domain_size_;
+}
+
+int PlacementContext::NodeCapacity(NodeId n) const {
+  if (!Allowed(n)) return 0;
+  const int free = ledger_.free_gpu_count(n);
+  if (k() > 0) return free >= k() ? k() : 0;
+  return free;
+}
+
+Milliwatts PlacementContext::RackRoom(RackId r) const {
+  return static_cast<Milliwatts>(static_cast<double>(ledger_.rack_cap(r)) * (1.0 - reserve_)) - ledger_.rack_draw(r);
+}
+
+Milliwatts PlacementContext::PowerDomainRoom(PowerDomainId p) const {
+  return static_cast<Milliwatts>(static_cast<double>(ledger_.power_domain_cap(p)) * (1.0 - reserve_)) -
+         ledger_.power_domain_draw(p);
+}
+
+int PlacementContext::PowerGpus(RackId r, const PowerScratch* scratch) const {
+  Milliwatts room = RackRoom(r) - (scratch ? scratch->rack(r) : 0);
+  for (PowerDomainId p : topology_.racks()[r].power_chain)
+    room = std::min(room, PowerDomainRoom(p) - (scratch ? scratch->power_domain(p) : 0));
+  if (room <= 0) return 0;
+  if (per_gpu_ <= 0) return kUnlimited;  // a job that declares 0 W per GPU is never limited by power
+  return static_cast<int>(std::min<Milliwatts>(room / per_gpu_, kUnlimited));
+}
+
+int PlacementContext::DomainCapacity(DomainId d) const {
+  const NvlinkDomain& dom = topology_.domains()[d];
+  int cap = 0;
+  if (!restricted() && dom.nodes.size() > 1) {
+    cap = k() > 0 ? k() * ledger_.domain_nodes_with_free(d, k()) : ledger_.domain_free_gpus(d);
+  } else {
+    for (NodeId n : dom.nodes) cap += NodeCapacity(n);
+  }
+  if (cap == 0) return 0;
+  return RoundDown(std::min(cap, PowerGpus(dom.rack, nullptr)));
+}
+
+}  // namespace rackwise::internal

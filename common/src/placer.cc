@@ -1,0 +1,96 @@
+// Placer::Place: tries each node type the job may use, plans domains, picks nodes, and assembles a decision;
+// or explains, node by node, why the job cannot start. See placer.h for the objectives.
+#include "rackwise/placer.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "domain_planner.h"
+#include "node_picker.h"
+#include "placement_context.h"
+#include "refusal_builder.h"
+#include "request_setup.h"
+
+namespace rackwise {
+namespace {
+
+using internal::DomainPlan;
+using internal::PlacementContext;
+
+PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan) {
+  const Topology& t = ctx.topology();
+  PlacementDecision d;
+  d.per_gpu = ctx.per_gpu();
+  d.min_domains = ctx.MinDomains();
+  d.domains = static_cast<int>(plan.takes.size());
+  for (const internal::DomainTake& take : plan.takes)
+    internal::PickNodes(ctx, take.domain, take.gpus, plan.rail_set, &d.nodes);
+  std::sort(d.nodes.begin(), d.nodes.end(), [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
+  for (const NodeGpus& ng : d.nodes) {
+    const RackId r = t.nodes()[ng.node].rack;
+    const Milliwatts added = std::popcount(ng.gpus) * ctx.per_gpu();
+    auto it = std::find_if(d.racks.begin(), d.racks.end(), [r](const RackPower& rp) { return rp.rack == r; });
+    if (it == d.racks.end()) {
+      d.racks.push_back({r, added});
+    } else {
+      it->added += added;
+    }
+    if (ng.gpus != d.nodes.front().gpus) d.rail_aligned = false;
+  }
+  std::sort(d.racks.begin(), d.racks.end(), [](const RackPower& a, const RackPower& b) { return a.rack < b.rack; });
+  std::vector<ScalableUnitId> sus;
+  for (const RackPower& rp : d.racks) sus.push_back(t.racks()[rp.rack].scalable_unit);
+  std::sort(sus.begin(), sus.end());
+  d.scalable_units = static_cast<int>(std::unique(sus.begin(), sus.end()) - sus.begin());
+  return d;
+}
+
+// Fewest domains, then scalable units, then racks.
+bool Better(const PlacementDecision& a, const PlacementDecision& b) {
+  if (a.domains != b.domains) return a.domains < b.domains;
+  if (a.scalable_units != b.scalable_units) return a.scalable_units < b.scalable_units;
+  return a.racks.size() < b.racks.size();
+}
+
+}  // namespace
+
+absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const PlacementRequest& request) {
+  const Topology& t = ledger.topology();
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(t, request);
+  if (!setup.ok()) return setup.status();
+  internal::PowerScratch scratch(t.racks().size(), t.power_domains().size());
+  std::optional<PlacementDecision> best;
+  bool locality_blocked = false;
+  for (NodeTypeId type : setup->types) {
+    if (request.gpus_per_node > t.node_types()[type].gpus) continue;
+    PlacementContext ctx(ledger, request, setup->locality, type, internal::PerGpuFor(t, request, type),
+                         setup->allowed);
+    if (ctx.EffectiveDomainSize() <= 0) continue;
+    // Locality none goes straight to the smallest fragments, wherever they are, to keep whole domains free.
+    std::optional<DomainPlan> plan;
+    if (setup->locality != Locality::kNone) plan = internal::PlanSingleDomain(ctx);
+    if (!plan) {
+      plan = internal::PlanMultiDomain(ctx, &scratch);
+      if (plan && setup->locality == Locality::kRequired &&
+          static_cast<int>(plan->takes.size()) > ctx.MinDomains()) {
+        locality_blocked = true;  // the GPUs exist, but not inside the fewest domains: wait
+        plan.reset();
+      }
+    }
+    if (!plan) continue;
+    PlacementDecision decision = Assemble(ctx, *plan);
+    if (!best || Better(decision, *best)) best = std::move(decision);
+    if (best->domains == 1) break;  // nothing can beat one domain in one rack
+  }
+  if (best) return PlacementOutcome{std::move(*best)};
+  return PlacementOutcome{internal::BuildRefusal(ledger, request, *setup, locality_blocked)};
+}
+
+std::optional<NodeReason> Placer::FilterNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
+  if (!setup.ok() || node < 0 || node >= static_cast<NodeId>(ledger.topology().nodes().size()))
+    return NodeReason::kNotAllowed;
+  return internal::NodeBlock(ledger, request, *setup, node);
+}
+
+}  // namespace rackwise

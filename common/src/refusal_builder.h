@@ -1,0 +1,14 @@
+// Internal to the placer: the refusal for a job that cannot start, with every node counted under one reason
+// and one sentence on the constraint that binds (kube-scheduler style: "0/512 nodes are available: ...").
+#pragma once
+
+#include "rackwise/placement_decision.h"
+#include "request_setup.h"
+
+namespace rackwise::internal {
+
+// `locality_blocked`: the GPUs exist but not within the fewest NVLink domains, and the job requires that.
+PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& request, const RequestSetup& setup,
+                              bool locality_blocked);
+
+}  // namespace rackwise::internal

@@ -1,0 +1,78 @@
+// Request checking and the per-node verdict. See request_setup.h.
+#include "request_setup.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace rackwise::internal {
+
+absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequest& r) {
+  const PlacementPolicy& policy = t.policy();
+  if (r.gpus < 1) return absl::InvalidArgumentError(absl::StrCat("gpus must be at least 1, got ", r.gpus));
+  if (r.gpus_per_node < 0)
+    return absl::InvalidArgumentError(absl::StrCat("gpus_per_node must not be negative, got ", r.gpus_per_node));
+  if (r.gpus_per_node > 0 && r.gpus % r.gpus_per_node != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus (", r.gpus, ") must be a multiple of gpus_per_node (", r.gpus_per_node, ")"));
+  if (!std::isfinite(r.watts_per_gpu) || r.watts_per_gpu < 0)
+    return absl::InvalidArgumentError("watts_per_gpu must be a finite number >= 0");
+  if (r.watts_per_gpu > 0 && (r.watts_per_gpu < policy.min_watts_per_gpu || r.watts_per_gpu > policy.max_watts_per_gpu))
+    return absl::InvalidArgumentError(absl::StrCat("watts_per_gpu ", r.watts_per_gpu, " is outside the policy's ",
+                                                   policy.min_watts_per_gpu, "..", policy.max_watts_per_gpu));
+  RequestSetup s;
+  s.locality = r.locality.value_or(policy.default_locality);
+  const NodeId n = static_cast<NodeId>(t.nodes().size());
+  auto check = [n](NodeId id) { return id >= 0 && id < n; };
+  if (!r.allowed_nodes.empty()) {
+    s.allowed.assign(n, 0);
+    for (NodeId id : r.allowed_nodes) {
+      if (!check(id)) return absl::InvalidArgumentError(absl::StrCat("allowed node id ", id, " is unknown"));
+      s.allowed[id] = 1;
+    }
+  }
+  if (!r.excluded_nodes.empty()) {
+    if (s.allowed.empty()) s.allowed.assign(n, 1);
+    for (NodeId id : r.excluded_nodes) {
+      if (!check(id)) return absl::InvalidArgumentError(absl::StrCat("excluded node id ", id, " is unknown"));
+      s.allowed[id] = 0;
+    }
+  }
+  if (r.node_type) {
+    if (*r.node_type < 0 || *r.node_type >= static_cast<NodeTypeId>(t.node_types().size()))
+      return absl::InvalidArgumentError(absl::StrCat("node type id ", *r.node_type, " is unknown"));
+    s.types.push_back(*r.node_type);
+  } else {
+    for (NodeTypeId i = 0; i < static_cast<NodeTypeId>(t.node_types().size()); ++i) s.types.push_back(i);
+  }
+  return s;
+}
+
+Milliwatts PerGpuFor(const Topology& t, const PlacementRequest& r, NodeTypeId type) {
+  return r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu) : t.node_types()[type].per_gpu;
+}
+
+std::optional<NodeReason> NodeBlock(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeId n) {
+  const Topology& t = ledger.topology();
+  const Node& node = t.nodes()[n];
+  if (std::find(s.types.begin(), s.types.end(), node.type) == s.types.end()) return NodeReason::kWrongNodeType;
+  if (r.gpus_per_node > node.gpus) return NodeReason::kTooFewGpusOnNode;
+  if (!s.allowed.empty() && !s.allowed[n]) return NodeReason::kNotAllowed;
+  if (ledger.node_health(n) == NodeHealth::kDown) return NodeReason::kNodeDown;
+  if (ledger.node_health(n) == NodeHealth::kDrained) return NodeReason::kNodeDrained;
+  const int least = std::max(r.gpus_per_node, 1);
+  if (ledger.free_gpu_count(n) < least) return NodeReason::kInsufficientGpus;
+  const Milliwatts need = least * PerGpuFor(t, r, node.type);
+  const double keep = 1.0 - t.policy().power_reserve_fraction;
+  const RackId rack = node.rack;
+  if (static_cast<Milliwatts>(static_cast<double>(ledger.rack_cap(rack)) * keep) - ledger.rack_draw(rack) < need)
+    return NodeReason::kRackPower;
+  for (PowerDomainId p : t.racks()[rack].power_chain)
+    if (static_cast<Milliwatts>(static_cast<double>(ledger.power_domain_cap(p)) * keep) - ledger.power_domain_draw(p) <
+        need)
+      return NodeReason::kPowerDomainPower;
+  return std::nullopt;
+}
+
+}  // namespace rackwise::internal

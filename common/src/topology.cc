@@ -1,0 +1,185 @@
+// Compiles a ClusterDescription into the dense tables of Topology. See topology.h.
+#include "rackwise/topology.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "rackwise/hostlist.h"
+
+namespace rackwise {
+namespace {
+
+Locality LocalityFromProto(v1::Locality l) {
+  switch (l) {
+    case v1::LOCALITY_REQUIRED: return Locality::kRequired;
+    case v1::LOCALITY_NONE: return Locality::kNone;
+    default: return Locality::kPreferred;
+  }
+}
+
+PlacementPolicy ResolvePolicy(const v1::Policy& p) {
+  PlacementPolicy out;
+  out.default_locality = LocalityFromProto(p.default_locality());
+  out.power_reserve_fraction = p.power_reserve_pct() / 100.0;
+  // proto3 doubles have no presence: 0 (or absent) keeps the documented default.
+  auto pick = [](double v, double def) { return v > 0 ? v : def; };
+  const v1::Weights& w = p.weights();
+  out.weights.domain_packing = pick(w.domain_packing(), out.weights.domain_packing);
+  out.weights.rack_packing = pick(w.rack_packing(), out.weights.rack_packing);
+  out.weights.rail_alignment = pick(w.rail_alignment(), out.weights.rail_alignment);
+  out.weights.power_headroom = pick(w.power_headroom(), out.weights.power_headroom);
+  out.min_watts_per_gpu = p.min_watts_per_gpu();
+  if (p.max_watts_per_gpu() > 0) out.max_watts_per_gpu = p.max_watts_per_gpu();
+  return out;
+}
+
+Milliwatts KilowattsToMilliwatts(double kw) { return WattsToMilliwatts(kw * 1000.0); }
+
+}  // namespace
+
+absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
+  Topology t;
+  t.cluster_name_ = d.cluster();
+  t.policy_ = ResolvePolicy(d.policy());
+
+  absl::flat_hash_map<std::string, NodeTypeId> type_index;
+  for (const v1::NodeType& nt : d.node_types()) {
+    if (nt.gpus() < 1 || nt.gpus() > kMaxGpusPerNode)
+      return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": gpus must be 1..64"));
+    if (nt.nvlink() == v1::NVLINK_SCOPE_UNSPECIFIED)
+      return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": nvlink must be node or rack"));
+    if (!std::isfinite(nt.node_watts()) || !std::isfinite(nt.idle_watts()) || nt.idle_watts() < 0 ||
+        nt.node_watts() < nt.idle_watts())
+      return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": need 0 <= idle_watts <= node_watts"));
+    if (!type_index.emplace(nt.name(), static_cast<NodeTypeId>(t.node_types_.size())).second)
+      return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), " defined twice"));
+    NodeType out;
+    out.name = nt.name();
+    out.gpus = static_cast<int>(nt.gpus());
+    out.nvlink = nt.nvlink() == v1::NVLINK_SCOPE_RACK ? NvlinkScope::kRack : NvlinkScope::kNode;
+    out.idle = WattsToMilliwatts(nt.idle_watts());
+    out.per_gpu = WattsToMilliwatts((nt.node_watts() - nt.idle_watts()) / nt.gpus());
+    out.gpu_watts = nt.gpu_watts();
+    t.node_types_.push_back(std::move(out));
+    t.max_gpus_per_node_ = std::max(t.max_gpus_per_node_, static_cast<int>(nt.gpus()));
+  }
+
+  for (const v1::PowerDomain& pd : d.power_domains()) {
+    if (!t.power_domain_index_.emplace(pd.name(), static_cast<PowerDomainId>(t.power_domains_.size())).second)
+      return absl::InvalidArgumentError(absl::StrCat("power domain ", pd.name(), " defined twice"));
+    PowerDomain out;
+    out.name = pd.name();
+    out.cap = KilowattsToMilliwatts(pd.power_cap_kw());
+    t.power_domains_.push_back(std::move(out));
+  }
+  for (int i = 0; i < d.power_domains_size(); ++i) {
+    const std::string& parent = d.power_domains(i).parent();
+    if (parent.empty()) continue;
+    auto it = t.power_domain_index_.find(parent);
+    if (it == t.power_domain_index_.end())
+      return absl::InvalidArgumentError(absl::StrCat("power domain ", d.power_domains(i).name(),
+                                                     ": unknown parent ", parent));
+    t.power_domains_[i].parent = it->second;
+  }
+  // Cycle check: a chain longer than the number of domains must loop.
+  for (PowerDomainId i = 0; i < static_cast<PowerDomainId>(t.power_domains_.size()); ++i) {
+    int steps = 0;
+    for (PowerDomainId p = i; p != kNoId; p = t.power_domains_[p].parent) {
+      if (++steps > static_cast<int>(t.power_domains_.size()))
+        return absl::InvalidArgumentError(absl::StrCat("power domain ", t.power_domains_[i].name, " is in a cycle"));
+    }
+  }
+
+  absl::flat_hash_map<std::string, ScalableUnitId> su_index;
+  for (const v1::Rack& r : d.racks()) {
+    const RackId rack_id = static_cast<RackId>(t.racks_.size());
+    if (!t.rack_index_.emplace(r.name(), rack_id).second)
+      return absl::InvalidArgumentError(absl::StrCat("rack ", r.name(), " defined twice"));
+    Rack rack;
+    rack.name = r.name();
+    rack.cap = KilowattsToMilliwatts(r.power_cap_kw());
+    if (!r.power_domain().empty()) {
+      auto it = t.power_domain_index_.find(r.power_domain());
+      if (it == t.power_domain_index_.end())
+        return absl::InvalidArgumentError(absl::StrCat("rack ", r.name(), ": unknown power domain ", r.power_domain()));
+      rack.power_domain = it->second;
+      t.power_domains_[it->second].racks.push_back(rack_id);
+      for (PowerDomainId p = it->second; p != kNoId; p = t.power_domains_[p].parent) rack.power_chain.push_back(p);
+    }
+    const std::string su_name = r.scalable_unit().empty() ? r.name() : r.scalable_unit();
+    auto [su_it, su_new] = su_index.emplace(su_name, static_cast<ScalableUnitId>(t.scalable_units_.size()));
+    if (su_new) t.scalable_units_.push_back(ScalableUnit{su_name, {}});
+    rack.scalable_unit = su_it->second;
+    t.scalable_units_[su_it->second].racks.push_back(rack_id);
+
+    std::vector<std::pair<std::string, std::string>> groups;  // (type, hostlist)
+    if (!r.nodes().empty() || !r.type().empty()) groups.emplace_back(r.type(), r.nodes());
+    for (const v1::NodeGroup& g : r.node_groups()) groups.emplace_back(g.type(), g.nodes());
+    absl::flat_hash_map<NodeTypeId, DomainId> rack_domain_of_type;
+    for (const auto& [type_name, hostlist] : groups) {
+      auto type_it = type_index.find(type_name);
+      if (type_it == type_index.end())
+        return absl::InvalidArgumentError(absl::StrCat("rack ", r.name(), ": unknown node type '", type_name, "'"));
+      const NodeType& type = t.node_types_[type_it->second];
+      absl::StatusOr<std::vector<std::string>> names = ExpandHostlist(hostlist);
+      if (!names.ok())
+        return absl::InvalidArgumentError(absl::StrCat("rack ", r.name(), ": ", names.status().message()));
+      for (std::string& name : *names) {
+        const NodeId node_id = static_cast<NodeId>(t.nodes_.size());
+        if (!t.node_index_.emplace(name, node_id).second)
+          return absl::InvalidArgumentError(absl::StrCat("node ", name, " is listed twice"));
+        DomainId domain_id;
+        if (type.nvlink == NvlinkScope::kRack) {
+          auto [dit, fresh] = rack_domain_of_type.emplace(type_it->second, static_cast<DomainId>(t.domains_.size()));
+          if (fresh) {
+            t.domains_.push_back(NvlinkDomain{absl::StrCat(r.name(), "/", type.name), type_it->second, rack_id, {}, 0});
+            rack.domains.push_back(dit->second);
+          }
+          domain_id = dit->second;
+        } else {
+          domain_id = static_cast<DomainId>(t.domains_.size());
+          t.domains_.push_back(NvlinkDomain{name, type_it->second, rack_id, {}, 0});
+          rack.domains.push_back(domain_id);
+        }
+        t.domains_[domain_id].nodes.push_back(node_id);
+        t.domains_[domain_id].gpus += type.gpus;
+        rack.nodes.push_back(node_id);
+        rack.idle += type.idle;
+        t.total_gpus_ += type.gpus;
+        t.nodes_.push_back(Node{std::move(name), type_it->second, rack_id, domain_id, rack.scalable_unit, type.gpus});
+      }
+    }
+    for (PowerDomainId p : rack.power_chain) t.power_domains_[p].idle += rack.idle;
+    t.racks_.push_back(std::move(rack));
+  }
+  t.max_domain_nodes_.assign(t.node_types_.size(), 0);
+  t.max_domain_gpus_.assign(t.node_types_.size(), 0);
+  for (const NvlinkDomain& dom : t.domains_) {
+    t.max_domain_nodes_[dom.type] = std::max(t.max_domain_nodes_[dom.type], static_cast<int>(dom.nodes.size()));
+    t.max_domain_gpus_[dom.type] = std::max(t.max_domain_gpus_[dom.type], dom.gpus);
+  }
+  return t;
+}
+
+std::optional<NodeId> Topology::FindNode(std::string_view name) const {
+  auto it = node_index_.find(absl::string_view(name.data(), name.size()));
+  if (it == node_index_.end()) return std::nullopt;
+  return it->second;
+}
+std::optional<RackId> Topology::FindRack(std::string_view name) const {
+  auto it = rack_index_.find(absl::string_view(name.data(), name.size()));
+  if (it == rack_index_.end()) return std::nullopt;
+  return it->second;
+}
+std::optional<PowerDomainId> Topology::FindPowerDomain(std::string_view name) const {
+  auto it = power_domain_index_.find(absl::string_view(name.data(), name.size()));
+  if (it == power_domain_index_.end()) return std::nullopt;
+  return it->second;
+}
+std::optional<NodeTypeId> Topology::FindNodeType(std::string_view name) const {
+  for (NodeTypeId i = 0; i < static_cast<NodeTypeId>(node_types_.size()); ++i)
+    if (node_types_[i].name == name) return i;
+  return std::nullopt;
+}
+
+}  // namespace rackwise
