@@ -1,0 +1,163 @@
+// One placement decision on large clusters at 70% occupancy with mixed job sizes, against the linear-scan
+// baseline measured in the same run. See BENCHMARKS.md for the figures and how to run this.
+//
+// Clusters: 64 GB200 NVL72 racks (4,608 GPUs), 1,000 NVL72 racks (72,000 GPUs), 9,000 HGX H100 nodes
+// (72,000 GPUs, 4 per rack). Occupancy is reached by placing a seeded stream of mixed jobs with the placer
+// itself and committing them, so the free space is as fragmented as a real queue leaves it.
+#include <benchmark/benchmark.h>
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "linear_scan_placer.h"
+#include "rackwise/placer.h"
+#include "rackwise/synthetic_cluster.h"
+
+namespace rackwise::bench {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Topology> topology;
+  std::unique_ptr<Ledger> ledger;
+  std::vector<PlacementRequest> probes;  // the requests each iteration cycles through
+  double state_mib = 0;
+};
+
+// Job sizes as a share of jobs: many small, some node-sized, a few large (a mixed research/training queue).
+PlacementRequest MixedJob(std::mt19937_64& rng, bool nvl72, int serial) {
+  static const int kNvlSizes[] = {1, 2, 4, 4, 8, 8, 16, 32, 64, 72, 144};
+  static const int kHgxSizes[] = {1, 2, 4, 8, 8, 8, 16, 16, 32, 64, 128};
+  PlacementRequest r;
+  r.id = "fill" + std::to_string(serial);
+  const int size = (nvl72 ? kNvlSizes : kHgxSizes)[std::uniform_int_distribution<int>(0, 10)(rng)];
+  r.gpus = size;
+  if (!nvl72 && size >= 8) r.gpus_per_node = 8;
+  return r;
+}
+
+Fixture* Build(const SyntheticClusterSpec& spec, bool nvl72) {
+  auto* f = new Fixture;
+  struct mallinfo2 before = mallinfo2();
+  auto topo = Topology::Build(BuildSyntheticCluster(spec));
+  if (!topo.ok()) std::abort();
+  f->topology = std::make_unique<Topology>(*std::move(topo));
+  f->ledger = std::make_unique<Ledger>(*f->topology);
+  std::mt19937_64 rng(42);
+  const long long target = f->topology->total_gpus() * 70LL / 100;
+  long long used = 0;
+  for (int i = 0; used < target && i < 10'000'000; ++i) {
+    PlacementRequest r = MixedJob(rng, nvl72, i);
+    auto out = Placer::Place(*f->ledger, r);
+    if (!out.ok()) std::abort();
+    if (const auto* d = std::get_if<PlacementDecision>(&*out)) {
+      if (f->ledger->Commit(d->ToAllocation(r.id)).ok()) used += r.gpus;
+    }
+  }
+  struct mallinfo2 after = mallinfo2();
+  f->state_mib = static_cast<double>(after.uordblks - before.uordblks) / (1 << 20);
+  for (int i = 0; i < 64; ++i) f->probes.push_back(MixedJob(rng, nvl72, 1'000'000 + i));
+  return f;
+}
+
+SyntheticClusterSpec Nvl72Racks(int racks) {
+  SyntheticClusterSpec spec;
+  spec.name = "nvl72";
+  // Rows of 8 racks; caps at full load (they do not bind), 4 racks per scalable unit.
+  spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, racks, 18, 0, 4, 8, 0});
+  return spec;
+}
+
+SyntheticClusterSpec HgxNodes(int nodes) {
+  SyntheticClusterSpec spec;
+  spec.name = "hgx";
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, nodes / 4, 4, 0, 8, 8, 0});
+  return spec;
+}
+
+Fixture& Get(int which) {
+  static Fixture* fixtures[3] = {nullptr, nullptr, nullptr};
+  if (fixtures[which] == nullptr) {
+    switch (which) {
+      case 0: fixtures[0] = Build(Nvl72Racks(64), true); break;
+      case 1: fixtures[1] = Build(Nvl72Racks(1000), true); break;
+      default: fixtures[2] = Build(HgxNodes(9000), false); break;
+    }
+  }
+  return *fixtures[which];
+}
+
+void Report(benchmark::State& state, const Fixture& f) {
+  state.counters["gpus"] = f.topology->total_gpus();
+  state.counters["occupancy_pct"] = 100.0 - 100.0 * [&] {
+    long long free = 0;
+    for (NodeId n = 0; n < static_cast<NodeId>(f.topology->nodes().size()); ++n) free += f.ledger->free_gpu_count(n);
+    return static_cast<double>(free);
+  }() / f.topology->total_gpus();
+  state.counters["state_MiB"] = f.state_mib;
+}
+
+// Times every decision, so that the median and the 99th percentile are reported, not only the mean.
+template <typename PlaceFn>
+void RunDecisions(benchmark::State& state, int which, PlaceFn place) {
+  Fixture& f = Get(which);
+  std::vector<double> ns;
+  ns.reserve(1 << 16);
+  size_t i = 0, placed = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool ok = place(f, f.probes[i++ % f.probes.size()]);
+    const auto stop = std::chrono::steady_clock::now();
+    placed += ok;
+    if (ns.size() < (1u << 20)) ns.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
+  }
+  Report(state, f);
+  std::sort(ns.begin(), ns.end());
+  if (!ns.empty()) {
+    state.counters["median_us"] = ns[ns.size() / 2] / 1000.0;
+    state.counters["p99_us"] = ns[ns.size() * 99 / 100] / 1000.0;
+  }
+  state.counters["placed_pct"] = 100.0 * static_cast<double>(placed) / static_cast<double>(state.iterations());
+}
+
+bool PlaceWithRackwise(Fixture& f, const PlacementRequest& r) {
+  auto out = Placer::Place(*f.ledger, r);
+  benchmark::DoNotOptimize(out);
+  return out.ok() && std::holds_alternative<PlacementDecision>(*out);
+}
+
+bool PlaceWithLinearScanBestFit(Fixture& f, const PlacementRequest& r) {
+  auto out = LinearScanBestFit(*f.ledger, r);
+  benchmark::DoNotOptimize(out);
+  return out.has_value();
+}
+
+bool PlaceWithLinearScanFirstFit(Fixture& f, const PlacementRequest& r) {
+  auto out = LinearScanFirstFit(*f.ledger, r);
+  benchmark::DoNotOptimize(out);
+  return out.has_value();
+}
+
+const int kRegistered = [] {
+  const char* names[] = {"4608gpu_64xNVL72", "72000gpu_1000xNVL72", "72000gpu_9000xHGX"};
+  for (int which = 0; which < 3; ++which) {
+    benchmark::RegisterBenchmark((std::string("Rackwise/") + names[which]).c_str(),
+                                 [which](benchmark::State& s) { RunDecisions(s, which, PlaceWithRackwise); })
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("LinearScanBestFit/") + names[which]).c_str(),
+                                 [which](benchmark::State& s) { RunDecisions(s, which, PlaceWithLinearScanBestFit); })
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("LinearScanFirstFit/") + names[which]).c_str(),
+                                 [which](benchmark::State& s) { RunDecisions(s, which, PlaceWithLinearScanFirstFit); })
+        ->Unit(benchmark::kMicrosecond);
+  }
+  return 0;
+}();
+
+}  // namespace
+}  // namespace rackwise::bench
+
+BENCHMARK_MAIN();
