@@ -139,7 +139,7 @@ TEST(PlacerTest, BindingRackCapSendsJobElsewhereThenWaits) {
   EXPECT_NE(no.Message().find("0/8 nodes are available: 4 Insufficient free GPUs, 4 Rack power cap."),
             std::string::npos)
       << no.Message();
-  EXPECT_NE(no.detail.find("would need 7.7 kW, 4.6 kW left"), std::string::npos) << no.detail;
+  EXPECT_NE(no.detail.find("would need 7.7 kW for 8 GPUs, 4.6 kW left"), std::string::npos) << no.detail;
   l.Release("first");
   EXPECT_EQ(MustPlace(l, Req(8, 8)).domains, 1);
 }

@@ -10,32 +10,78 @@ namespace {
 
 std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
 
-// The most GPUs this cluster could ever give the job: empty, healthy, with its node list and caps.
-long long LifetimeCapacity(const Topology& t, const PlacementRequest& r, const RequestSetup& s) {
+// GPUs that can be powered, given GPUs available per rack and watts left per rack and per power domain: each
+// rack is limited by its own room, then every power domain by its room over everything below it (deepest
+// domains first, so a row's limit applies before the hall's).
+long long PoweredGpus(const Topology& t, const std::vector<long long>& rack_gpus, const std::vector<Milliwatts>& rack_room,
+                      const std::vector<Milliwatts>& pd_room, Milliwatts per_gpu) {
+  auto limit = [per_gpu](long long gpus, Milliwatts room) {
+    if (per_gpu <= 0) return gpus;
+    return std::min<long long>(gpus, std::max<Milliwatts>(0, room) / per_gpu);
+  };
+  std::vector<long long> below(t.power_domains().size(), 0);
   long long total = 0;
-  const double keep = 1.0 - t.policy().power_reserve_fraction;
-  for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
-    const Rack& info = t.racks()[rack];
-    for (NodeTypeId type : s.types) {
-      long long gpus = 0;
-      for (NodeId n : info.nodes) {
-        const Node& node = t.nodes()[n];
-        if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || r.gpus_per_node > node.gpus) continue;
-        gpus += r.gpus_per_node > 0 ? r.gpus_per_node : node.gpus;
-      }
-      const Milliwatts per_gpu = PerGpuFor(t, r, type);
-      if (gpus == 0 || per_gpu <= 0) {
-        total += gpus;
-        continue;
-      }
-      Milliwatts room = static_cast<Milliwatts>(static_cast<double>(info.cap) * keep) - info.idle;
-      for (PowerDomainId p : info.power_chain)
-        room = std::min(room, static_cast<Milliwatts>(static_cast<double>(t.power_domains()[p].cap) * keep) -
-                                  t.power_domains()[p].idle);
-      total += std::min<long long>(gpus, std::max<Milliwatts>(0, room) / per_gpu);
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const long long g = limit(rack_gpus[r], rack_room[r]);
+    if (t.racks()[r].power_domain == kNoId) {
+      total += g;
+    } else {
+      below[t.racks()[r].power_domain] += g;
+    }
+  }
+  std::vector<int> depth(t.power_domains().size(), 0);
+  std::vector<PowerDomainId> order(t.power_domains().size());
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(order.size()); ++p) {
+    order[p] = p;
+    for (PowerDomainId q = t.power_domains()[p].parent; q != kNoId; q = t.power_domains()[q].parent) ++depth[p];
+  }
+  std::sort(order.begin(), order.end(), [&](PowerDomainId a, PowerDomainId b) { return depth[a] > depth[b]; });
+  for (PowerDomainId p : order) {
+    const long long g = limit(below[p], pd_room[p]);
+    if (t.power_domains()[p].parent == kNoId) {
+      total += g;
+    } else {
+      below[t.power_domains()[p].parent] += g;
     }
   }
   return total;
+}
+
+struct PowerView {
+  std::vector<Milliwatts> rack_room, pd_room;
+};
+
+// Room under every cap less the reserve: now (from the ledger) or on an empty cluster (idle draw only).
+PowerView Rooms(const Ledger& l, bool empty) {
+  const Topology& t = l.topology();
+  const double keep = 1.0 - t.policy().power_reserve_fraction;
+  PowerView v;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const Milliwatts cap = empty ? t.racks()[r].cap : l.rack_cap(r);
+    v.rack_room.push_back(static_cast<Milliwatts>(static_cast<double>(cap) * keep) -
+                          (empty ? t.racks()[r].idle : l.rack_draw(r)));
+  }
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
+    const Milliwatts cap = empty ? t.power_domains()[p].cap : l.power_domain_cap(p);
+    v.pd_room.push_back(static_cast<Milliwatts>(static_cast<double>(cap) * keep) -
+                        (empty ? t.power_domains()[p].idle : l.power_domain_draw(p)));
+  }
+  return v;
+}
+
+// The most GPUs the job could get of one node type, now or on this cluster empty and healthy.
+long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type, bool empty,
+                   const PowerView& power) {
+  const Topology& t = l.topology();
+  std::vector<long long> rack_gpus(t.racks().size(), 0);
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    const Node& node = t.nodes()[n];
+    if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || r.gpus_per_node > node.gpus) continue;
+    if (!empty && l.node_health(n) != NodeHealth::kUp) continue;
+    const int free = empty ? node.gpus : l.free_gpu_count(n);
+    rack_gpus[node.rack] += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
+  }
+  return PoweredGpus(t, rack_gpus, power.rack_room, power.pd_room, PerGpuFor(t, r, type));
 }
 
 }  // namespace
@@ -45,19 +91,25 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   const Topology& t = ledger.topology();
   PlacementRefusal out;
   out.total_nodes = static_cast<int>(t.nodes().size());
-  std::vector<int> power_blocked_free(t.racks().size(), 0);
+  std::vector<int> rack_free(t.racks().size(), 0);  // free GPUs on nodes that fail on nothing but power
   long long usable_free = 0;
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     std::optional<NodeReason> why = NodeBlock(ledger, r, s, n);
     if (!why) {
       usable_free += ledger.free_gpu_count(n);
+      rack_free[t.nodes()[n].rack] += ledger.free_gpu_count(n);
       why = locality_blocked ? NodeReason::kNvlinkLocality : NodeReason::kNotEnoughTogether;
+    } else if (*why == NodeReason::kRackPower || *why == NodeReason::kPowerDomainPower) {
+      rack_free[t.nodes()[n].rack] += ledger.free_gpu_count(n);
     }
-    if (*why == NodeReason::kRackPower || *why == NodeReason::kPowerDomainPower)
-      power_blocked_free[t.nodes()[n].rack] += ledger.free_gpu_count(n);
     out.counts[static_cast<int>(*why)]++;
   }
-  const long long lifetime = LifetimeCapacity(t, r, s);
+  long long lifetime = 0, now = 0;
+  const PowerView empty_rooms = Rooms(ledger, true), now_rooms = Rooms(ledger, false);
+  for (NodeTypeId type : s.types) {  // a job never mixes node types: the best single type counts
+    lifetime = std::max(lifetime, Capacity(ledger, r, s, type, true, empty_rooms));
+    now = std::max(now, Capacity(ledger, r, s, type, false, now_rooms));
+  }
   if (lifetime < r.gpus) {
     out.unresolvable = true;
     out.detail = absl::StrFormat("The job asks for %d GPUs; this cluster can never give it more than %d.", r.gpus,
@@ -70,27 +122,32 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
         r.gpus);
     return out;
   }
-  const auto rack_it = std::max_element(power_blocked_free.begin(), power_blocked_free.end());
-  if (rack_it != power_blocked_free.end() && *rack_it > 0) {
-    const RackId rack = static_cast<RackId>(rack_it - power_blocked_free.begin());
-    const NodeTypeId type = t.nodes()[t.racks()[rack].nodes.front()].type;
-    const Milliwatts need = std::min(r.gpus, *rack_it) * PerGpuFor(t, r, type);
-    const double keep = 1.0 - t.policy().power_reserve_fraction;
-    Milliwatts left = static_cast<Milliwatts>(static_cast<double>(ledger.rack_cap(rack)) * keep) - ledger.rack_draw(rack);
+  // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.
+  int best_free = 0;
+  std::string best_detail;
+  for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
+    if (rack_free[rack] <= best_free) continue;
+    const int gpus = std::min(r.gpus, rack_free[rack]);
+    const Milliwatts need = gpus * PerGpuFor(t, r, t.nodes()[t.racks()[rack].nodes.front()].type);
+    Milliwatts left = now_rooms.rack_room[rack];
     std::string where = "rack " + t.racks()[rack].name;
     for (PowerDomainId p : t.racks()[rack].power_chain) {
-      const Milliwatts pd_left =
-          static_cast<Milliwatts>(static_cast<double>(ledger.power_domain_cap(p)) * keep) - ledger.power_domain_draw(p);
-      if (pd_left < left) {
-        left = pd_left;
+      if (now_rooms.pd_room[p] < left) {
+        left = now_rooms.pd_room[p];
         where = "power domain " + t.power_domains()[p].name;
       }
     }
-    out.detail = absl::StrFormat("%s would need %s, %s left.", where, Kw(need), Kw(std::max<Milliwatts>(0, left)));
+    if (need <= left) continue;
+    best_free = rack_free[rack];
+    best_detail = absl::StrFormat("%s would need %s for %d GPUs, %s left.", where, Kw(need), gpus,
+                                  Kw(std::max<Milliwatts>(0, left)));
+  }
+  if (!best_detail.empty()) {
+    out.detail = best_detail;
     return out;
   }
-  out.detail = absl::StrFormat("The job asks for %d GPUs; %d are free on nodes that could take a share.", r.gpus,
-                               usable_free);
+  out.detail = absl::StrFormat("The job asks for %d GPUs; at most %d free GPUs of one node type could take it now.",
+                               r.gpus, now);
   return out;
 }
 

@@ -1,0 +1,20 @@
+// Moving run-time state between a Ledger and its schema form (v1::ClusterState): state files for
+// `rackwise place --state`, the extender's snapshots, and restarts that must not lose an allocation.
+#pragma once
+
+#include "absl/status/status.h"
+#include "rackwise/ledger.h"
+#include "rackwise/v1/state.pb.h"
+
+namespace rackwise {
+
+// Applies health, failed GPUs and cap overrides, then records every allocation with CommitMode::kRecover (what
+// runs is recorded even if a cap was lowered since). Names must exist (ParseClusterState checks them); an
+// unknown name or a GPU held twice is an error, and then the ledger may hold part of the state.
+absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger);
+
+// The ledger's state: allocations (sorted by id), nodes that are not up or have failed GPUs, and caps that
+// differ from the description.
+v1::ClusterState CaptureClusterState(const Ledger& ledger);
+
+}  // namespace rackwise

@@ -1,0 +1,107 @@
+// See cluster_state.h.
+#include "rackwise/cluster_state.h"
+
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+
+namespace rackwise {
+namespace {
+
+NodeHealth HealthFromProto(v1::NodeHealth h) {
+  switch (h) {
+    case v1::NODE_HEALTH_DRAINED: return NodeHealth::kDrained;
+    case v1::NODE_HEALTH_DOWN: return NodeHealth::kDown;
+    default: return NodeHealth::kUp;
+  }
+}
+
+v1::NodeHealth HealthToProto(NodeHealth h) {
+  switch (h) {
+    case NodeHealth::kDrained: return v1::NODE_HEALTH_DRAINED;
+    case NodeHealth::kDown: return v1::NODE_HEALTH_DOWN;
+    case NodeHealth::kUp: break;
+  }
+  return v1::NODE_HEALTH_UP;
+}
+
+}  // namespace
+
+absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
+  const Topology& t = ledger->topology();
+  for (const v1::NodeStatus& ns : state.nodes()) {
+    std::optional<NodeId> n = t.FindNode(ns.node());
+    if (!n) return absl::InvalidArgumentError(absl::StrCat("state names unknown node '", ns.node(), "'"));
+    ledger->SetNodeHealth(*n, HealthFromProto(ns.health()));
+    for (uint32_t gpu : ns.failed_gpus()) {
+      if (gpu >= static_cast<uint32_t>(t.nodes()[*n].gpus))
+        return absl::InvalidArgumentError(absl::StrCat("node ", ns.node(), " has no GPU ", gpu));
+      ledger->SetGpuFailed(*n, static_cast<int>(gpu), true);
+    }
+  }
+  for (const v1::CapOverride& cap : state.caps()) {
+    const Milliwatts mw = WattsToMilliwatts(cap.power_cap_kw() * 1000.0);
+    if (std::optional<RackId> r = t.FindRack(cap.name())) {
+      ledger->SetRackCap(*r, mw);
+    } else if (std::optional<PowerDomainId> p = t.FindPowerDomain(cap.name())) {
+      ledger->SetPowerDomainCap(*p, mw);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("cap names unknown rack or power domain '", cap.name(), "'"));
+    }
+  }
+  for (const v1::Allocation& a : state.allocations()) {
+    Allocation out;
+    out.id = a.id();
+    out.per_gpu = WattsToMilliwatts(a.watts_per_gpu());
+    for (const v1::NodeGpus& ng : a.nodes()) {
+      std::optional<NodeId> n = t.FindNode(ng.node());
+      if (!n) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), " names unknown node '", ng.node(), "'"));
+      GpuMask mask = 0;
+      for (uint32_t gpu : ng.gpus()) {
+        if (gpu >= static_cast<uint32_t>(kMaxGpusPerNode))
+          return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), ": GPU index ", gpu, " out of range"));
+        mask |= GpuMask{1} << gpu;
+      }
+      out.nodes.push_back({*n, mask});
+    }
+    if (absl::Status s = ledger->Commit(out, CommitMode::kRecover); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+v1::ClusterState CaptureClusterState(const Ledger& ledger) {
+  const Topology& t = ledger.topology();
+  v1::ClusterState out;
+  for (const Allocation* a : ledger.Allocations()) {
+    v1::Allocation* pa = out.add_allocations();
+    pa->set_id(a->id);
+    pa->set_watts_per_gpu(MilliwattsToWatts(a->per_gpu));
+    for (const NodeGpus& ng : a->nodes) {
+      v1::NodeGpus* png = pa->add_nodes();
+      png->set_node(t.nodes()[ng.node].name);
+      for (GpuMask m = ng.gpus; m; m &= m - 1) png->add_gpus(static_cast<uint32_t>(std::countr_zero(m)));
+    }
+  }
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    if (ledger.node_health(n) == NodeHealth::kUp && ledger.failed_gpus(n) == 0) continue;
+    v1::NodeStatus* ns = out.add_nodes();
+    ns->set_node(t.nodes()[n].name);
+    ns->set_health(HealthToProto(ledger.node_health(n)));
+    for (GpuMask m = ledger.failed_gpus(n); m; m &= m - 1) ns->add_failed_gpus(static_cast<uint32_t>(std::countr_zero(m)));
+  }
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    if (ledger.rack_cap(r) == t.racks()[r].cap) continue;
+    v1::CapOverride* c = out.add_caps();
+    c->set_name(t.racks()[r].name);
+    c->set_power_cap_kw(static_cast<double>(ledger.rack_cap(r)) / 1e6);
+  }
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
+    if (ledger.power_domain_cap(p) == t.power_domains()[p].cap) continue;
+    v1::CapOverride* c = out.add_caps();
+    c->set_name(t.power_domains()[p].name);
+    c->set_power_cap_kw(static_cast<double>(ledger.power_domain_cap(p)) / 1e6);
+  }
+  return out;
+}
+
+}  // namespace rackwise

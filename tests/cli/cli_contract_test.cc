@@ -1,0 +1,124 @@
+// Runs the real `rackwise` binary and checks what scripts rely on: JSON keys, exit codes, error formats.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+CliRun Rackwise(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(RACKWISE_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kDemo = std::string(RACKWISE_SOURCE_DIR) + "/examples/demo.yaml";
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(::testing::TempDir()) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CliContractTest, PlacePrintsTheDecisionJson) {
+  CliRun r = Rackwise("place --cluster " + kDemo + " --gpus 16 --gpus-per-node 8 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["nodes"].size(), 2u);
+  for (const auto& node : j["nodes"]) EXPECT_EQ(j["gpus"][node.get<std::string>()].size(), 8u);
+  EXPECT_EQ(j["domains"], 2);
+  EXPECT_EQ(j["racks"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j["watts"][j["racks"][0].get<std::string>()].get<double>(), 16 * 962.5);
+}
+
+TEST(CliContractTest, DefaultsToTheBuiltInExample) {
+  CliRun r = Rackwise("place --gpus 72 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["domains"], 1);  // a whole NVL72 rack
+}
+
+TEST(CliContractTest, RefusalHasItsOwnExitCodeAndCountsNodes) {
+    // gpu001-gpu011 busy, gpu012 drained: only r04 is left, whose 30 kW cap powers two full nodes, not four.
+  const std::string state = WriteTemp("state.yaml", R"(allocations:
+  - id: big
+    nodes:
+      - {node: gpu001, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu002, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu003, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu004, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu005, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu006, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu007, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu008, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu009, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu010, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+      - {node: gpu011, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+nodes:
+  - {node: gpu012, health: drained}
+)");
+  CliRun r = Rackwise("place --cluster " + kDemo + " --state " + state +
+                   " --gpus 32 --gpus-per-node 8 --node-type hgx-h100 --locality required --json");
+  ASSERT_EQ(r.code, 3) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["refused"].get<bool>());
+  EXPECT_FALSE(j["unresolvable"].get<bool>());
+  EXPECT_EQ(j["reasons"]["Node drained"], 1);
+  EXPECT_EQ(j["reasons"]["Insufficient free GPUs"], 11);
+  EXPECT_EQ(j["reasons"]["Not enough GPUs together"], 4);
+  EXPECT_EQ(j["detail"], "rack r04 would need 30.8 kW for 32 GPUs, 20.0 kW left.");
+  EXPECT_EQ(j["reasons"]["Wrong node type"], 72);
+  EXPECT_NE(j["message"].get<std::string>().find("0/88 nodes are available"), std::string::npos);
+}
+
+TEST(CliContractTest, NeverPossibleIsUnresolvable) {
+  CliRun r = Rackwise("place --cluster " + kDemo + " --gpus 100000");
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_NE(r.out.find("cannot ever place"), std::string::npos) << r.out;
+}
+
+TEST(CliContractTest, ExplainNamesTheBindingRack) {
+  // Fill nvl04 (capped at 100 kW: 27 kW idle + 57 GPUs at 1.275 kW) with 48 GPUs via state, then ask for 16 GPUs
+  // restricted to nvl04: the rack has the GPUs but not the power.
+  std::string nodes;
+  for (int t = 1; t <= 12; ++t) {
+    char line[96];
+    std::snprintf(line, sizeof line, "      - {node: nvl04-t%02d, gpus: [0, 1, 2, 3]}\n", t);
+    nodes += line;
+  }
+  const std::string state = WriteTemp("state2.yaml", "allocations:\n  - id: a\n    nodes:\n" + nodes);
+  CliRun r = Rackwise("explain --cluster " + kDemo + " --state " + state + " --gpus 16 --nodes 'nvl04-t[13-18]'");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("rack nvl04 would need 20.4 kW for 16 GPUs, 11.8 kW left."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nvl04"), std::string::npos);
+}
+
+TEST(CliContractTest, BadInputIsAClearErrorNotACrash) {
+  CliRun missing = Rackwise("place --cluster /nonexistent.yaml --gpus 1");
+  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("/nonexistent.yaml"), std::string::npos) << missing.out;
+  const std::string bad = WriteTemp("bad.yaml", "cluster: x\nnode_types:\n  - name: a\n    gpus: many\n");
+  CliRun r = Rackwise("place --cluster " + bad + " --gpus 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(bad + ":4:"), std::string::npos) << r.out;
+  EXPECT_EQ(Rackwise("place --gpus 0").code, 2);
+  EXPECT_EQ(Rackwise("place --gpus 6 --gpus-per-node 4").code, 2);
+  EXPECT_EQ(Rackwise("place --gpus 4 --nodes 'nosuch[1-2]'").code, 2);
+  EXPECT_EQ(Rackwise("frobnicate").code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,114 @@
+// `rackwise explain`: where a job would go and why, or why it cannot start, in words an operator uses:
+// the decision (or the kube-scheduler-style count of nodes per reason), then every rack with its free GPUs,
+// its largest free NVLink domain, its power and what blocks this job there.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_format.h"
+#include "command.h"
+#include "decision_format.h"
+#include "placement_session.h"
+#include "rackwise/placer.h"
+
+namespace rackwise::cli {
+namespace {
+
+const char* LocalityName(Locality l) {
+  switch (l) {
+    case Locality::kRequired: return "required";
+    case Locality::kNone: return "none";
+    case Locality::kPreferred: break;
+  }
+  return "preferred";
+}
+
+nlohmann::json RackTable(const Ledger& l, const PlacementRequest& r, std::string* text) {
+  const Topology& t = l.topology();
+  nlohmann::json racks = nlohmann::json::array();
+  absl::StrAppendFormat(text, "\n  %-14s %-12s %6s %10s %9s %9s %9s  %s\n", "RACK", "TYPE", "FREE", "BEST DOM", "DRAW kW",
+                        "CAP kW", "LEFT kW", "FOR THIS JOB");
+  for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
+    const Rack& info = t.racks()[rack];
+    int free = 0, best_domain = 0;
+    for (NodeId n : info.nodes) free += l.free_gpu_count(n);
+    for (DomainId d : info.domains) best_domain = std::max(best_domain, l.domain_free_gpus(d));
+    std::array<int, static_cast<int>(NodeReason::kCount)> why{};
+    int open = 0;
+    for (NodeId n : info.nodes) {
+      if (std::optional<NodeReason> reason = Placer::FilterNode(l, r, n)) {
+        why[static_cast<int>(*reason)]++;
+      } else {
+        ++open;
+      }
+    }
+    std::string verdict = absl::StrFormat("%d node(s) could take a share", open);
+    if (open == 0) {
+      const int top = static_cast<int>(std::max_element(why.begin(), why.end()) - why.begin());
+      verdict = NodeReasonText(static_cast<NodeReason>(top));
+    }
+    const std::string type = t.node_types()[t.nodes()[info.nodes.front()].type].name;
+    const double draw = static_cast<double>(l.rack_draw(rack)) / 1e6, cap = static_cast<double>(l.rack_cap(rack)) / 1e6;
+    const double left = static_cast<double>(l.RackHeadroom(rack, t.policy().power_reserve_fraction)) / 1e6;
+    absl::StrAppendFormat(text, "  %-14s %-12s %6d %10d %9.1f %9.1f %9.1f  %s\n", info.name, type, free, best_domain,
+                          draw, cap, left, verdict);
+    racks.push_back({{"rack", info.name},  {"type", type},        {"free_gpus", free},
+                     {"largest_free_domain", best_domain},        {"draw_kw", draw},
+                     {"cap_kw", cap},      {"headroom_kw", left}, {"verdict", verdict}});
+  }
+  return racks;
+}
+
+int RunExplain(int argc, char** argv) {
+  CLI::App app{"Where a job would go, or why it cannot start, rack by rack.", "rackwise explain"};
+  SessionFlags session_flags;
+  JobFlags job;
+  AddSessionFlags(&app, &session_flags);
+  AddJobFlags(&app, &job);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  std::optional<Session> session = LoadSession(session_flags);
+  if (!session) return kExitInvalidInput;
+  std::optional<PlacementRequest> request = BuildRequest(job, *session->topology);
+  if (!request) return kExitUsage;
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*session->ledger, *request);
+  if (!outcome.ok()) {
+    std::fprintf(stderr, "rackwise explain: %s\n", std::string(outcome.status().message()).c_str());
+    return kExitUsage;
+  }
+  const Topology& t = *session->topology;
+  const Locality locality = request->locality.value_or(t.policy().default_locality);
+  std::string text = absl::StrFormat("job %s: %d GPUs, %s per node, NVLink locality %s%s\n", request->id, request->gpus,
+                                     request->gpus_per_node > 0 ? std::to_string(request->gpus_per_node) : "any split",
+                                     LocalityName(locality),
+                                     request->watts_per_gpu > 0
+                                         ? absl::StrFormat(", %.0f W per GPU declared", request->watts_per_gpu)
+                                         : ", node types' default watts per GPU");
+  nlohmann::json json = {{"job", request->id}, {"gpus", request->gpus}, {"locality", LocalityName(locality)}};
+  int code = kExitOk;
+  if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
+    text += "\n" + DecisionToText(t, *session->ledger, *d);
+    json["decision"] = DecisionToJson(t, *d);
+  } else {
+    const auto& refusal = std::get<PlacementRefusal>(*outcome);
+    text += "\n" + RefusalToText(refusal);
+    json["refusal"] = RefusalToJson(refusal);
+    code = refusal.unresolvable ? kExitUnresolvable : kExitRefused;
+  }
+  json["racks"] = RackTable(*session->ledger, *request, &text);
+  if (session_flags.json) {
+    std::printf("%s\n", json.dump(2).c_str());
+  } else {
+    std::printf("%s", text.c_str());
+  }
+  return code;
+}
+
+}  // namespace
+
+RACKWISE_REGISTER_COMMAND(explain, "explain", "where a job would go, or why it cannot start, rack by rack",
+                          RunExplain);
+
+}  // namespace rackwise::cli

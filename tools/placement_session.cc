@@ -1,0 +1,119 @@
+// See placement_session.h.
+#include "placement_session.h"
+
+#include <cstdio>
+
+#include "command.h"
+#include "rackwise/cluster_description.h"
+#include "rackwise/cluster_state.h"
+#include "rackwise/hostlist.h"
+
+namespace rackwise::cli {
+
+void AddJobFlags(CLI::App* app, JobFlags* job) {
+  app->add_option("--gpus", job->gpus, "GPUs in total")->required()->check(CLI::Range(1, 1 << 20));
+  app->add_option("--gpus-per-node", job->gpus_per_node, "GPUs on every node (0: any split)")
+      ->check(CLI::Range(0, 64));
+  app->add_option("--locality", job->locality, "NVLink locality: required, preferred or none")
+      ->check(CLI::IsMember({"required", "preferred", "none"}));
+  app->add_option("--watts-per-gpu", job->watts_per_gpu, "declared draw per GPU (0: the node type's)")
+      ->check(CLI::Range(0.0, 100000.0));
+  app->add_option("--node-type", job->node_type, "only nodes of this type");
+  app->add_option("--nodes", job->nodes, "only these nodes (hostlist)");
+  app->add_option("--exclude", job->exclude, "never these nodes (hostlist)");
+  app->add_option("--id", job->id, "job id used in messages");
+}
+
+void AddSessionFlags(CLI::App* app, SessionFlags* session) {
+  app->add_option("--cluster", session->cluster, "cluster description (default: the built-in example)");
+  app->add_option("--state", session->state, "current allocations, health and cap changes (YAML)");
+  app->add_flag("--json", session->json, "machine-readable output");
+}
+
+namespace {
+
+void PrintDiagnostics(const Diagnostics& diagnostics) {
+  for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+}
+
+}  // namespace
+
+std::optional<Session> LoadSession(const SessionFlags& flags) {
+  Session s;
+  const std::string path = flags.cluster.empty() ? DefaultClusterPath() : flags.cluster;
+  Diagnostics diagnostics;
+  absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(path, &diagnostics);
+  if (!description.ok()) {
+    PrintDiagnostics(diagnostics);
+    if (diagnostics.empty()) std::fprintf(stderr, "%s: %s\n", path.c_str(), description.status().ToString().c_str());
+    return std::nullopt;
+  }
+  s.description = *std::move(description);
+  absl::StatusOr<Topology> topology = Topology::Build(s.description);
+  if (!topology.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), std::string(topology.status().message()).c_str());
+    return std::nullopt;
+  }
+  s.topology = std::make_unique<Topology>(*std::move(topology));
+  s.ledger = std::make_unique<Ledger>(*s.topology);
+  if (!flags.state.empty()) {
+    diagnostics.clear();
+    absl::StatusOr<v1::ClusterState> state = LoadClusterState(flags.state, s.description, &diagnostics);
+    if (!state.ok()) {
+      PrintDiagnostics(diagnostics);
+      if (diagnostics.empty())
+        std::fprintf(stderr, "%s: %s\n", flags.state.c_str(), std::string(state.status().message()).c_str());
+      return std::nullopt;
+    }
+    if (absl::Status applied = ApplyClusterState(*state, s.ledger.get()); !applied.ok()) {
+      std::fprintf(stderr, "%s: %s\n", flags.state.c_str(), std::string(applied.message()).c_str());
+      return std::nullopt;
+    }
+  }
+  return s;
+}
+
+namespace {
+
+bool ResolveNodes(const std::string& hostlist, const Topology& t, const char* flag, std::vector<NodeId>* out) {
+  if (hostlist.empty()) return true;
+  absl::StatusOr<std::vector<std::string>> names = ExpandHostlist(hostlist);
+  if (!names.ok()) {
+    std::fprintf(stderr, "rackwise: %s: %s\n", flag, std::string(names.status().message()).c_str());
+    return false;
+  }
+  for (const std::string& name : *names) {
+    std::optional<NodeId> n = t.FindNode(name);
+    if (!n) {
+      std::fprintf(stderr, "rackwise: %s: no node named '%s' in the cluster\n", flag, name.c_str());
+      return false;
+    }
+    out->push_back(*n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology& t) {
+  PlacementRequest r;
+  r.id = job.id;
+  r.gpus = job.gpus;
+  r.gpus_per_node = job.gpus_per_node;
+  r.watts_per_gpu = job.watts_per_gpu;
+  if (job.locality == "required") r.locality = Locality::kRequired;
+  if (job.locality == "preferred") r.locality = Locality::kPreferred;
+  if (job.locality == "none") r.locality = Locality::kNone;
+  if (!job.node_type.empty()) {
+    r.node_type = t.FindNodeType(job.node_type);
+    if (!r.node_type) {
+      std::fprintf(stderr, "rackwise: --node-type: no node type named '%s'\n", job.node_type.c_str());
+      return std::nullopt;
+    }
+  }
+  if (!ResolveNodes(job.nodes, t, "--nodes", &r.allowed_nodes)) return std::nullopt;
+  if (!ResolveNodes(job.exclude, t, "--exclude", &r.excluded_nodes)) return std::nullopt;
+  return r;
+}
+
+}  // namespace rackwise::cli

@@ -1,0 +1,50 @@
+// What `rackwise place` and `rackwise explain` share: the flags that describe a job, and loading a cluster
+// description plus an optional state file into a ledger, with diagnostics printed the way `validate` does.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "rackwise/ledger.h"
+#include "rackwise/placement_request.h"
+#include "rackwise/v1/cluster.pb.h"
+
+namespace rackwise::cli {
+
+struct JobFlags {
+  int gpus = 0;
+  int gpus_per_node = 0;
+  std::string locality;      // required|preferred|none; empty: the policy's default
+  double watts_per_gpu = 0;
+  std::string node_type;
+  std::string nodes;         // hostlist the job may use
+  std::string exclude;       // hostlist the job must not use
+  std::string id = "job";
+};
+
+struct SessionFlags {
+  std::string cluster;       // empty: the built-in example
+  std::string state;
+  bool json = false;
+};
+
+void AddJobFlags(CLI::App* app, JobFlags* job);
+void AddSessionFlags(CLI::App* app, SessionFlags* session);
+
+// A loaded cluster: owns the topology the ledger points into.
+struct Session {
+  v1::ClusterDescription description;
+  std::unique_ptr<Topology> topology;
+  std::unique_ptr<Ledger> ledger;
+};
+
+// Loads description and state; on error prints `FILE:LINE: message` lines to stderr and returns nullopt.
+std::optional<Session> LoadSession(const SessionFlags& flags);
+
+// Translates the flags; on error prints a message to stderr and returns nullopt.
+std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology& topology);
+
+}  // namespace rackwise::cli
