@@ -58,7 +58,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   const Topology& t = ledger.topology();
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(t, request);
   if (!setup.ok()) return setup.status();
-  internal::PowerScratch scratch(t.racks().size(), t.power_domains().size());
+  std::optional<internal::PowerScratch> scratch;  // only multi-domain plans need it; sized to the cluster
   std::optional<PlacementDecision> best;
   bool locality_blocked = false;
   for (NodeTypeId type : setup->types) {
@@ -70,7 +70,8 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     std::optional<DomainPlan> plan;
     if (setup->locality != Locality::kNone) plan = internal::PlanSingleDomain(ctx);
     if (!plan) {
-      plan = internal::PlanMultiDomain(ctx, &scratch);
+      if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
+      plan = internal::PlanMultiDomain(ctx, &*scratch);
       if (plan && setup->locality == Locality::kRequired &&
           static_cast<int>(plan->takes.size()) > ctx.MinDomains()) {
         locality_blocked = true;  // the GPUs exist, but not inside the fewest domains: wait
