@@ -59,25 +59,12 @@ nlohmann::json RackTable(const Ledger& l, const PlacementRequest& r, std::string
 }
 
 int RunExplain(int argc, char** argv) {
-  CLI::App app{"Where a job would go, or why it cannot start, rack by rack.", "rackwise explain"};
-  SessionFlags session_flags;
-  JobFlags job;
-  AddSessionFlags(&app, &session_flags);
-  AddJobFlags(&app, &job);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
-  }
-  std::optional<Session> session = LoadSession(session_flags);
-  if (!session) return kExitInvalidInput;
-  std::optional<PlacementRequest> request = BuildRequest(job, *session->topology);
-  if (!request) return kExitUsage;
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*session->ledger, *request);
-  if (!outcome.ok()) {
-    std::fprintf(stderr, "rackwise explain: %s\n", std::string(outcome.status().message()).c_str());
-    return kExitUsage;
-  }
+  auto parsed = ParseAndPlace(argc, argv, "explain", "Where a job would go, or why it cannot start, rack by rack.");
+  if (const int* code = std::get_if<int>(&parsed)) return *code;
+  const PlacementRun& run = std::get<PlacementRun>(parsed);
+  const Session* session = &run.session;
+  const PlacementRequest* request = &run.request;
+  const PlacementOutcome* outcome = &run.outcome;
   const Topology& t = *session->topology;
   const Locality locality = request->locality.value_or(t.policy().default_locality);
   std::string text = absl::StrFormat("job %s: %d GPUs, %s per node, NVLink locality %s%s\n", request->id, request->gpus,
@@ -98,7 +85,7 @@ int RunExplain(int argc, char** argv) {
     code = refusal.unresolvable ? kExitUnresolvable : kExitRefused;
   }
   json["racks"] = RackTable(*session->ledger, *request, &text);
-  if (session_flags.json) {
+  if (run.flags.json) {
     std::printf("%s\n", json.dump(2).c_str());
   } else {
     std::printf("%s", text.c_str());

@@ -11,36 +11,20 @@ namespace rackwise::cli {
 namespace {
 
 int RunPlace(int argc, char** argv) {
-  CLI::App app{"One placement decision: where a job would start now, or why it cannot.", "rackwise place"};
-  SessionFlags session_flags;
-  JobFlags job;
-  AddSessionFlags(&app, &session_flags);
-  AddJobFlags(&app, &job);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
-  }
-  std::optional<Session> session = LoadSession(session_flags);
-  if (!session) return kExitInvalidInput;
-  std::optional<PlacementRequest> request = BuildRequest(job, *session->topology);
-  if (!request) return kExitUsage;
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*session->ledger, *request);
-  if (!outcome.ok()) {
-    std::fprintf(stderr, "rackwise place: %s\n", std::string(outcome.status().message()).c_str());
-    return kExitUsage;
-  }
-  if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
-    if (session_flags.json) {
-      std::printf("%s\n", DecisionToJson(*session->topology, *d).dump().c_str());
+  auto parsed = ParseAndPlace(argc, argv, "place", "One placement decision: where a job would start now, or why not.");
+  if (const int* code = std::get_if<int>(&parsed)) return *code;
+  const PlacementRun& run = std::get<PlacementRun>(parsed);
+  const Session& session = run.session;
+  if (const auto* d = std::get_if<PlacementDecision>(&run.outcome)) {
+    if (run.flags.json) {
+      std::printf("%s\n", DecisionToJson(*session.topology, *d).dump().c_str());
     } else {
-      std::printf("%s", DecisionToText(*session->topology, *session->ledger, *d).c_str());
+      std::printf("%s", DecisionToText(*session.topology, *session.ledger, *d).c_str());
     }
     return kExitOk;
   }
-  const auto& refusal = std::get<PlacementRefusal>(*outcome);
-  if (session_flags.json) {
+  const auto& refusal = std::get<PlacementRefusal>(run.outcome);
+  if (run.flags.json) {
     std::printf("%s\n", RefusalToJson(refusal).dump().c_str());
   } else {
     std::printf("%s", RefusalToText(refusal).c_str());

@@ -7,6 +7,7 @@
 #include "rackwise/cluster_description.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise/hostlist.h"
+#include "rackwise/placer.h"
 
 namespace rackwise::cli {
 
@@ -114,6 +115,33 @@ std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology
   if (!ResolveNodes(job.nodes, t, "--nodes", &r.allowed_nodes)) return std::nullopt;
   if (!ResolveNodes(job.exclude, t, "--exclude", &r.excluded_nodes)) return std::nullopt;
   return r;
+}
+
+std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::string& command,
+                                              const std::string& summary) {
+  CLI::App app{summary, "rackwise " + command};
+  PlacementRun run;
+  JobFlags job;
+  AddSessionFlags(&app, &run.flags);
+  AddJobFlags(&app, &job);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  std::optional<Session> session = LoadSession(run.flags);
+  if (!session) return kExitInvalidInput;
+  run.session = *std::move(session);
+  std::optional<PlacementRequest> request = BuildRequest(job, *run.session.topology);
+  if (!request) return kExitUsage;
+  run.request = *std::move(request);
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*run.session.ledger, run.request);
+  if (!outcome.ok()) {
+    std::fprintf(stderr, "rackwise %s: %s\n", command.c_str(), std::string(outcome.status().message()).c_str());
+    return kExitUsage;
+  }
+  run.outcome = *std::move(outcome);
+  return run;
 }
 
 }  // namespace rackwise::cli

@@ -5,10 +5,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include <CLI/CLI.hpp>
 
 #include "rackwise/ledger.h"
+#include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
 #include "rackwise/v1/cluster.pb.h"
 
@@ -46,5 +48,16 @@ std::optional<Session> LoadSession(const SessionFlags& flags);
 
 // Translates the flags; on error prints a message to stderr and returns nullopt.
 std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology& topology);
+
+// What place and explain both do first: parse the flags, load the cluster and state, and place the job.
+struct PlacementRun {
+  SessionFlags flags;
+  Session session;
+  PlacementRequest request;
+  PlacementOutcome outcome;
+};
+// Returns the run, or the exit code to end with (after printing why).
+std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::string& command,
+                                              const std::string& summary);
 
 }  // namespace rackwise::cli
