@@ -42,7 +42,23 @@ PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest&
 
 int PlacementContext::MinDomains() const {
   if (effective_domain_size_ <= 0) return 0;
-  return (gpus() + effective_domain_size_ - 1) / effective_domain_size_;
+  const int by_size = (gpus() + effective_domain_size_ - 1) / effective_domain_size_;
+  // Caps can make domains smaller than their GPUs: count the largest ones as their power allows. A domain may
+  // still hold less now (busy, unhealthy); this is the fewest the cluster could ever give the job.
+  const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
+  long long sum = 0;
+  int count = 0;
+  for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
+    int nominal = d.gpus;
+    if (k() > 0) nominal = node_scope ? (d.gpus >= k() ? k() : 0) : d.nodes * k();
+    int cap = per_gpu_ > 0 ? static_cast<int>(std::min<Milliwatts>(nominal, d.room / per_gpu_)) : nominal;
+    cap = RoundDown(cap);
+    if (cap <= 0) continue;
+    sum += cap;
+    ++count;
+    if (sum >= gpus()) return std::max(count, by_size);
+  }
+  return by_size;  // the job cannot fit at all; the refusal says so
 }
 
 int PlacementContext::NodeCapacity(NodeId n) const {

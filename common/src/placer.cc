@@ -21,8 +21,9 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan) 
   const Topology& t = ctx.topology();
   PlacementDecision d;
   d.per_gpu = ctx.per_gpu();
-  d.min_domains = ctx.MinDomains();
   d.domains = static_cast<int>(plan.takes.size());
+  // The minimum counts described caps; a cap raised at run time can let a job do better than that.
+  d.min_domains = std::min(ctx.MinDomains(), d.domains);
   for (const internal::DomainTake& take : plan.takes)
     internal::PickNodes(ctx, take.domain, take.gpus, plan.rail_set, &d.nodes);
   std::sort(d.nodes.begin(), d.nodes.end(), [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });

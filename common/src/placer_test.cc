@@ -332,3 +332,40 @@ TEST(PlacerTest, FilterAndScoreNodes) {
 
 }  // namespace
 }  // namespace rackwise
+
+namespace rackwise {
+namespace {
+
+TEST(PlacerMinDomainsTest, CapsThatShrinkDomainsRaiseTheMinimum) {
+  // 110 kW NVL72 racks: 27 kW idle leaves 83 kW = 65 GPUs at 1,275 W. 130 GPUs need 2 racks by size,
+  // 2 by power; 140 GPUs need 2 by size but 3 by power, and `required` must accept 3.
+  Topology t = Nvl72(4, 110);
+  Ledger l(t);
+  PlacementDecision d = MustPlace(l, Req(140, 0, Locality::kRequired));
+  EXPECT_EQ(d.domains, 3);
+  EXPECT_EQ(d.min_domains, 3);
+  EXPECT_EQ(MustPlace(l, Req(130, 0, Locality::kRequired)).min_domains, 2);
+}
+
+TEST(PlacerMinDomainsTest, PreferredWaitsForTheFewestDomainsWhileThePolicySays) {
+  v1::ClusterDescription desc =
+      BuildSyntheticCluster({"x", {{ReferenceSystem::kGb200Nvl72, 2, 18, 0, 8, 0, 0}}, 0});
+  desc.mutable_policy()->set_preferred_wait_s(600);
+  auto t = Topology::Build(desc);
+  ASSERT_TRUE(t.ok());
+  Ledger l(*t);
+  for (int r = 0; r < 2; ++r) {  // 32 free GPUs in each rack
+    Allocation a{"busy" + std::to_string(r), {}, 0};
+    for (int i = 0; i < 10; ++i) a.nodes.push_back({t->racks()[r].nodes[i], 0xf});
+    ASSERT_TRUE(l.Commit(a).ok());
+  }
+  PlacementRequest r = Req(48, 0, Locality::kPreferred);
+  r.waited_seconds = 599;
+  PlacementRefusal no = MustRefuse(l, r);
+  EXPECT_EQ(no.counts[static_cast<int>(NodeReason::kNvlinkLocality)], 16);  // 20 trays are full
+  r.waited_seconds = 600;
+  EXPECT_EQ(MustPlace(l, r).domains, 2);
+}
+
+}  // namespace
+}  // namespace rackwise

@@ -22,7 +22,11 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
     return absl::InvalidArgumentError(absl::StrCat("watts_per_gpu ", r.watts_per_gpu, " is outside the policy's ",
                                                    policy.min_watts_per_gpu, "..", policy.max_watts_per_gpu));
   RequestSetup s;
+  if (!std::isfinite(r.waited_seconds)) return absl::InvalidArgumentError("waited_seconds must be finite");
   s.locality = r.locality.value_or(policy.default_locality);
+  // A preferred job holds out for the fewest domains for a while before it accepts a spread placement.
+  if (s.locality == Locality::kPreferred && r.waited_seconds < policy.preferred_wait_seconds)
+    s.locality = Locality::kRequired;
   const NodeId n = static_cast<NodeId>(t.nodes().size());
   auto check = [n](NodeId id) { return id >= 0 && id < n; };
   if (!r.allowed_nodes.empty()) {

@@ -1,6 +1,7 @@
 // Compiles a ClusterDescription into the dense tables of Topology. See topology.h.
 #include "rackwise/topology.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,7 @@ PlacementPolicy ResolvePolicy(const v1::Policy& p) {
   out.weights.power_headroom = pick(w.power_headroom(), out.weights.power_headroom);
   out.min_watts_per_gpu = p.min_watts_per_gpu();
   if (p.max_watts_per_gpu() > 0) out.max_watts_per_gpu = p.max_watts_per_gpu();
+  out.preferred_wait_seconds = std::max(0.0, p.preferred_wait_s());
   return out;
 }
 
@@ -158,6 +160,22 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
     t.max_domain_nodes_[dom.type] = std::max(t.max_domain_nodes_[dom.type], static_cast<int>(dom.nodes.size()));
     t.max_domain_gpus_[dom.type] = std::max(t.max_domain_gpus_[dom.type], dom.gpus);
   }
+  const double keep = 1.0 - t.policy_.power_reserve_fraction;
+  auto room = [keep](Milliwatts cap, Milliwatts idle) {
+    return static_cast<Milliwatts>(static_cast<double>(cap) * keep) - idle;
+  };
+  t.domain_rooms_.resize(t.node_types_.size());
+  for (DomainId d = 0; d < static_cast<DomainId>(t.domains_.size()); ++d) {
+    const NvlinkDomain& dom = t.domains_[d];
+    const Rack& rack = t.racks_[dom.rack];
+    Milliwatts r = room(rack.cap, rack.idle);
+    for (PowerDomainId p : rack.power_chain) r = std::min(r, room(t.power_domains_[p].cap, t.power_domains_[p].idle));
+    t.domain_rooms_[dom.type].push_back({d, std::max<Milliwatts>(0, r), dom.gpus, static_cast<int>(dom.nodes.size())});
+  }
+  for (auto& rooms : t.domain_rooms_)
+    std::stable_sort(rooms.begin(), rooms.end(), [](const DomainRoom& a, const DomainRoom& b) {
+      return a.room != b.room ? a.room > b.room : a.gpus > b.gpus;
+    });
   return t;
 }
 

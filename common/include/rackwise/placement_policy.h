@@ -24,6 +24,8 @@ struct PlacementPolicy {
   PlacementWeights weights;
   double min_watts_per_gpu = 0;
   double max_watts_per_gpu = std::numeric_limits<double>::infinity();
+  // A `preferred` job that has waited less than this is placed as `required` (fewest domains or wait).
+  double preferred_wait_seconds = 0;
 };
 
 }  // namespace rackwise

@@ -19,6 +19,8 @@ struct PlacementRequest {
   std::vector<NodeId> allowed_nodes;    // empty: every node
   std::vector<NodeId> excluded_nodes;
   std::optional<NodeTypeId> node_type;  // unset: any type (a job never mixes types)
+  double waited_seconds = 0;            // how long the job has been pending (see preferred_wait_seconds); the
+                                        // core reads no clock, so faces pass it in
 };
 
 }  // namespace rackwise

@@ -109,6 +109,17 @@ class Topology {
   // The largest NVLink domain of a node type, in nodes and in GPUs (0 if the type has no nodes).
   int max_domain_nodes(NodeTypeId type) const { return max_domain_nodes_[type]; }
   int max_domain_gpus(NodeTypeId type) const { return max_domain_gpus_[type]; }
+
+  // Every NVLink domain of a type with the watts its rack could ever give it (the rack's cap and every power
+  // domain's above it, less the policy's reserve, less idle draw), largest first. Lets the placer say how few
+  // domains a job can use once caps are counted, not only GPUs.
+  struct DomainRoom {
+    DomainId domain = kNoId;
+    Milliwatts room = 0;
+    int gpus = 0;
+    int nodes = 0;
+  };
+  const std::vector<DomainRoom>& domain_rooms(NodeTypeId type) const { return domain_rooms_[type]; }
   int max_gpus_per_node() const { return max_gpus_per_node_; }
 
   std::optional<NodeId> FindNode(std::string_view name) const;
@@ -129,6 +140,7 @@ class Topology {
   absl::flat_hash_map<std::string, RackId> rack_index_;
   absl::flat_hash_map<std::string, PowerDomainId> power_domain_index_;
   std::vector<int> max_domain_nodes_, max_domain_gpus_;
+  std::vector<std::vector<DomainRoom>> domain_rooms_;
   int total_gpus_ = 0;
   int max_gpus_per_node_ = 0;
 };
