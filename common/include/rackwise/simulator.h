@@ -1,0 +1,116 @@
+// Trace replay: runs a job trace against a cluster, event by event, under one placement policy, and measures what
+// an operator cares about (utilisation, waits, NVLink locality, rail alignment, power over the caps, energy).
+//
+// Scheduling is FIFO with EASY backfill, as Slurm's sched/backfill does: the queue head starts as soon as it
+// fits; when it cannot, it gets a reservation at the "shadow time" (the earliest time at which enough GPUs will
+// have been released, walking the running jobs by end time, with the trace duration as the run-time estimate), and
+// later jobs may start now if they fit and either end by the shadow time or use only GPUs the head will not
+// need. Up to `backfill_depth` queued jobs are tried per pass. Placement topology and power can still delay the
+// head beyond its shadow time (the reservation counts GPUs); that is the usual EASY approximation.
+//
+// Policies:
+//   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce.
+//   first-fit     nodes in order; a job of at most one node's GPUs goes to the first node with room, larger jobs
+//                 take free GPUs node by node. Power-unaware.
+//   spread        kube-scheduler's default least-allocated scoring: the job's pods (gpus_per_node GPUs each, or
+//                 one pod if it fits a node, else node-sized pods) go one by one to the node with the largest share
+//                 of free GPUs. Power-unaware.
+//   tree-bestfit  Slurm cons_tres + topology/tree with leaf switch = NVLink domain and the scalable unit above:
+//                 the best-fitting single domain, else the best-fitting scalable unit (largest domains first),
+//                 else the whole cluster. Power-unaware.
+//   static-cap    tree-bestfit, but each rack may only hold the GPUs its cap allows at full load (and the racks
+//                 under a power domain share what that domain's cap allows), as administrators set by hand.
+// Baselines never give a GPU twice, but their power is not prevented: they commit with CommitMode::kRecover and
+// the kW-seconds above every rack and power domain cap are measured.
+//
+// The core reads no clock: jobs per second of replay are measured by the caller.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rackwise/allocation.h"
+#include "rackwise/topology.h"
+#include "rackwise/trace.h"
+
+namespace rackwise {
+
+enum class SimPolicy {
+  kRackwise,     // the placement core
+  kFirstFit,     // nodes in order
+  kSpread,       // kube-scheduler least-allocated
+  kTreeBestFit,  // Slurm topology/tree best fit, leaf = NVLink domain
+  kStaticCap,    // tree-bestfit with per-rack GPU limits derived from the caps
+};
+
+absl::StatusOr<SimPolicy> ParseSimPolicy(std::string_view name);  // "rackwise", "first-fit", ...
+const char* SimPolicyName(SimPolicy policy);
+std::vector<SimPolicy> AllSimPolicies();
+
+struct SimOptions {
+  SimPolicy policy = SimPolicy::kRackwise;
+  bool backfill = true;
+  int backfill_depth = 500;  // queued jobs tried per pass after the head (Slurm's bf_max_job_test default)
+  bool record_placements = false;
+  // rackwise only: before asking the placer, check a cheap necessary condition (free GPUs and power room per rack
+  // and power domain); when it fails the placer would refuse, so the job waits without the placer's node-by-node
+  // refusal report. Same results, much faster when caps bind; off only to prove that in tests.
+  bool placer_bound = true;
+};
+
+// One started job.
+struct SimPlacement {
+  int job = 0;  // index into the trace
+  double start = 0;
+  double end = 0;
+  std::vector<NodeGpus> nodes;  // ordered by node id
+  Milliwatts per_gpu = 0;       // 0: the node type's draw
+  int domains = 0;
+  int min_domains = 0;
+  std::vector<RackId> racks;  // ordered by id
+  bool rail_aligned = true;
+};
+
+struct SimMetrics {
+  int jobs = 0;            // in the trace
+  int completed = 0;       // started and finished
+  int rejected = 0;        // can never run on this cluster (too large, bad request, or not even alone)
+  double makespan_s = 0;   // first submit to last end
+  double mean_wait_s = 0;  // start - submit, over completed jobs
+  double p95_wait_s = 0;
+  double gpu_utilization = 0;           // allocated GPU-seconds / (GPUs x makespan)
+  double gpu_utilization_arrivals = 0;  // the same from the first to the last submit: while work keeps arriving,
+                                        // before the queue drains (less sensitive to the last long jobs)
+  double min_domain_pct = 0;            // completed jobs in the fewest NVLink domains, ceil(gpus / domain size)
+  double min_domain_pct_local = 0;      // the same over jobs that want locality (required, preferred or the default;
+                                        // not `none`, which asks to fill fragments)
+  double mean_domains_per_job = 0;
+  double rail_aligned_pct = 0;      // multi-node jobs with the same GPU indices on every node
+  double power_violation_kws = 0;   // rack_violation_kws + domain_violation_kws
+  double rack_violation_kws = 0;    // integral over time of sum over racks of max(0, draw - cap)
+  double domain_violation_kws = 0;  // the same over power domains
+  double peak_rack_kw = 0;
+  double gpu_hours = 0;   // of completed jobs
+  double energy_mwh = 0;  // whole cluster (idle included) over the makespan
+  double gpu_hours_per_mwh = 0;
+  long long placement_attempts = 0;
+};
+
+struct SimResult {
+  SimMetrics metrics;
+  std::vector<SimPlacement> placements;  // when record_placements, in start order
+};
+
+// Replays `jobs` (any order; sorted by submit time, ties by position). Errors: InvalidArgument for an empty
+// cluster; Internal if the ledger refuses what a policy chose (a bug).
+absl::StatusOr<SimResult> Simulate(const Topology& topology, const std::vector<TraceJob>& jobs,
+                                   const SimOptions& options);
+
+// One line of the placements file (DESIGN.md):
+// {"id":..,"start":..,"end":..,"nodes":[..],"gpus":{"node":[idx,..]},"domains":N,"racks":[..]}
+std::string PlacementJsonLine(const Topology& topology, const std::vector<TraceJob>& jobs,
+                              const SimPlacement& placement);
+
+}  // namespace rackwise

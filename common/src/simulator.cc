@@ -1,0 +1,310 @@
+// The trace replay: event loop and FIFO + EASY backfill scheduler. See rackwise/simulator.h.
+#include "rackwise/simulator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <list>
+#include <memory>
+#include <set>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "simulator_meter.h"
+#include "simulator_policies.h"
+
+namespace rackwise {
+namespace {
+
+enum class Try { kStarted, kWaiting, kRejected };
+
+struct JobState {
+  double start = -1;
+  double end = -1;
+  int placement = -1;  // index into placements_
+};
+
+class Replay {
+ public:
+  Replay(const Topology& t, const std::vector<TraceJob>& jobs, const SimOptions& options)
+      : t_(t),
+        jobs_(jobs),
+        options_(options),
+        ledger_(t),
+        meter_(ledger_),
+        policy_(sim::MakePolicy(options.policy, t, options)),
+        state_(jobs.size()) {
+    free_gpus_ = 0;
+    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) free_gpus_ += ledger_.free_gpu_count(n);
+  }
+
+  absl::Status Run() {
+    std::vector<int> order(jobs_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return jobs_[a].submit < jobs_[b].submit; });
+    size_t next = 0;
+    double now = order.empty() ? 0 : jobs_[order[0]].submit;
+    while (next < order.size() || !running_.empty() || !queue_.empty()) {
+      // The next event: a job ends, a job arrives, or a `preferred` job's wait for the fewest domains runs out.
+      double next_time = std::numeric_limits<double>::infinity();
+      if (!running_.empty()) next_time = running_.begin()->first;
+      if (next < order.size()) next_time = std::min(next_time, jobs_[order[next]].submit);
+      if (!wakeups_.empty() && !queue_.empty()) next_time = std::min(next_time, *wakeups_.begin());
+      if (next_time != std::numeric_limits<double>::infinity()) now = std::max(now, next_time);
+      while (!wakeups_.empty() && *wakeups_.begin() <= now) wakeups_.erase(wakeups_.begin());
+      meter_.Advance(now);
+      bool released = false;
+      while (!running_.empty() && running_.begin()->first <= now) {
+        const int j = running_.begin()->second;
+        running_.erase(running_.begin());
+        Finish(j);
+        released = true;
+      }
+      if (released) failed_shapes_.clear();
+      while (next < order.size() && jobs_[order[next]].submit <= now) {
+        const TraceJob& job = jobs_[order[next]];
+        const double wait = t_.policy().preferred_wait_seconds;
+        if (wait > 0 && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred)
+          wakeups_.insert(job.submit + wait);
+        queue_.push_back(order[next++]);
+      }
+      if (next == order.size() && !arrivals_done_) {
+        arrivals_done_ = true;  // the last submit is now: what the GPUs did while work kept arriving
+        busy_at_last_submit_ = meter_.busy_gpu_seconds();
+        last_submit_ = meter_.now();
+      }
+      if (absl::Status s = Schedule(now); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  SimResult Result() const;
+
+ private:
+  using Shape = std::pair<uint64_t, int64_t>;
+  // How long a job has waited, for `preferred` locality. On an idle cluster there is nothing to wait for.
+  double Waited(const TraceJob& j, double now) const {
+    return running_.empty() ? std::numeric_limits<double>::max() : now - j.submit;
+  }
+
+  // Jobs of one shape fare alike within a pass; a `preferred` job past the policy's wait is another shape.
+  Shape ShapeOf(const TraceJob& j, double now) const {
+    uint64_t loc = j.locality ? static_cast<uint64_t>(*j.locality) + 1 : 0;
+    if (Waited(j, now) >= t_.policy().preferred_wait_seconds) loc |= 8;
+    return {static_cast<uint64_t>(j.gpus) << 16 | static_cast<uint64_t>(j.gpus_per_node) << 8 | loc,
+            WattsToMilliwatts(j.watts_per_gpu)};
+  }
+
+  absl::StatusOr<Try> TryStart(int j, double now) {
+    const TraceJob& job = jobs_[j];
+    const Shape shape = ShapeOf(job, now);
+    if (failed_shapes_.contains(shape)) return Try::kWaiting;
+    ++attempts_;
+    sim::Choice choice;
+    switch (policy_->Choose(ledger_, job, Waited(job, now), &choice)) {
+      case sim::Outcome::kNever: ++rejected_; return Try::kRejected;
+      case sim::Outcome::kWait: failed_shapes_.insert(shape); return Try::kWaiting;
+      case sim::Outcome::kStart: break;
+    }
+    Allocation a;
+    a.id = absl::StrCat("j", j);  // trace ids may repeat across files; the index is unique
+    a.nodes = std::move(choice.nodes);
+    std::sort(a.nodes.begin(), a.nodes.end(), [](const NodeGpus& x, const NodeGpus& y) { return x.node < y.node; });
+    a.per_gpu = choice.per_gpu;
+    if (absl::Status s = ledger_.Commit(a, policy_->commit_mode()); !s.ok()) {
+      return absl::InternalError(absl::StrCat("policy ", SimPolicyName(options_.policy),
+                                              " chose GPUs the ledger refused for job ", job.id, ": ", s.message()));
+    }
+    SimPlacement p;
+    p.job = j;
+    p.start = now;
+    p.end = now + job.duration;
+    p.per_gpu = a.per_gpu;
+    p.min_domains = choice.min_domains;
+    std::vector<DomainId> domains;
+    int gpus = 0;
+    for (const NodeGpus& ng : a.nodes) {
+      domains.push_back(t_.nodes()[ng.node].domain);
+      p.racks.push_back(t_.nodes()[ng.node].rack);
+      gpus += std::popcount(ng.gpus);
+      if (ng.gpus != a.nodes.front().gpus) p.rail_aligned = false;
+    }
+    if (gpus != job.gpus) {
+      return absl::InternalError(absl::StrCat("policy ", SimPolicyName(options_.policy), " gave job ", job.id, " ",
+                                              gpus, " GPUs instead of ", job.gpus));
+    }
+    std::sort(domains.begin(), domains.end());
+    p.domains = static_cast<int>(std::unique(domains.begin(), domains.end()) - domains.begin());
+    std::sort(p.racks.begin(), p.racks.end());
+    p.racks.erase(std::unique(p.racks.begin(), p.racks.end()), p.racks.end());
+    p.nodes = std::move(a.nodes);
+    meter_.Changed(p.racks, gpus);
+    free_gpus_ -= gpus;
+    state_[j].start = p.start;
+    state_[j].end = p.end;
+    state_[j].placement = static_cast<int>(placements_.size());
+    running_.insert({p.end, j});
+    placements_.push_back(std::move(p));
+    return Try::kStarted;
+  }
+
+  void Finish(int j) {
+    const SimPlacement& p = placements_[state_[j].placement];
+    ledger_.Release(absl::StrCat("j", j));
+    meter_.Changed(p.racks, -jobs_[j].gpus);
+    free_gpus_ += jobs_[j].gpus;
+  }
+
+  absl::Status Schedule(double now) {
+    // FIFO: start the head while it fits. A head that cannot start on an otherwise idle cluster never will.
+    while (!queue_.empty()) {
+      absl::StatusOr<Try> r = TryStart(queue_.front(), now);
+      if (!r.ok()) return r.status();
+      if (*r == Try::kWaiting && running_.empty()) {
+        ++rejected_;
+        r = Try::kRejected;
+      }
+      if (*r == Try::kWaiting) break;
+      queue_.pop_front();
+    }
+    if (queue_.empty() || !options_.backfill) return absl::OkStatus();
+    // EASY: the head's reservation, counted in GPUs.
+    const int need = jobs_[queue_.front()].gpus;
+    double shadow = std::numeric_limits<double>::infinity();
+    long long extra = 0;
+    long long avail = free_gpus_;
+    if (avail >= need) {
+      shadow = running_.begin()->first;  // blocked by topology or power: hold until the next release
+      extra = avail - need;
+    } else {
+      for (const auto& [end, j] : running_) {
+        avail += jobs_[j].gpus;
+        if (avail >= need) {
+          shadow = end;
+          extra = avail - need;
+          break;
+        }
+      }
+    }
+    int depth = 0;
+    for (auto it = std::next(queue_.begin()); it != queue_.end() && depth < options_.backfill_depth;) {
+      if (free_gpus_ == 0) break;
+      ++depth;
+      const TraceJob& job = jobs_[*it];
+      const bool ends_in_time = now + job.duration <= shadow;
+      if (job.gpus > free_gpus_ || (!ends_in_time && job.gpus > extra)) {
+        ++it;
+        continue;
+      }
+      absl::StatusOr<Try> r = TryStart(*it, now);
+      if (!r.ok()) return r.status();
+      if (*r == Try::kWaiting) {
+        ++it;
+        continue;
+      }
+      if (*r == Try::kStarted && !ends_in_time) extra -= job.gpus;
+      it = queue_.erase(it);
+    }
+    return absl::OkStatus();
+  }
+
+  const Topology& t_;
+  const std::vector<TraceJob>& jobs_;
+  SimOptions options_;
+  Ledger ledger_;
+  sim::Meter meter_;
+  std::unique_ptr<sim::Policy> policy_;
+  std::vector<JobState> state_;
+  std::vector<SimPlacement> placements_;
+  std::list<int> queue_;
+  std::set<std::pair<double, int>> running_;
+  absl::flat_hash_set<Shape> failed_shapes_;
+  std::multiset<double> wakeups_;  // when waiting `preferred` jobs may start spread out
+  long long free_gpus_ = 0;
+  long long attempts_ = 0;
+  bool arrivals_done_ = false;
+  double busy_at_last_submit_ = 0;
+  double last_submit_ = 0;
+  int rejected_ = 0;
+};
+
+SimResult Replay::Result() const {
+  SimResult out;
+  SimMetrics& m = out.metrics;
+  m.jobs = static_cast<int>(jobs_.size());
+  m.rejected = rejected_;
+  m.completed = static_cast<int>(placements_.size());
+  m.placement_attempts = attempts_;
+  double first_submit = std::numeric_limits<double>::infinity(), last_end = 0;
+  for (const TraceJob& j : jobs_) first_submit = std::min(first_submit, j.submit);
+  std::vector<double> waits;
+  long long domains = 0;
+  int in_min = 0, multi = 0, aligned = 0, local = 0, local_in_min = 0;
+  for (const SimPlacement& p : placements_) {
+    const TraceJob& j = jobs_[p.job];
+    last_end = std::max(last_end, p.end);
+    waits.push_back(p.start - j.submit);
+    domains += p.domains;
+    if (p.domains <= p.min_domains) ++in_min;
+    if (j.locality != Locality::kNone) {
+      ++local;
+      if (p.domains <= p.min_domains) ++local_in_min;
+    }
+    if (p.nodes.size() > 1) {
+      ++multi;
+      if (p.rail_aligned) ++aligned;
+    }
+    m.gpu_hours += j.gpus * j.duration / 3600.0;
+  }
+  if (!placements_.empty()) {
+    m.makespan_s = last_end - first_submit;
+    double sum = 0;
+    for (double w : waits) sum += w;
+    m.mean_wait_s = sum / waits.size();
+    std::sort(waits.begin(), waits.end());
+    const size_t idx = static_cast<size_t>(std::ceil(0.95 * waits.size())) - 1;
+    m.p95_wait_s = waits[std::min(idx, waits.size() - 1)];
+    m.min_domain_pct = 100.0 * in_min / placements_.size();
+    m.mean_domains_per_job = static_cast<double>(domains) / placements_.size();
+    m.min_domain_pct_local = local ? 100.0 * local_in_min / local : 100.0;
+  }
+  m.rail_aligned_pct = multi ? 100.0 * aligned / multi : 100.0;
+  if (m.makespan_s > 0 && t_.total_gpus() > 0)
+    m.gpu_utilization = meter_.busy_gpu_seconds() / (t_.total_gpus() * m.makespan_s);
+  // The arrivals span starts at the first submit, where the meter starts.
+  const double span = last_submit_ - first_submit;
+  if (arrivals_done_ && span > 0) m.gpu_utilization_arrivals = busy_at_last_submit_ / (t_.total_gpus() * span);
+  m.rack_violation_kws = meter_.rack_violation_kws();
+  m.domain_violation_kws = meter_.domain_violation_kws();
+  m.power_violation_kws = m.rack_violation_kws + m.domain_violation_kws;
+  m.peak_rack_kw = meter_.peak_rack_kw();
+  m.energy_mwh = meter_.energy_mwh();
+  if (m.energy_mwh > 0) m.gpu_hours_per_mwh = m.gpu_hours / m.energy_mwh;
+  if (options_.record_placements) {
+    out.placements = placements_;
+    std::stable_sort(out.placements.begin(), out.placements.end(),
+                     [](const SimPlacement& a, const SimPlacement& b) { return a.start < b.start; });
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SimResult> Simulate(const Topology& topology, const std::vector<TraceJob>& jobs,
+                                   const SimOptions& options) {
+  if (topology.total_gpus() == 0) return absl::InvalidArgumentError("the cluster has no GPUs");
+  if (options.backfill_depth < 0) return absl::InvalidArgumentError("backfill_depth: must be >= 0");
+  for (const TraceJob& j : jobs) {
+    if (j.gpus < 1 || !(j.duration > 0) || !(j.submit >= 0) || j.gpus_per_node < 0 ||
+        (j.gpus_per_node > 0 && j.gpus % j.gpus_per_node != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", j.id, ": malformed (gpus, duration, submit or gpus_per_node)"));
+    }
+  }
+  auto replay = std::make_unique<Replay>(topology, jobs, options);
+  if (absl::Status s = replay->Run(); !s.ok()) return s;
+  return replay->Result();
+}
+
+}  // namespace rackwise

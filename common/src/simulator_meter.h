@@ -1,0 +1,38 @@
+// What the simulator integrates over time: cluster energy, GPU-seconds allocated, and the power drawn above every
+// rack and power-domain cap (kW-seconds), read from the ledger after each change.
+#pragma once
+
+#include <vector>
+
+#include "rackwise/ledger.h"
+
+namespace rackwise::sim {
+
+class Meter {
+ public:
+  explicit Meter(const Ledger& ledger);
+
+  // Integrates the current state from the last time up to `t` (t never goes back).
+  void Advance(double t);
+  // Re-reads the draws of these racks and every power domain above them (after a commit or a release).
+  void Changed(const std::vector<RackId>& racks, int gpu_delta);
+
+  double energy_mwh() const { return energy_mw_s_ / 1e9 / 3600.0; }
+  double rack_violation_kws() const { return rack_over_mw_s_ / 1e6; }
+  double domain_violation_kws() const { return pd_over_mw_s_ / 1e6; }
+  double peak_rack_kw() const { return static_cast<double>(peak_rack_mw_) / 1e6; }
+  double busy_gpu_seconds() const { return busy_gpu_s_; }
+  double now() const { return now_; }
+
+ private:
+  const Ledger& ledger_;
+  double now_ = 0;
+  bool started_ = false;
+  std::vector<Milliwatts> rack_draw_, rack_over_, pd_over_;
+  Milliwatts total_draw_ = 0, rack_over_sum_ = 0, pd_over_sum_ = 0, peak_rack_mw_ = 0;
+  long long allocated_gpus_ = 0;
+  double energy_mw_s_ = 0, rack_over_mw_s_ = 0, pd_over_mw_s_ = 0, busy_gpu_s_ = 0;
+  std::vector<char> pd_seen_;
+};
+
+}  // namespace rackwise::sim

@@ -1,0 +1,348 @@
+// rackwise, first-fit and spread for the simulator; tree-bestfit and static-cap are in simulator_tree.cc.
+#include "simulator_policies.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "rackwise/placer.h"
+
+namespace rackwise::sim {
+
+GpuMask LowestBits(GpuMask mask, int count) {
+  GpuMask out = 0;
+  while (count-- > 0 && mask) {
+    const GpuMask bit = mask & (~mask + 1);
+    out |= bit;
+    mask &= mask - 1;
+  }
+  return out;
+}
+
+int MinDomains(const Topology& t, NodeTypeId type, int gpus, int k) {
+  const NodeType& nt = t.node_types()[type];
+  int size = 0;
+  if (nt.nvlink == NvlinkScope::kNode) {
+    size = k > 0 ? (nt.gpus >= k ? k : 0) : nt.gpus;
+  } else {
+    size = k > 0 ? (nt.gpus >= k ? t.max_domain_nodes(type) * k : 0) : t.max_domain_gpus(type);
+  }
+  return size > 0 ? (gpus + size - 1) / size : 0;
+}
+
+std::vector<int> StaticRackLimits(const Topology& t) {
+  const auto& racks = t.racks();
+  std::vector<long long> own(racks.size(), 0);
+  for (size_t r = 0; r < racks.size(); ++r) {
+    long long gpus = 0;
+    Milliwatts per_gpu = 0;
+    for (NodeId n : racks[r].nodes) {
+      gpus += t.nodes()[n].gpus;
+      per_gpu = std::max(per_gpu, t.type_of(n).per_gpu);
+    }
+    const Milliwatts spare = racks[r].cap - racks[r].idle;
+    own[r] = per_gpu > 0 ? std::clamp<long long>(spare / per_gpu, 0, gpus) : gpus;
+  }
+  // A power domain allows (cap - idle) / per_gpu GPUs; its racks share that in proportion to their own limits.
+  std::vector<long long> under(t.power_domains().size(), 0), allow(t.power_domains().size(), 0);
+  std::vector<Milliwatts> pd_per_gpu(t.power_domains().size(), 0);
+  for (size_t r = 0; r < racks.size(); ++r) {
+    Milliwatts per_gpu = 0;
+    for (NodeId n : racks[r].nodes) per_gpu = std::max(per_gpu, t.type_of(n).per_gpu);
+    for (PowerDomainId p : racks[r].power_chain) {
+      under[p] += own[r];
+      pd_per_gpu[p] = std::max(pd_per_gpu[p], per_gpu);
+    }
+  }
+  for (size_t p = 0; p < allow.size(); ++p) {
+    const Milliwatts spare = t.power_domains()[p].cap - t.power_domains()[p].idle;
+    allow[p] = pd_per_gpu[p] > 0 ? std::max<long long>(0, spare / pd_per_gpu[p]) : under[p];
+  }
+  std::vector<int> limit(racks.size(), 0);
+  for (size_t r = 0; r < racks.size(); ++r) {
+    long long l = own[r];
+    for (PowerDomainId p : racks[r].power_chain) {
+      if (under[p] > allow[p] && under[p] > 0) l = std::min(l, own[r] * allow[p] / under[p]);
+    }
+    limit[r] = static_cast<int>(l);
+  }
+  return limit;
+}
+
+namespace {
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t Mix(uint64_t z) {  // SplitMix64's finaliser
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+Milliwatts JobWatts(const TraceJob& job) { return job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : 0; }
+
+// The most GPUs a job could ever get on one node type (an empty, healthy cluster), for kNever.
+long long LifetimeGpus(const Topology& t, NodeTypeId type, int k) {
+  long long total = 0;
+  for (const Node& n : t.nodes()) {
+    if (n.type != type) continue;
+    total += k > 0 ? (n.gpus / k) * k : n.gpus;
+  }
+  return total;
+}
+
+class RackwisePolicy : public Policy {
+ public:
+  RackwisePolicy(const Topology& t, bool use_bound)
+      : t_(t), use_bound_(use_bound), below_(t.power_domains().size(), 0) {
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+      const Milliwatts w = t.node_types()[type].per_gpu;
+      min_type_per_gpu_ = type == 0 ? w : std::min(min_type_per_gpu_, w);
+      min_domain_gpus_ = type == 0 ? t.max_domain_gpus(type) : std::min(min_domain_gpus_, t.max_domain_gpus(type));
+    }
+    std::vector<int> depth(t.power_domains().size(), 0);
+    for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(depth.size()); ++p) {
+      pd_order_.push_back(p);
+      int guard = 0;
+      for (PowerDomainId q = t.power_domains()[p].parent; q != kNoId && guard < 1000; q = t.power_domains()[q].parent) {
+        ++depth[p];
+        ++guard;
+      }
+    }
+    std::stable_sort(pd_order_.begin(), pd_order_.end(),
+                     [&](PowerDomainId a, PowerDomainId b) { return depth[a] > depth[b]; });
+  }
+
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) override {
+    // Whether a request can ever be placed does not depend on the cluster's state: the placer says so the first
+    // time a request of this shape is seen, and from then on the cheap bound may answer "wait" in its place.
+    const auto shape = std::make_tuple(job.gpus, job.gpus_per_node, job.locality ? static_cast<int>(*job.locality) : -1,
+                                       WattsToMilliwatts(job.watts_per_gpu));
+    if (auto it = seen_shapes_.find(shape); it != seen_shapes_.end()) {
+      if (!it->second) return Outcome::kNever;
+      if (use_bound_ && !MightFit(ledger, job)) return Outcome::kWait;
+    }
+    PlacementRequest r;
+    r.id = job.id;
+    r.gpus = job.gpus;
+    r.gpus_per_node = job.gpus_per_node;
+    r.locality = job.locality;
+    r.watts_per_gpu = job.watts_per_gpu;
+    r.waited_seconds = waited_s;
+    absl::StatusOr<PlacementOutcome> out = Placer::Place(ledger, r);
+    const PlacementRefusal* refusal = out.ok() ? std::get_if<PlacementRefusal>(&*out) : nullptr;
+    // Malformed for this cluster (e.g. watts beyond the policy), or too large for it: never.
+    const bool never = !out.ok() || (refusal && refusal->unresolvable);
+    seen_shapes_[shape] = !never;
+    if (never) return Outcome::kNever;
+    if (refusal) return Outcome::kWait;
+    const auto& d = std::get<PlacementDecision>(*out);
+    choice->nodes = d.nodes;
+    choice->per_gpu = d.per_gpu;
+    choice->min_domains = d.min_domains;
+    return Outcome::kStart;
+  }
+  CommitMode commit_mode() const override { return CommitMode::kEnforce; }
+
+ private:
+  // A necessary condition for any placement within the caps, in O(racks + domains), so that the placer (and its
+  // node-by-node refusal report) is only asked when the job might fit. Rack r can take at most
+  // g_r = min(usable free GPUs, room under its cap / watts per GPU); a power domain at most
+  // min(sum of what is below it, its room / watts per GPU), deepest domains first. A `required` job that fits
+  // one NVLink domain also needs one domain that can take it whole. If the bound falls short, the placer would
+  // refuse too.
+  bool MightFit(const Ledger& ledger, const TraceJob& job) {
+    const Milliwatts per_gpu = job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : min_type_per_gpu_;
+    if (per_gpu <= 0) return true;
+    const double keep = 1.0 - t_.policy().power_reserve_fraction;
+    auto room = [&](Milliwatts cap, Milliwatts draw) {
+      return std::max<Milliwatts>(0, static_cast<Milliwatts>(static_cast<double>(cap) * keep) - draw);
+    };
+    const int k = job.gpus_per_node;
+    std::fill(below_.begin(), below_.end(), 0);
+    long long total = 0;
+    bool one_domain = false;
+    const bool want_one = job.locality == Locality::kRequired && (k == 0 || k == job.gpus);
+    for (RackId r = 0; r < static_cast<RackId>(t_.racks().size()); ++r) {
+      const long long rack_room = room(ledger.rack_cap(r), ledger.rack_draw(r)) / per_gpu;
+      long long free = 0;
+      for (DomainId d : t_.racks()[r].domains) {
+        const long long f =
+            k > 0 ? static_cast<long long>(ledger.domain_nodes_with_free(d, k)) * k : ledger.domain_free_gpus(d);
+        free += f;
+        if (want_one && !one_domain && std::min(f, rack_room) >= job.gpus) {
+          one_domain = ledger.RackHeadroom(r, 1.0 - keep) / per_gpu >= job.gpus;
+        }
+      }
+      const long long g = std::min(free, rack_room);
+      if (t_.racks()[r].power_domain == kNoId) {
+        total += g;
+      } else {
+        below_[t_.racks()[r].power_domain] += g;
+      }
+    }
+    for (PowerDomainId p : pd_order_) {
+      const long long g =
+          std::min<long long>(below_[p], room(ledger.power_domain_cap(p), ledger.power_domain_draw(p)) / per_gpu);
+      if (t_.power_domains()[p].parent == kNoId) {
+        total += g;
+      } else {
+        below_[t_.power_domains()[p].parent] += g;
+      }
+    }
+    if (total < job.gpus) return false;
+    if (want_one && job.gpus <= min_domain_gpus_ && !one_domain) return false;
+    return true;
+  }
+
+  const Topology& t_;
+  bool use_bound_;
+  Milliwatts min_type_per_gpu_ = 0;
+  int min_domain_gpus_ = 0;              // the smallest "largest domain" over node types
+  std::vector<PowerDomainId> pd_order_;  // deepest first
+  std::vector<long long> below_;         // per power domain, scratch
+  absl::flat_hash_map<std::tuple<int, int, int, Milliwatts>, bool> seen_shapes_;  // shape -> can ever run
+};
+
+// Shared by first-fit and spread: which node types could ever hold the job.
+class NodeListPolicy : public Policy {
+ public:
+  explicit NodeListPolicy(const Topology& t) : t_(t), by_type_(t.node_types().size()) {
+    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) by_type_[t.nodes()[n].type].push_back(n);
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(by_type_.size()); ++type) {
+      lifetime_.emplace_back();
+      for (int k = 0; k <= t.node_types()[type].gpus; ++k) lifetime_.back().push_back(LifetimeGpus(t, type, k));
+    }
+  }
+
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) override {
+    bool ever = false;
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(by_type_.size()); ++type) {
+      if (job.gpus_per_node > t_.node_types()[type].gpus) continue;
+      if (lifetime_[type][job.gpus_per_node] < job.gpus) continue;
+      ever = true;
+      choice->nodes.clear();
+      if (Fill(ledger, job, type, &choice->nodes)) {
+        choice->per_gpu = JobWatts(job);
+        choice->min_domains = MinDomains(t_, type, job.gpus, job.gpus_per_node);
+        return Outcome::kStart;
+      }
+    }
+    return ever ? Outcome::kWait : Outcome::kNever;
+  }
+
+ protected:
+  virtual bool Fill(const Ledger& ledger, const TraceJob& job, NodeTypeId type, std::vector<NodeGpus>* out) = 0;
+  const Topology& t_;
+  std::vector<std::vector<NodeId>> by_type_;
+  std::vector<std::vector<long long>> lifetime_;  // [type][gpus_per_node]
+};
+
+class FirstFitPolicy : public NodeListPolicy {
+ public:
+  using NodeListPolicy::NodeListPolicy;
+
+ protected:
+  bool Fill(const Ledger& ledger, const TraceJob& job, NodeTypeId type, std::vector<NodeGpus>* out) override {
+    const int k = job.gpus_per_node;
+    const std::vector<NodeId>& nodes = by_type_[type];
+    if (k == 0 && job.gpus <= t_.node_types()[type].gpus) {
+      for (NodeId n : nodes) {  // a job that fits one node goes to the first node with room
+        if (ledger.free_gpu_count(n) >= job.gpus) {
+          out->push_back({n, LowestBits(ledger.free_gpus(n), job.gpus)});
+          return true;
+        }
+      }
+    }
+    int remaining = job.gpus;
+    for (NodeId n : nodes) {
+      const int free = ledger.free_gpu_count(n);
+      const int take = k > 0 ? (free >= k ? k : 0) : std::min(free, remaining);
+      if (take == 0) continue;
+      out->push_back({n, LowestBits(ledger.free_gpus(n), take)});
+      remaining -= take;
+      if (remaining == 0) return true;
+    }
+    return false;
+  }
+};
+
+class SpreadPolicy : public NodeListPolicy {
+ public:
+  using NodeListPolicy::NodeListPolicy;
+
+ protected:
+  bool Fill(const Ledger& ledger, const TraceJob& job, NodeTypeId type, std::vector<NodeGpus>* out) override {
+    const int node_gpus = t_.node_types()[type].gpus;
+    std::vector<int> pods;
+    if (job.gpus_per_node > 0) {
+      pods.assign(job.gpus / job.gpus_per_node, job.gpus_per_node);
+    } else {
+      for (int left = job.gpus; left > 0; left -= node_gpus) pods.push_back(std::min(left, node_gpus));
+    }
+    // GPUs this job has taken so far, per node (pods of one job may share a node).
+    if (taken_.size() != t_.nodes().size()) taken_.assign(t_.nodes().size(), 0);
+    for (const NodeGpus& g : *out) taken_[g.node] = 0;
+    const uint64_t job_hash = Fnv1a(job.id);
+    for (int pod_index = 0; pod_index < static_cast<int>(pods.size()); ++pod_index) {
+      const int pod = pods[pod_index];
+      NodeId best = kNoId;
+      double best_score = -1;
+      uint64_t best_tie = 0;
+      for (NodeId n : by_type_[type]) {
+        const int free = ledger.free_gpu_count(n) - taken_[n];
+        if (free < pod) continue;
+        const double score = static_cast<double>(free) / t_.nodes()[n].gpus;  // least allocated
+        // kube-scheduler picks at random among the best-scored nodes; a hash of (job, pod, node) keeps it
+        // reproducible.
+        const uint64_t tie = Mix(job_hash ^ (static_cast<uint64_t>(pod_index) << 32) ^ static_cast<uint64_t>(n));
+        if (score > best_score || (score == best_score && tie > best_tie)) {
+          best_score = score;
+          best_tie = tie;
+          best = n;
+        }
+      }
+      if (best == kNoId) {
+        for (const NodeGpus& g : *out) taken_[g.node] = 0;
+        return false;
+      }
+      auto it = std::find_if(out->begin(), out->end(), [best](const NodeGpus& g) { return g.node == best; });
+      const GpuMask already = it == out->end() ? 0 : it->gpus;
+      const GpuMask add = LowestBits(ledger.free_gpus(best) & ~already, pod);
+      if (it == out->end()) {
+        out->push_back({best, add});
+      } else {
+        it->gpus |= add;
+      }
+      taken_[best] += pod;
+    }
+    for (const NodeGpus& g : *out) taken_[g.node] = 0;
+    return true;
+  }
+
+ private:
+  std::vector<int> taken_;  // per node, zero between calls
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeTreePolicy(const Topology& topology, bool static_cap);  // simulator_tree.cc
+
+std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, const SimOptions& options) {
+  switch (policy) {
+    case SimPolicy::kRackwise: return std::make_unique<RackwisePolicy>(topology, options.placer_bound);
+    case SimPolicy::kFirstFit: return std::make_unique<FirstFitPolicy>(topology);
+    case SimPolicy::kSpread: return std::make_unique<SpreadPolicy>(topology);
+    case SimPolicy::kTreeBestFit: return MakeTreePolicy(topology, false);
+    case SimPolicy::kStaticCap: return MakeTreePolicy(topology, true);
+  }
+  return nullptr;
+}
+
+}  // namespace rackwise::sim

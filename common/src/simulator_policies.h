@@ -1,0 +1,47 @@
+// The placement policies the simulator compares (see rackwise/simulator.h for what each one does).
+// Internal to the simulator: each turns a trace job and the ledger's current state into GPUs to commit.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "rackwise/allocation.h"
+#include "rackwise/ledger.h"
+#include "rackwise/simulator.h"
+#include "rackwise/trace.h"
+
+namespace rackwise::sim {
+
+enum class Outcome {
+  kStart,  // `choice` holds where the job goes
+  kWait,   // it does not fit now
+  kNever,  // it can never run on this cluster under this policy
+};
+
+struct Choice {
+  std::vector<NodeGpus> nodes;  // any order; the simulator sorts
+  Milliwatts per_gpu = 0;       // 0: the node type's draw
+  int min_domains = 0;          // ceil(gpus / domain size) for the node type used
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // `waited_s`: how long the job has been pending (rackwise's preferred locality may hold out for a while).
+  virtual Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) = 0;
+  // How the simulator commits: kEnforce (the policy promises to respect caps) or kRecover (power-unaware).
+  virtual CommitMode commit_mode() const { return CommitMode::kRecover; }
+};
+
+std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, const SimOptions& options);
+
+// Helpers shared by the baselines.
+// The lowest `count` set bits of `mask`.
+GpuMask LowestBits(GpuMask mask, int count);
+// ceil(gpus / largest domain) the same way the placer counts it (gpus_per_node shrinks a domain's usable size).
+int MinDomains(const Topology& topology, NodeTypeId type, int gpus, int gpus_per_node);
+// Per-rack GPU limits for static-cap: what the rack's cap, and its share of every power domain's cap above it,
+// allow at the node type's full-load draw per GPU.
+std::vector<int> StaticRackLimits(const Topology& topology);
+
+}  // namespace rackwise::sim

@@ -1,0 +1,160 @@
+// Hand-checked simulator cases: FIFO and EASY backfill order, power caps (rackwise and static-cap wait, the
+// baselines run over the cap and the violation is measured), rejections, the metrics' arithmetic, the JSONL line.
+// Random clusters and the independent checker are in tests/sim/.
+#include "rackwise/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "rackwise/sizing.h"
+
+namespace rackwise {
+namespace {
+
+// H100 nodes (8 GPUs, 2.5 kW idle, 962.5 W per GPU), `nodes_per_rack` per rack.
+Topology H100(int gpus, int nodes_per_rack, double rack_cap_kw = 0) {
+  SizingParams p = DefaultSizingParams(SizingSystem::kH100);
+  p.gpus = gpus;
+  p.nodes_per_rack = nodes_per_rack;
+  p.rack_cap_kw = rack_cap_kw;
+  absl::StatusOr<SizingResult> r = SizeCluster(p);
+  EXPECT_TRUE(r.ok());
+  absl::StatusOr<Topology> t = Topology::Build(SizingToClusterDescription(p, *r));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+TraceJob Job(std::string id, double submit, double duration, int gpus, int per_node = 0) {
+  TraceJob j;
+  j.id = std::move(id);
+  j.submit = submit;
+  j.duration = duration;
+  j.gpus = gpus;
+  j.gpus_per_node = per_node;
+  return j;
+}
+
+SimResult Replay(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy, bool backfill = true) {
+  SimOptions o;
+  o.policy = policy;
+  o.backfill = backfill;
+  o.record_placements = true;
+  absl::StatusOr<SimResult> r = Simulate(t, jobs, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : SimResult{};
+}
+
+double StartOf(const SimResult& r, const std::vector<TraceJob>& jobs, const std::string& id) {
+  for (const SimPlacement& p : r.placements) {
+    if (jobs[p.job].id == id) return p.start;
+  }
+  return -1;
+}
+
+TEST(SimulatorTest, EasyBackfillLetsShortJobsPassButProtectsTheHead) {
+  Topology t = H100(16, 2);
+  std::vector<TraceJob> jobs = {Job("a", 0, 100, 8), Job("b", 1, 100, 16, 8), Job("c", 2, 50, 8), Job("d", 3, 500, 8)};
+  for (SimPolicy policy : AllSimPolicies()) {
+    SCOPED_TRACE(SimPolicyName(policy));
+    SimResult r = Replay(t, jobs, policy);
+    EXPECT_EQ(StartOf(r, jobs, "a"), 0);
+    EXPECT_EQ(StartOf(r, jobs, "b"), 100);  // reserved at the shadow time
+    EXPECT_EQ(StartOf(r, jobs, "c"), 2);    // ends by the shadow time: backfilled
+    EXPECT_EQ(StartOf(r, jobs, "d"), 200);  // would delay b: waits
+    EXPECT_EQ(r.metrics.completed, 4);
+    EXPECT_DOUBLE_EQ(r.metrics.makespan_s, 700);
+    // While jobs arrive (0..3 s): a holds 8 GPUs for 3 s, c 8 GPUs for 1 s, out of 16 GPUs.
+    EXPECT_NEAR(r.metrics.gpu_utilization_arrivals, (8 * 3 + 8 * 1) / (16.0 * 3), 1e-9);
+    SimResult fifo = Replay(t, jobs, policy, /*backfill=*/false);
+    EXPECT_EQ(StartOf(fifo, jobs, "c"), 200);
+  }
+}
+
+TEST(SimulatorTest, CapsMakeRackwiseWaitAndBaselinesOverdraw) {
+  // One rack of 4 nodes, capped at 20 kW: idle 10 kW, one busy node adds 7.7 kW, two would need 25.4 kW.
+  Topology t = H100(32, 4, 20);
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(Job("j" + std::to_string(i), 0, 100, 8));
+  SimResult rw = Replay(t, jobs, SimPolicy::kRackwise);
+  EXPECT_DOUBLE_EQ(rw.metrics.makespan_s, 400);
+  EXPECT_EQ(rw.metrics.power_violation_kws, 0);
+  EXPECT_NEAR(rw.metrics.peak_rack_kw, 17.7, 1e-6);
+  EXPECT_NEAR(rw.metrics.gpu_utilization, 0.25, 1e-9);
+  EXPECT_NEAR(rw.metrics.gpu_hours, 32 * 100 / 3600.0, 1e-9);
+  EXPECT_NEAR(rw.metrics.energy_mwh, 17.7e-3 * 400 / 3600, 1e-12);
+  EXPECT_NEAR(rw.metrics.gpu_hours_per_mwh, rw.metrics.gpu_hours / rw.metrics.energy_mwh, 1e-9);
+  EXPECT_DOUBLE_EQ(rw.metrics.mean_wait_s, (0 + 100 + 200 + 300) / 4.0);
+  EXPECT_DOUBLE_EQ(rw.metrics.p95_wait_s, 300);
+
+  SimResult sc = Replay(t, jobs, SimPolicy::kStaticCap);  // (20 - 10) / 0.9625 = 10 GPUs allowed: one job at a time
+  EXPECT_DOUBLE_EQ(sc.metrics.makespan_s, 400);
+  EXPECT_EQ(sc.metrics.power_violation_kws, 0);
+
+  for (SimPolicy p : {SimPolicy::kFirstFit, SimPolicy::kSpread, SimPolicy::kTreeBestFit}) {
+    SCOPED_TRACE(SimPolicyName(p));
+    SimResult b = Replay(t, jobs, p);
+    EXPECT_DOUBLE_EQ(b.metrics.makespan_s, 100);
+    EXPECT_NEAR(b.metrics.gpu_utilization, 1.0, 1e-9);
+    EXPECT_NEAR(b.metrics.peak_rack_kw, 40.8, 1e-6);
+    EXPECT_NEAR(b.metrics.rack_violation_kws, 20.8 * 100, 1e-6);        // 40.8 kW against 20 kW for 100 s
+    EXPECT_NEAR(b.metrics.domain_violation_kws, 2 * 20.8 * 100, 1e-6);  // the row and the hall: the same cap
+    EXPECT_NEAR(b.metrics.power_violation_kws, 3 * 20.8 * 100, 1e-6);
+  }
+}
+
+TEST(SimulatorTest, JobsThatCanNeverRunAreRejectedNotBlocking) {
+  Topology t = H100(32, 4, 20);
+  std::vector<TraceJob> jobs = {Job("huge", 0, 10, 64), Job("hot", 1, 10, 16, 8), Job("ok", 2, 10, 8),
+                                Job("odd", 3, 10, 9, 3)};
+  SimResult rw = Replay(t, jobs, SimPolicy::kRackwise);
+  EXPECT_EQ(rw.metrics.rejected, 2);  // 64 > 32 GPUs; 16 GPUs need 25.4 kW under a 20 kW cap
+  EXPECT_EQ(rw.metrics.completed, 2);
+  EXPECT_EQ(StartOf(rw, jobs, "ok"), 2);
+  SimResult ff = Replay(t, jobs, SimPolicy::kFirstFit);
+  EXPECT_EQ(ff.metrics.rejected, 1);  // power-unaware: "hot" runs, over the cap
+  EXPECT_GT(ff.metrics.power_violation_kws, 0);
+}
+
+TEST(SimulatorTest, LocalityAndRails) {
+  // Two NVL72 racks; 36-GPU jobs: rackwise keeps each in one rack, spread scatters over both.
+  SizingParams p = DefaultSizingParams(SizingSystem::kGb200Nvl72);
+  p.gpus = 144;
+  absl::StatusOr<SizingResult> s = SizeCluster(p);
+  ASSERT_TRUE(s.ok());
+  absl::StatusOr<Topology> t = Topology::Build(SizingToClusterDescription(p, *s));
+  ASSERT_TRUE(t.ok());
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(Job("j" + std::to_string(i), i, 1000, 36, 4));
+  SimResult rw = Replay(*t, jobs, SimPolicy::kRackwise);
+  EXPECT_DOUBLE_EQ(rw.metrics.min_domain_pct, 100);
+  EXPECT_DOUBLE_EQ(rw.metrics.min_domain_pct_local, 100);
+  EXPECT_DOUBLE_EQ(rw.metrics.mean_domains_per_job, 1);
+  EXPECT_DOUBLE_EQ(rw.metrics.rail_aligned_pct, 100);
+  SimResult sp = Replay(*t, jobs, SimPolicy::kSpread);
+  EXPECT_LT(sp.metrics.min_domain_pct, 100);
+  EXPECT_GT(sp.metrics.mean_domains_per_job, 1);
+}
+
+TEST(SimulatorTest, PlacementLineAndDeterminism) {
+  Topology t = H100(16, 2);
+  std::vector<TraceJob> jobs = {Job("x\"1", 0, 10.5, 12, 0)};
+  SimResult r = Replay(t, jobs, SimPolicy::kFirstFit);
+  ASSERT_EQ(r.placements.size(), 1u);
+  EXPECT_EQ(PlacementJsonLine(t, jobs, r.placements[0]),
+            R"({"id":"x\"1","start":0,"end":10.5,"nodes":["gpu001","gpu002"],)"
+            R"("gpus":{"gpu001":[0,1,2,3,4,5,6,7],"gpu002":[0,1,2,3]},"domains":2,"racks":["r01"]})");
+  EXPECT_FALSE(r.placements[0].rail_aligned);
+  SimResult again = Replay(t, jobs, SimPolicy::kFirstFit);
+  EXPECT_EQ(PlacementJsonLine(t, jobs, again.placements[0]), PlacementJsonLine(t, jobs, r.placements[0]));
+}
+
+TEST(SimulatorTest, PolicyNames) {
+  for (SimPolicy p : AllSimPolicies()) {
+    absl::StatusOr<SimPolicy> back = ParseSimPolicy(SimPolicyName(p));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, p);
+  }
+  EXPECT_FALSE(ParseSimPolicy("best").ok());
+}
+
+}  // namespace
+}  // namespace rackwise

@@ -1,0 +1,31 @@
+#!/bin/sh
+# The CLI end to end: size a cluster with caps that bind, generate a trace, replay it under every policy, and let
+# the independent checker confirm that no GPU is shared and that rackwise and static-cap stay under every cap.
+# Usage: cli_roundtrip.sh RACKWISE_BIN CHECK_BIN WORKDIR
+set -eu
+rw=$1; check=$2; dir=$3
+mkdir -p "$dir"
+"$rw" size --system h100 --gpus 512 --row-cap-pct 70 --emit-cluster "$dir/h100.yaml" > /dev/null
+"$rw" size --system gb200-nvl72 --gpus 576 --rack-cap-kw 100 --emit-cluster "$dir/nvl.yaml" > /dev/null
+"$rw" trace generate --mix research --jobs 1500 --seed 3 --gpus-cluster 512 --load 1.3 \
+  --watts-fraction 0.1 --watts-per-gpu 500 > "$dir/h100.csv"
+"$rw" trace generate --mix training --jobs 400 --seed 4 --gpus-cluster 576 --node-gpus 4 --load 1.3 > "$dir/nvl.csv"
+for c in h100 nvl; do
+  "$rw" simulate --cluster "$dir/$c.yaml" --trace "$dir/$c.csv" --policy all --placements "$dir/$c.jsonl" > "$dir/$c.txt"
+  for p in rackwise static-cap; do
+    "$check" "$dir/$c.yaml" "$dir/$c.csv" "$dir/$c.$p.jsonl" --expect-no-violations
+  done
+  for p in first-fit spread tree-bestfit; do
+    "$check" "$dir/$c.yaml" "$dir/$c.csv" "$dir/$c.$p.jsonl"
+  done
+done
+# A bad trace is reported with its file and line, not a crash.
+printf 'id,submit,duration,gpus,gpus_per_node,locality,watts_per_gpu\nx,0,-5,8,,,\n' > "$dir/bad.csv"
+if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/bad.csv" 2> "$dir/bad.err"; then exit 1; fi
+grep -q "bad.csv:2: field 'duration'" "$dir/bad.err"
+# The picture: one rectangle per rack, well-formed enough for a browser; a bad system is a usage error.
+"$rw" size --system b200 --gpus 300 --nodes-per-rack 5 --svg "$dir/b200.svg" > /dev/null
+test "$(grep -c '<rect ' "$dir/b200.svg")" -eq 8
+grep -q '</svg>' "$dir/b200.svg"
+if "$rw" size --system h200 --gpus 8 2> /dev/null; then exit 1; fi
+echo "cli round trip: ok"

@@ -1,0 +1,32 @@
+// An independent checker for `rackwise simulate --placements` files. It shares no code with the simulator, the
+// ledger or the topology: it reads the description (the protobuf message), expands the hostlists itself through
+// the hostlist parser, applies the power model of DESIGN.md from scratch and sweeps the placements over time.
+//
+// It confirms that no GPU index is held by two jobs at once, that every line is well formed and agrees with the
+// trace (GPU count, duration, start not before submit) and the description (nodes, racks, NVLink domain count),
+// and it measures the kW-seconds that every rack and power domain spends above its cap.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rackwise/trace.h"
+#include "rackwise/v1/cluster.pb.h"
+
+namespace rackwise::check {
+
+struct CheckReport {
+  int placements = 0;
+  std::vector<std::string> errors;  // empty when the file is consistent and no GPU is shared
+  double rack_violation_kws = 0;
+  double domain_violation_kws = 0;
+  double peak_rack_kw = 0;
+  std::map<std::string, double> over_kws;  // per rack or power domain with any violation
+};
+
+CheckReport CheckPlacements(const v1::ClusterDescription& description, const std::vector<TraceJob>& trace,
+                            std::string_view jsonl);
+
+}  // namespace rackwise::check

@@ -1,0 +1,203 @@
+// `rackwise simulate`: replay a job trace against a cluster description under one placement policy (or all of
+// them side by side) and report utilisation, waits, NVLink locality, rail alignment, power over the caps and
+// GPU-hours per MWh; optionally every placement as JSONL. The replay itself is rackwise::Simulate (the core);
+// this file reads the files, times the replay (jobs per second) and formats.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "command.h"
+#include "rackwise/cluster_description.h"
+#include "rackwise/simulator.h"
+#include "rackwise/topology.h"
+#include "rackwise/trace.h"
+
+namespace rackwise::cli {
+namespace {
+
+struct Run {
+  SimPolicy policy;
+  SimMetrics metrics;
+  double seconds = 0;
+};
+
+nlohmann::ordered_json ToJson(const Run& r) {
+  const SimMetrics& m = r.metrics;
+  nlohmann::ordered_json j;
+  j["policy"] = SimPolicyName(r.policy);
+  j["jobs"] = m.jobs;
+  j["completed"] = m.completed;
+  j["makespan_s"] = m.makespan_s;
+  j["mean_wait_s"] = m.mean_wait_s;
+  j["p95_wait_s"] = m.p95_wait_s;
+  j["gpu_utilization"] = m.gpu_utilization;
+  j["min_domain_pct"] = m.min_domain_pct;
+  j["mean_domains_per_job"] = m.mean_domains_per_job;
+  j["rail_aligned_pct"] = m.rail_aligned_pct;
+  j["power_violation_kws"] = m.power_violation_kws;
+  j["peak_rack_kw"] = m.peak_rack_kw;
+  j["gpu_hours_per_mwh"] = m.gpu_hours_per_mwh;
+  j["rejected"] = m.rejected;
+  j["gpu_utilization_arrivals"] = m.gpu_utilization_arrivals;
+  j["min_domain_pct_local"] = m.min_domain_pct_local;
+  j["rack_violation_kws"] = m.rack_violation_kws;
+  j["domain_violation_kws"] = m.domain_violation_kws;
+  j["gpu_hours"] = m.gpu_hours;
+  j["energy_mwh"] = m.energy_mwh;
+  j["replay_s"] = r.seconds;
+  j["jobs_per_s"] = r.seconds > 0 ? m.jobs / r.seconds : 0.0;
+  return j;
+}
+
+void PrintTable(const std::vector<Run>& runs) {
+  struct Row {
+    const char* name;
+    std::string (*fmt)(const Run&);
+  };
+  static const Row rows[] = {
+      {"jobs", [](const Run& r) { return absl::StrFormat("%d", r.metrics.jobs); }},
+      {"completed", [](const Run& r) { return absl::StrFormat("%d", r.metrics.completed); }},
+      {"rejected (never fit)", [](const Run& r) { return absl::StrFormat("%d", r.metrics.rejected); }},
+      {"makespan (h)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.makespan_s / 3600); }},
+      {"mean wait (min)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.mean_wait_s / 60); }},
+      {"p95 wait (min)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.p95_wait_s / 60); }},
+      {"GPU utilisation (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.gpu_utilization); }},
+      {"  while arriving (%)",
+       [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.gpu_utilization_arrivals); }},
+      {"jobs in min domains (%)", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.min_domain_pct); }},
+      {"  wanting locality (%)", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.min_domain_pct_local); }},
+      {"domains per job", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.mean_domains_per_job); }},
+      {"rail aligned (%)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.rail_aligned_pct); }},
+      {"power over cap (kW*s)", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.power_violation_kws); }},
+      {"  racks (kW*s)", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.rack_violation_kws); }},
+      {"  power domains (kW*s)", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.domain_violation_kws); }},
+      {"peak rack (kW)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.peak_rack_kw); }},
+      {"GPU-hours", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.gpu_hours); }},
+      {"energy (MWh)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.energy_mwh); }},
+      {"GPU-hours per MWh", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.gpu_hours_per_mwh); }},
+      {"replay (s)", [](const Run& r) { return absl::StrFormat("%.2f", r.seconds); }},
+      {"jobs per second",
+       [](const Run& r) { return absl::StrFormat("%.0f", r.seconds > 0 ? r.metrics.jobs / r.seconds : 0); }},
+  };
+  std::printf("%-24s", "");
+  for (const Run& r : runs) std::printf(" %13s", SimPolicyName(r.policy));
+  std::printf("\n");
+  for (const Row& row : rows) {
+    std::printf("%-24s", row.name);
+    for (const Run& r : runs) std::printf(" %13s", row.fmt(r).c_str());
+    std::printf("\n");
+  }
+}
+
+std::string PlacementsPath(const std::string& path, SimPolicy policy, bool several) {
+  if (!several) return path;
+  const size_t dot = path.rfind('.');
+  const size_t slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    return path + "." + SimPolicyName(policy);
+  }
+  return path.substr(0, dot) + "." + SimPolicyName(policy) + path.substr(dot);
+}
+
+int RunSimulate(int argc, char** argv) {
+  CLI::App app{"Replay a job trace (FIFO + EASY backfill) under a placement policy", "simulate"};
+  std::string cluster_path = DefaultClusterPath(), trace_path, policy_name = "rackwise", placements;
+  bool json = false, no_backfill = false;
+  int depth = 500;
+  app.add_option("--cluster", cluster_path, "cluster description (default: the built-in demo)");
+  app.add_option("--trace", trace_path, "trace CSV: " + std::string(kTraceHeader))->required();
+  app.add_option("--policy", policy_name, "rackwise | first-fit | spread | tree-bestfit | static-cap | all");
+  app.add_flag("--json", json, "print JSON");
+  app.add_option("--placements", placements,
+                 "write every placement as JSONL (with --policy all: one file per policy, FILE.<policy>.jsonl)");
+  app.add_flag("--no-backfill", no_backfill, "plain FIFO");
+  app.add_option("--backfill-depth", depth, "queued jobs tried per backfill pass (500)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  std::vector<SimPolicy> policies;
+  if (policy_name == "all") {
+    policies = AllSimPolicies();
+  } else {
+    absl::StatusOr<SimPolicy> p = ParseSimPolicy(policy_name);
+    if (!p.ok()) {
+      std::fprintf(stderr, "rackwise simulate: --policy: %s\n", std::string(p.status().message()).c_str());
+      return kExitUsage;
+    }
+    policies.push_back(*p);
+  }
+  Diagnostics diags;
+  absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(cluster_path, &diags);
+  if (!description.ok()) {
+    for (const Diagnostic& d : diags) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(description.status().message()).c_str());
+    return kExitInvalidInput;
+  }
+  absl::StatusOr<Topology> topology = Topology::Build(*description);
+  if (!topology.ok()) {
+    std::fprintf(stderr, "%s: %s\n", cluster_path.c_str(), std::string(topology.status().message()).c_str());
+    return kExitInvalidInput;
+  }
+  diags.clear();
+  absl::StatusOr<std::vector<TraceJob>> jobs = LoadTrace(trace_path, &diags);
+  if (!jobs.ok()) {
+    for (const Diagnostic& d : diags) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(jobs.status().message()).c_str());
+    return kExitInvalidInput;
+  }
+  std::vector<Run> runs;
+  for (SimPolicy policy : policies) {
+    SimOptions options;
+    options.policy = policy;
+    options.backfill = !no_backfill;
+    options.backfill_depth = depth;
+    options.record_placements = !placements.empty();
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<SimResult> result = Simulate(*topology, *jobs, options);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!result.ok()) {
+      std::fprintf(stderr, "rackwise simulate: %s: %s\n", SimPolicyName(policy),
+                   std::string(result.status().message()).c_str());
+      return result.status().code() == absl::StatusCode::kInvalidArgument ? kExitInvalidInput : kExitInternal;
+    }
+    if (!placements.empty()) {
+      const std::string path = PlacementsPath(placements, policy, policies.size() > 1);
+      std::ofstream out(path, std::ios::binary);
+      for (const SimPlacement& p : result->placements) out << PlacementJsonLine(*topology, *jobs, p) << '\n';
+      out.close();
+      if (!out) {
+        std::fprintf(stderr, "rackwise simulate: cannot write %s\n", path.c_str());
+        return kExitInvalidInput;
+      }
+    }
+    runs.push_back({policy, result->metrics, seconds});
+  }
+  if (json) {
+    if (runs.size() == 1) {
+      std::printf("%s\n", ToJson(runs[0]).dump(2).c_str());
+    } else {
+      nlohmann::ordered_json all = nlohmann::ordered_json::array();
+      for (const Run& r : runs) all.push_back(ToJson(r));
+      std::printf("%s\n", all.dump(2).c_str());
+    }
+  } else {
+    std::printf("cluster %s (%d GPUs), trace %s (%zu jobs)\n", topology->cluster_name().c_str(), topology->total_gpus(),
+                trace_path.c_str(), jobs->size());
+    PrintTable(runs);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+RACKWISE_REGISTER_COMMAND(simulate, "simulate", "replay a job trace under a placement policy and compare policies",
+                          RunSimulate);
+
+}  // namespace rackwise::cli
