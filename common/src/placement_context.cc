@@ -43,17 +43,33 @@ PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest&
 int PlacementContext::MinDomains() const {
   if (effective_domain_size_ <= 0) return 0;
   const int by_size = (gpus() + effective_domain_size_ - 1) / effective_domain_size_;
-  // Caps can make domains smaller than their GPUs: count the largest ones as their power allows. A domain may
-  // still hold less now (busy, unhealthy); this is the fewest the cluster could ever give the job.
+  // Caps can make domains smaller than their GPUs, and a row's cap can keep its racks from all running full:
+  // take the domains with the most power first, on the cluster as described and empty, sharing each rack's and
+  // power domain's room as a plan would. This is the fewest domains the caps allow (a greedy bound).
   const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
+  const double keep = 1.0 - reserve_;
+  auto room = [keep](Milliwatts cap, Milliwatts idle) {
+    return static_cast<Milliwatts>(static_cast<double>(cap) * keep) - idle;
+  };
+  PowerScratch used(topology_.racks().size(), topology_.power_domains().size());
   long long sum = 0;
   int count = 0;
   for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
     int nominal = d.gpus;
     if (k() > 0) nominal = node_scope ? (d.gpus >= k() ? k() : 0) : d.nodes * k();
-    int cap = per_gpu_ > 0 ? static_cast<int>(std::min<Milliwatts>(nominal, d.room / per_gpu_)) : nominal;
-    cap = RoundDown(cap);
+    int cap = nominal;
+    const RackId r = topology_.domains()[d.domain].rack;
+    const Rack& rack = topology_.racks()[r];
+    if (per_gpu_ > 0) {
+      Milliwatts left = room(rack.cap, rack.idle) - used.rack(r);
+      for (PowerDomainId p : rack.power_chain)
+        left = std::min(left, room(topology_.power_domains()[p].cap, topology_.power_domains()[p].idle) -
+                                  used.power_domain(p));
+      cap = static_cast<int>(std::min<Milliwatts>(nominal, std::max<Milliwatts>(0, left) / per_gpu_));
+    }
+    cap = RoundDown(std::min<long long>(cap, gpus() - sum));
     if (cap <= 0) continue;
+    used.Add(rack, r, static_cast<Milliwatts>(cap) * per_gpu_);
     sum += cap;
     ++count;
     if (sum >= gpus()) return std::max(count, by_size);

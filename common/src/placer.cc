@@ -23,7 +23,7 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan) 
   d.per_gpu = ctx.per_gpu();
   d.domains = static_cast<int>(plan.takes.size());
   // The minimum counts described caps; a cap raised at run time can let a job do better than that.
-  d.min_domains = std::min(ctx.MinDomains(), d.domains);
+  d.min_domains = d.domains == 1 ? 1 : std::min(ctx.MinDomains(), d.domains);
   for (const internal::DomainTake& take : plan.takes)
     internal::PickNodes(ctx, take.domain, take.gpus, plan.rail_set, &d.nodes);
   std::sort(d.nodes.begin(), d.nodes.end(), [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
@@ -73,7 +73,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     if (!plan) {
       if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
       plan = internal::PlanMultiDomain(ctx, &*scratch);
-      if (plan && setup->locality == Locality::kRequired &&
+      if (plan && setup->locality == Locality::kRequired && plan->takes.size() > 1 &&
           static_cast<int>(plan->takes.size()) > ctx.MinDomains()) {
         locality_blocked = true;  // the GPUs exist, but not inside the fewest domains: wait
         plan.reset();

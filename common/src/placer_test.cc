@@ -369,3 +369,22 @@ TEST(PlacerMinDomainsTest, PreferredWaitsForTheFewestDomainsWhileThePolicySays) 
 
 }  // namespace
 }  // namespace rackwise
+
+namespace rackwise {
+namespace {
+
+TEST(PlacerMinDomainsTest, RowCapsThatKeepRacksFromRunningFullRaiseTheMinimum) {
+  // Racks of 110 kW hold 64 GPUs at 4 per tray; a row of 4 racks capped at 300 kW: 300 - 4 x 27 = 192 kW, which
+  // powers 150 GPUs (148 in trays of 4): two full racks and a part of a third. 256 GPUs need 4 racks by size
+  // and power per rack, but 5 once rows are counted (two rows).
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, 8, 18, 110, 8, 4, 300});
+  Topology t = Build(spec);
+  Ledger l(t);
+  PlacementDecision d = MustPlace(l, Req(256, 4, Locality::kRequired));
+  EXPECT_EQ(d.min_domains, d.domains);
+  EXPECT_GE(d.domains, 5);
+}
+
+}  // namespace
+}  // namespace rackwise
