@@ -10,10 +10,12 @@
 
 namespace rackwise {
 
-int Placer::ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {
-  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
-  if (!setup.ok() || node < 0 || node >= static_cast<NodeId>(ledger.topology().nodes().size())) return 0;
-  if (internal::NodeBlock(ledger, request, *setup, node)) return 0;
+namespace {
+
+int ScoreWithSetup(const Ledger& ledger, const PlacementRequest& request, const internal::RequestSetup& setup,
+                   NodeId node) {
+  if (node < 0 || node >= static_cast<NodeId>(ledger.topology().nodes().size())) return 0;
+  if (internal::NodeBlock(ledger, request, setup, node)) return 0;
   const Topology& t = ledger.topology();
   const Node& n = t.nodes()[node];
   const NvlinkDomain& dom = t.domains()[n.domain];
@@ -57,6 +59,22 @@ int Placer::ScoreNode(const Ledger& ledger, const PlacementRequest& request, Nod
   const double score = (w.domain_packing * domain_packing + w.rack_packing * rack_packing +
                         w.rail_alignment * rail + w.power_headroom * headroom) / total;
   return std::clamp(static_cast<int>(std::lround(score * 10.0)), 0, 10);
+}
+
+}  // namespace
+
+int Placer::ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
+  if (!setup.ok()) return 0;
+  return ScoreWithSetup(ledger, request, *setup, node);
+}
+
+void Placer::ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
+                        std::vector<int>* out) {
+  out->assign(nodes.size(), 0);
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
+  if (!setup.ok()) return;
+  for (size_t i = 0; i < nodes.size(); ++i) (*out)[i] = ScoreWithSetup(ledger, request, *setup, nodes[i]);
 }
 
 }  // namespace rackwise

@@ -328,6 +328,21 @@ TEST(PlacerTest, FilterAndScoreNodes) {
     EXPECT_GE(Placer::ScoreNode(l, r, n), 0);
     EXPECT_LE(Placer::ScoreNode(l, r, n), 10);
   }
+  // The batch forms agree with the per-node ones, and unknown ids are rejected.
+  const std::vector<NodeId> ids = {0, 1, 2, 3, kNoId, 99};
+  std::vector<std::optional<NodeReason>> reasons;
+  std::vector<int> scores;
+  Placer::FilterNodes(l, r, ids, &reasons);
+  Placer::ScoreNodes(l, r, ids, &scores);
+  ASSERT_EQ(reasons.size(), ids.size());
+  ASSERT_EQ(scores.size(), ids.size());
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(reasons[i], Placer::FilterNode(l, r, ids[i]));
+    EXPECT_EQ(scores[i], Placer::ScoreNode(l, r, ids[i]));
+  }
+  EXPECT_EQ(reasons[4], NodeReason::kNotAllowed);
+  EXPECT_EQ(reasons[5], NodeReason::kNotAllowed);
+  EXPECT_EQ(scores[5], 0);
 }
 
 }  // namespace

@@ -10,7 +10,11 @@
 //  5. best fit, so that whole domains stay free for large jobs.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
@@ -30,6 +34,13 @@ class Placer {
   // 0..10: how good a node is for this request (domain and rack packing, rail alignment, power headroom,
   // weighted by the policy). 0 for nodes FilterNode rejects.
   static int ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node);
+
+  // The same for many nodes at once, checking the request once (what kube-scheduler's filter and prioritize
+  // verbs need for thousands of nodes per pod). `out` gets one entry per node; kNoId entries are kNotAllowed / 0.
+  static void FilterNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
+                          std::vector<std::optional<NodeReason>>* out);
+  static void ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
+                         std::vector<int>* out);
 };
 
 }  // namespace rackwise

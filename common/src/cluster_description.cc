@@ -1,0 +1,160 @@
+// Reading, checking and writing cluster descriptions and state files: YAML text -> protobuf (yaml_to_proto),
+// then the semantic rules (description_validator, state_validator). Nothing thrown inside escapes.
+#include "rackwise/cluster_description.h"
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "description_validator.h"
+#include "proto_to_yaml.h"
+#include "state_validator.h"
+#include "yaml_to_proto.h"
+
+namespace rackwise {
+namespace {
+
+// Aliases may make a document walk at most this much larger than its text (a guard against "billion laughs").
+size_t MaxYamlVisits(std::string_view yaml) { return 50'000 + 20 * yaml.size(); }
+constexpr size_t kMaxDiagnostics = 1000;
+
+absl::Status FirstProblem(const Diagnostics& diagnostics, size_t from) {
+  return absl::InvalidArgumentError(diagnostics.size() > from ? diagnostics[from].ToString() : "invalid input");
+}
+
+// Reads a whole file; a missing or unreadable one becomes a diagnostic.
+std::optional<std::string> ReadFile(const std::string& path, Diagnostics* diagnostics) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    diagnostics->push_back({path, 0, "is a directory, not a YAML file"});
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diagnostics->push_back({path, 0, "cannot open the file (missing or unreadable)"});
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    diagnostics->push_back({path, 0, "cannot read the file"});
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+// Parses `yaml` into `message`, with its lines. Returns false when the text is not usable at all (syntax error,
+// not a map, empty unless `empty_ok`, or too large to map); mapping problems are appended and parsing goes on.
+bool ParseInto(std::string_view yaml, std::string_view file, bool empty_ok, const std::string& what,
+               google::protobuf::Message* message, SourceLines* lines, Diagnostics* diagnostics) {
+  std::optional<YAML::Node> doc = ParseYamlDocument(yaml, file, diagnostics);
+  if (!doc) return false;
+  if (!doc->IsDefined() || doc->IsNull() || (doc->IsMap() && doc->size() == 0)) {
+    if (empty_ok) return true;
+    diagnostics->push_back({std::string(file), 0, absl::StrCat("empty ", what)});
+    return false;
+  }
+  if (!doc->IsMap()) {
+    int line = doc->Mark().line >= 0 ? doc->Mark().line + 1 : 0;
+    diagnostics->push_back({std::string(file), line,
+                            absl::StrCat("expected a map of keys at the top of the ", what, ", got ",
+                                         doc->IsSequence() ? "a list" : "a value")});
+    return false;
+  }
+  bool aborted = false;
+  YamlToProto(*doc, message, file, lines, diagnostics, MaxYamlVisits(yaml), &aborted);
+  return !aborted;
+}
+
+// Orders the new problems by line (stable: problems on one line keep their order) and sums up the rest past
+// kMaxDiagnostics in one line: nobody reads a million diagnostics.
+void TidyDiagnostics(Diagnostics* diagnostics, size_t from, std::string_view file) {
+  std::stable_sort(diagnostics->begin() + from, diagnostics->end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  if (diagnostics->size() - from <= kMaxDiagnostics) return;
+  size_t dropped = diagnostics->size() - from - kMaxDiagnostics;
+  diagnostics->resize(from + kMaxDiagnostics);
+  diagnostics->push_back({std::string(file), 0, absl::StrCat("... and ", dropped, " more problems")});
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ClusterDescription> ParseClusterDescription(std::string_view yaml, std::string_view file,
+                                                               Diagnostics* diagnostics) {
+  Diagnostics local;
+  if (diagnostics == nullptr) diagnostics = &local;
+  size_t before = diagnostics->size();
+  try {
+    v1::ClusterDescription description;
+    SourceLines lines;
+    if (ParseInto(yaml, file, false, "description", &description, &lines, diagnostics)) {
+      CheckDescription(description, lines, file, diagnostics);
+    }
+    if (diagnostics->size() == before) return description;
+    TidyDiagnostics(diagnostics, before, file);
+  } catch (const std::exception& e) {
+    diagnostics->push_back({std::string(file), 0, absl::StrCat("internal error while reading: ", e.what())});
+  }
+  return FirstProblem(*diagnostics, before);
+}
+
+absl::StatusOr<v1::ClusterDescription> LoadClusterDescription(const std::string& path, Diagnostics* diagnostics) {
+  Diagnostics local;
+  if (diagnostics == nullptr) diagnostics = &local;
+  size_t before = diagnostics->size();
+  std::optional<std::string> text = ReadFile(path, diagnostics);
+  if (!text) return FirstProblem(*diagnostics, before);
+  return ParseClusterDescription(*text, path, diagnostics);
+}
+
+bool ValidateClusterDescription(const v1::ClusterDescription& description, std::string_view file,
+                                Diagnostics* diagnostics) {
+  Diagnostics local;
+  if (diagnostics == nullptr) diagnostics = &local;
+  try {
+    return CheckDescription(description, SourceLines(), file, diagnostics);
+  } catch (const std::exception& e) {
+    diagnostics->push_back({std::string(file), 0, absl::StrCat("internal error while checking: ", e.what())});
+    return false;
+  }
+}
+
+absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::string_view file,
+                                                   const v1::ClusterDescription& description,
+                                                   Diagnostics* diagnostics) {
+  Diagnostics local;
+  if (diagnostics == nullptr) diagnostics = &local;
+  size_t before = diagnostics->size();
+  try {
+    v1::ClusterState state;
+    SourceLines lines;
+    if (ParseInto(yaml, file, true, "state file", &state, &lines, diagnostics)) {
+      CheckState(state, description, lines, file, diagnostics);
+    }
+    if (diagnostics->size() == before) return state;
+    TidyDiagnostics(diagnostics, before, file);
+  } catch (const std::exception& e) {
+    diagnostics->push_back({std::string(file), 0, absl::StrCat("internal error while reading: ", e.what())});
+  }
+  return FirstProblem(*diagnostics, before);
+}
+
+absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const v1::ClusterDescription& description,
+                                                  Diagnostics* diagnostics) {
+  Diagnostics local;
+  if (diagnostics == nullptr) diagnostics = &local;
+  size_t before = diagnostics->size();
+  std::optional<std::string> text = ReadFile(path, diagnostics);
+  if (!text) return FirstProblem(*diagnostics, before);
+  return ParseClusterState(*text, path, description, diagnostics);
+}
+
+std::string ClusterDescriptionToYaml(const v1::ClusterDescription& description) { return ProtoToYaml(description); }
+
+}  // namespace rackwise

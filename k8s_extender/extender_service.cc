@@ -1,0 +1,331 @@
+// The kube-scheduler verbs over the placement core: filter, prioritize, bind, preempt.
+// (The API-server view, the operator API and the state gauges are in extender_state.cc.)
+#include "extender_service.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+
+namespace rackwise::k8s {
+namespace {
+
+constexpr char kNotSynced[] = "rackwise: still rebuilding its ledger from the API server; retry shortly";
+constexpr char kUnknownNode[] = "rackwise: node is not in the cluster description";
+
+bool IsUnresolvable(NodeReason r) {
+  return r == NodeReason::kTooFewGpusOnNode || r == NodeReason::kWrongNodeType;
+}
+
+std::string PodKeyOf(const PodInfo& p) { return p.Key(); }
+
+}  // namespace
+
+ExtenderService::ExtenderService(std::unique_ptr<Topology> topology, ExtenderOptions options, PodBinder* binder,
+                                 ExtenderMetrics* metrics)
+    : topology_(std::move(topology)),
+      options_(options),
+      binder_(binder),
+      metrics_(metrics),
+      ledger_(*topology_),
+      gangs_(&ledger_),
+      api_health_(topology_->nodes().size(), NodeHealth::kUp),
+      operator_health_(topology_->nodes().size(), NodeHealth::kUp) {}
+
+PlacementRequest ExtenderService::SinglePodRequest(const PodInfo& pod) const {
+  PlacementRequest r;
+  r.id = absl::StrCat("pod/", PodKeyOf(pod));
+  r.gpus = pod.gpus;
+  r.gpus_per_node = pod.gpus;
+  r.locality = pod.locality;
+  r.watts_per_gpu = pod.watts_per_gpu;
+  return r;
+}
+
+std::string ExtenderService::CheckWatts(const PodInfo& pod) const {
+  const PlacementPolicy& p = topology_->policy();
+  if (pod.watts_per_gpu > 0 && (pod.watts_per_gpu < p.min_watts_per_gpu || pod.watts_per_gpu > p.max_watts_per_gpu)) {
+    return absl::StrCat("rackwise: ", kGpuWattsAnnotation, "=", pod.watts_per_gpu,
+                        " is outside the policy's limits [", p.min_watts_per_gpu, ", ", p.max_watts_per_gpu, "]");
+  }
+  return "";
+}
+
+void ExtenderService::Remember(const PodInfo& pod, int64_t now_ms) {
+  if (pending_.size() >= options_.max_pending_pods) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (now_ms - it->second.seen_ms > options_.pending_ttl_ms) {
+        pending_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    if (pending_.size() >= options_.max_pending_pods) pending_.clear();
+  }
+  pending_[PodKeyOf(pod)] = PendingPod{pod, now_ms};
+}
+
+FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
+  FilterResult result;
+  absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
+  if (!pod.ok()) {
+    result.error = absl::StrCat("rackwise: bad pod: ", pod.status().message());
+    metrics_->CountDecision(Verb::kFilter, "bad_request");
+    return result;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!synced_) {
+    result.error = kNotSynced;
+    metrics_->CountDecision(Verb::kFilter, "not_synced");
+    return result;
+  }
+  gangs_.Expire(now_ms);
+  if (pod->gpus == 0) {  // not ours: managedResources normally keeps these away
+    result.feasible = args.node_names;
+    metrics_->CountDecision(Verb::kFilter, "no_gpus");
+    return result;
+  }
+  if (std::string bad = CheckWatts(*pod); !bad.empty()) {
+    for (const std::string& n : args.node_names) result.unresolvable[n] = bad;
+    metrics_->CountDecision(Verb::kFilter, "unresolvable");
+    return result;
+  }
+  Remember(*pod, now_ms);
+  std::vector<NodeId> ids(args.node_names.size(), kNoId);
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    if (std::optional<NodeId> id = topology_->FindNode(args.node_names[i])) {
+      ids[i] = *id;
+    } else {
+      result.unresolvable[args.node_names[i]] = kUnknownNode;
+    }
+  }
+  if (!pod->group.empty()) return FilterGroup(*pod, args, ids, now_ms);
+
+  const PlacementRequest request = SinglePodRequest(*pod);
+  std::array<std::string, static_cast<size_t>(NodeReason::kCount)> reason_text;
+  for (size_t r = 0; r < reason_text.size(); ++r) {
+    reason_text[r] = absl::StrCat("rackwise: ", NodeReasonText(static_cast<NodeReason>(r)));
+  }
+  result.feasible.reserve(ids.size());
+  std::vector<std::optional<NodeReason>> verdicts;
+  Placer::FilterNodes(ledger_, request, ids, &verdicts);  // checks the request once, not once per node
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == kNoId) continue;
+    const std::optional<NodeReason>& why = verdicts[i];
+    if (!why) {
+      result.feasible.push_back(args.node_names[i]);
+    } else {
+      (IsUnresolvable(*why) ? result.unresolvable : result.failed)
+          .emplace_hint((IsUnresolvable(*why) ? result.unresolvable : result.failed).end(), args.node_names[i],
+                        reason_text[static_cast<size_t>(*why)]);
+    }
+  }
+  metrics_->CountDecision(Verb::kFilter, result.feasible.empty() ? "none_feasible" : "feasible");
+  return result;
+}
+
+FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const ExtenderArgs& args,
+                                          const std::vector<NodeId>& ids, int64_t now_ms) {
+  FilterResult result;
+  const std::string key = PodKeyOf(pod);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == kNoId) result.unresolvable[args.node_names[i]] = kUnknownNode;
+  }
+  const GangReservation* r = gangs_.Find(pod.group);
+  const GangSlot* own = r ? r->SlotOf(key) : nullptr;
+  if (own == nullptr && (r == nullptr || r->free_slots() == 0)) {
+    // First pod of the group (or one beyond the slots planned so far): plan the rest of the group now.
+    PlacementRequest per_pod = SinglePodRequest(pod);
+    per_pod.gpus_per_node = 0;
+    for (NodeId id : ids) {
+      if (id != kNoId) per_pod.allowed_nodes.push_back(id);
+    }
+    int size = std::max(pod.group_size, r ? r->assigned_slots() + 1 : 1);
+    if (per_pod.allowed_nodes.empty()) {
+      metrics_->CountDecision(Verb::kFilter, "none_feasible");
+      return result;
+    }
+    absl::StatusOr<PlacementOutcome> outcome =
+        gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
+    if (!outcome.ok()) {
+      result.error = absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message());
+      metrics_->CountDecision(Verb::kFilter, "error");
+      return result;
+    }
+    if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
+      std::string why = absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ", pod.gpus,
+                                     " GPUs) cannot be placed: ", refusal->Message());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] == kNoId) continue;
+        (refusal->unresolvable ? result.unresolvable : result.failed)[args.node_names[i]] = why;
+      }
+      metrics_->CountDecision(Verb::kFilter, refusal->unresolvable ? "group_unresolvable" : "group_refused");
+      return result;
+    }
+    metrics_->CountDecision(Verb::kFilter, "group_reserved");
+    r = gangs_.Find(pod.group);
+    own = r ? r->SlotOf(key) : nullptr;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == kNoId) continue;
+    bool ok = own != nullptr ? own->node == ids[i] : (r != nullptr && r->HasFreeSlotOn(ids[i]));
+    if (ok) {
+      result.feasible.push_back(args.node_names[i]);
+    } else {
+      result.failed[args.node_names[i]] = absl::StrCat("rackwise: group ", pod.group, " is reserved on other nodes");
+    }
+  }
+  metrics_->CountDecision(Verb::kFilter, result.feasible.empty() ? "none_feasible" : "feasible");
+  return result;
+}
+
+absl::StatusOr<std::vector<HostPriority>> ExtenderService::Prioritize(const ExtenderArgs& args, int64_t now_ms) {
+  absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
+  if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
+  std::vector<HostPriority> out(args.node_names.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  const GangReservation* r = pod->group.empty() ? nullptr : gangs_.Find(pod->group);
+  const GangSlot* own = r ? r->SlotOf(PodKeyOf(*pod)) : nullptr;
+  const PlacementRequest request = SinglePodRequest(*pod);
+  std::vector<NodeId> ids(args.node_names.size(), kNoId);
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    out[i].host = args.node_names[i];
+    if (std::optional<NodeId> id = topology_->FindNode(args.node_names[i])) ids[i] = *id;
+  }
+  std::vector<int> scores;
+  if (r == nullptr && pod->gpus != 0) Placer::ScoreNodes(ledger_, request, ids, &scores);  // request checked once
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == kNoId || pod->gpus == 0) continue;
+    if (r != nullptr) {
+      bool reserved = own != nullptr ? own->node == ids[i] : r->HasFreeSlotOn(ids[i]);
+      out[i].score = reserved ? kMaxExtenderPriority : 0;
+    } else {
+      out[i].score = std::clamp<int64_t>(scores[i], 0, kMaxExtenderPriority);
+    }
+  }
+  metrics_->CountDecision(Verb::kPrioritize, "scored");
+  return out;
+}
+
+std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
+  const std::string key = absl::StrCat(args.pod_namespace, "/", args.pod_name);
+  std::string group, allocation_id;
+  NodeId node = kNoId;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<NodeId> id = topology_->FindNode(args.node);
+    if (!id) {
+      metrics_->CountDecision(Verb::kBind, "refused");
+      return absl::StrCat("rackwise: node ", args.node, " is not in the cluster description");
+    }
+    node = *id;
+    if (auto it = pods_.find(key); it != pods_.end()) {
+      if (it->second.node == node) {
+        metrics_->CountDecision(Verb::kBind, "already_bound");
+        return "";
+      }
+      metrics_->CountDecision(Verb::kBind, "refused");
+      return absl::StrCat("rackwise: pod ", key, " is already bound to ", topology_->nodes()[it->second.node].name);
+    }
+    auto pending = pending_.find(key);
+    if (pending == pending_.end()) {
+      metrics_->CountDecision(Verb::kBind, "refused");
+      return absl::StrCat("rackwise: pod ", key, " was not seen by filter (extender restarted?); retry scheduling");
+    }
+    const PodInfo pod = pending->second.info;
+    PodRecord record;
+    record.uid = args.pod_uid.empty() ? pod.uid : args.pod_uid;
+    record.node = node;
+    record.booked_ms = now_ms;
+    if (!pod.group.empty()) {
+      std::optional<GangSlot> slot = gangs_.Assign(pod.group, key, node, now_ms, options_.reservation_ttl_ms);
+      if (!slot) {
+        metrics_->CountDecision(Verb::kBind, "refused");
+        return absl::StrCat("rackwise: group ", pod.group, " holds no free slot on ", args.node);
+      }
+      record.group = pod.group;
+    } else {
+      PlacementRequest request = SinglePodRequest(pod);
+      request.allowed_nodes = {node};
+      absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
+      if (!outcome.ok()) {
+        metrics_->CountDecision(Verb::kBind, "refused");
+        return absl::StrCat("rackwise: ", outcome.status().message());
+      }
+      if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
+        metrics_->CountDecision(Verb::kBind, "refused");
+        return absl::StrCat("rackwise: pod ", key, " no longer fits on ", args.node, ": ", refusal->Message());
+      }
+      record.allocation_id = request.id;
+      if (absl::Status s = ledger_.Commit(std::get<PlacementDecision>(*outcome).ToAllocation(request.id)); !s.ok()) {
+        metrics_->CountDecision(Verb::kBind, "refused");
+        return absl::StrCat("rackwise: ", s.message());
+      }
+    }
+    group = record.group;
+    allocation_id = record.allocation_id;
+    if (!record.uid.empty()) uid_to_key_[record.uid] = key;
+    pods_[key] = std::move(record);
+    pending_.erase(pending);
+  }
+  // The binding goes to the API server without holding the lock; on failure the booking is undone.
+  if (binder_ != nullptr) {
+    if (absl::Status s = binder_->BindPod(args); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pods_.find(key);
+      if (it != pods_.end() && !it->second.confirmed) {
+        if (!group.empty()) {
+          gangs_.Unassign(group, key);
+        } else {
+          ledger_.Release(allocation_id);
+        }
+        uid_to_key_.erase(it->second.uid);
+        pods_.erase(it);
+      }
+      metrics_->CountDecision(Verb::kBind, "api_error");
+      return absl::StrCat("rackwise: binding ", key, " to ", args.node, " failed: ", s.message());
+    }
+  }
+  metrics_->CountDecision(Verb::kBind, "bound");
+  return "";
+}
+
+absl::StatusOr<std::map<std::string, MetaVictims>> ExtenderService::Preempt(const PreemptionArgs& args,
+                                                                             int64_t now_ms) {
+  absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
+  if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
+  std::map<std::string, MetaVictims> kept;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pod->gpus == 0) return args.victims;
+  // Work on a scratch copy: evict the victims, ask the core, put them back.
+  Ledger scratch = ledger_;
+  const PlacementRequest request = SinglePodRequest(*pod);
+  for (const auto& [node_name, victims] : args.victims) {
+    std::optional<NodeId> node = topology_->FindNode(node_name);
+    if (!node) continue;
+    std::vector<Allocation> evicted;
+    for (const std::string& uid : victims.pod_uids) {
+      auto k = uid_to_key_.find(uid);
+      if (k == uid_to_key_.end()) continue;
+      auto rec = pods_.find(k->second);
+      if (rec == pods_.end()) continue;
+      std::string id = rec->second.allocation_id;
+      if (!rec->second.group.empty()) {
+        const GangReservation* g = gangs_.Find(rec->second.group);
+        const GangSlot* s = g ? g->SlotOf(k->second) : nullptr;
+        if (s) id = s->allocation_id;
+      }
+      if (const Allocation* a = scratch.Find(id)) {
+        evicted.push_back(*a);
+        scratch.Release(id);
+      }
+    }
+    if (!Placer::FilterNode(scratch, request, *node)) kept[node_name] = victims;
+    for (const Allocation& a : evicted) (void)scratch.Commit(a, CommitMode::kRecover);
+  }
+  metrics_->CountDecision(Verb::kPreempt, kept.empty() ? "no_candidates" : "candidates");
+  return kept;
+}
+
+}  // namespace rackwise::k8s

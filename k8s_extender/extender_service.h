@@ -1,0 +1,153 @@
+// The extender service: one placement state (Topology + Ledger + gang reservations) behind the
+// kube-scheduler verbs, the API-server view of pods and nodes, and the operator API. HTTP and gRPC are thin
+// adapters over it. Thread-safe: every public method takes one mutex; a binding's call to the API server is
+// made outside it. Time is passed in as milliseconds on a monotonic scale, never read inside.
+//
+// Ledger ids: "pod/<namespace>/<name>" for a pod placed alone, "<namespace>/<kind>/<group>#<n>" for a gang
+// slot, and the caller's id for allocations made over gRPC.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "extender_wire.h"
+#include "gang_reservations.h"
+#include "metrics.h"
+#include "pod_spec.h"
+#include "rackwise/ledger.h"
+#include "rackwise/placer.h"
+#include "rackwise/topology.h"
+
+namespace rackwise::k8s {
+
+// Posts a pod's binding to the API server. Implemented by KubeClient; absent when standalone.
+class PodBinder {
+ public:
+  virtual ~PodBinder() = default;
+  virtual absl::Status BindPod(const BindingArgs& binding) = 0;
+};
+
+struct ExtenderOptions {
+  int64_t reservation_ttl_ms = 120'000;  // free gang slots are released this long after the last progress
+  int64_t assume_ttl_ms = 30'000;        // a pod we bound survives a relist that does not show it yet
+  size_t max_pending_pods = 100'000;     // pods remembered between filter and bind
+  int64_t pending_ttl_ms = 900'000;
+};
+
+struct RackSnapshot {
+  std::string name;
+  Milliwatts draw = 0, cap = 0, headroom = 0;
+};
+struct DomainSnapshot {
+  std::string name, rack;
+  int free_gpus = 0, gpus = 0;
+};
+struct StateSnapshot {
+  std::vector<RackSnapshot> racks;
+  std::vector<DomainSnapshot> domains;
+  int allocations = 0;
+  int reservations = 0;
+  int free_reserved_slots = 0;
+};
+
+class ExtenderService {
+ public:
+  // `binder` may be null (standalone: bindings only book the ledger). `metrics` must outlive the service.
+  ExtenderService(std::unique_ptr<Topology> topology, ExtenderOptions options, PodBinder* binder,
+                  ExtenderMetrics* metrics);
+
+  const Topology& topology() const { return *topology_; }
+  ExtenderMetrics& metrics() { return *metrics_; }
+
+  // --- kube-scheduler verbs ---
+  FilterResult Filter(const ExtenderArgs& args, int64_t now_ms);
+  // Scores 0..10 for every candidate (0 for unknown or infeasible nodes).
+  absl::StatusOr<std::vector<HostPriority>> Prioritize(const ExtenderArgs& args, int64_t now_ms);
+  // Books the pod and posts its binding. Returns "" on success, else the error for ExtenderBindingResult.
+  std::string Bind(const BindingArgs& args, int64_t now_ms);
+  // Keeps the candidate nodes where evicting the victims lets the pod fit; drops the others.
+  absl::StatusOr<std::map<std::string, MetaVictims>> Preempt(const PreemptionArgs& args, int64_t now_ms);
+
+  // --- the API server's view ---
+  // Until synced, filter answers an error: the ledger is still being rebuilt from the API server.
+  void SetSynced(bool synced);
+  bool synced() const;
+  void ApplyPod(const PodInfo& pod, int64_t now_ms);
+  void DeletePod(const PodInfo& pod);
+  // A (re)list: pods absent from it are released (except ones we bound within assume_ttl_ms).
+  void ReplacePods(const std::vector<PodInfo>& pods, int64_t now_ms);
+  // Node health from the API server: not Ready -> down, cordoned -> drained. Unknown names are ignored.
+  void ApplyNode(const std::string& name, bool ready, bool unschedulable);
+
+  // --- operator API ---
+  // Places a request (ids already resolved). With `commit`, a decision is booked under request.id.
+  absl::StatusOr<PlacementOutcome> Place(const PlacementRequest& request, bool commit);
+  // Releases an allocation made with Place. False if unknown.
+  bool Release(const std::string& id);
+  // A rack's or power domain's cap, in kW. NotFound for unknown names, InvalidArgument for a negative cap.
+  absl::Status SetPowerCap(const std::string& name, double kilowatts);
+  // An operator override of a node's health (wins over the API server's view while not kUp).
+  absl::Status SetNodeHealth(const std::string& node, NodeHealth health, const std::vector<int>& failed_gpus);
+
+  StateSnapshot Snapshot() const;
+  // Gauges in the Prometheus text format: rack draw/cap/headroom, free GPUs per domain, reservations.
+  void RenderStateMetrics(std::string* out) const;
+  absl::Status CheckInvariants() const;
+  // Calls f(const Ledger&) under the lock (tests, diagnostics).
+  template <typename F>
+  auto WithLedger(F f) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f(ledger_);
+  }
+  std::optional<std::string> NodeOfPod(const std::string& key) const;
+
+ private:
+  struct PodRecord {
+    std::string uid;
+    NodeId node = kNoId;
+    std::string group;          // empty: placed alone
+    std::string allocation_id;  // alone: its ledger id
+    bool confirmed = false;     // seen bound by the API server
+    int64_t booked_ms = 0;
+  };
+  struct PendingPod {
+    PodInfo info;
+    int64_t seen_ms = 0;
+  };
+
+  PlacementRequest SinglePodRequest(const PodInfo& pod) const;
+  std::string CheckWatts(const PodInfo& pod) const;
+  void Remember(const PodInfo& pod, int64_t now_ms);
+  void ReleaseRecord(const std::string& key);
+  void ApplyPodLocked(const PodInfo& pod, int64_t now_ms);
+  GpuMask PickFreeGpus(NodeId node, int count) const;
+  void RefreshHealth(NodeId node);
+  FilterResult FilterGroup(const PodInfo& pod, const ExtenderArgs& args, const std::vector<NodeId>& ids,
+                           int64_t now_ms);
+
+  std::unique_ptr<Topology> topology_;
+  ExtenderOptions options_;
+  PodBinder* binder_;
+  ExtenderMetrics* metrics_;
+
+  mutable std::mutex mu_;
+  Ledger ledger_;
+  GangReservations gangs_;
+  bool synced_ = false;
+  absl::flat_hash_map<std::string, PodRecord> pods_;        // by "namespace/name"
+  absl::flat_hash_map<std::string, std::string> uid_to_key_;
+  absl::flat_hash_map<std::string, PendingPod> pending_;    // seen by filter, not yet bound
+  absl::flat_hash_map<std::string, bool> operator_ids_;     // allocations made over gRPC
+  std::vector<NodeHealth> api_health_, operator_health_;
+  int64_t unknown_node_pods_ = 0;
+  int64_t recovery_conflicts_ = 0;
+};
+
+}  // namespace rackwise::k8s

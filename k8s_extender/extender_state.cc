@@ -1,0 +1,294 @@
+// The extender service's view of the cluster (pods and nodes from the API server), its operator API (place,
+// release, caps, health) and its state gauges. See extender_service.h.
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+#include "extender_service.h"
+
+namespace rackwise::k8s {
+namespace {
+
+int Severity(NodeHealth h) { return h == NodeHealth::kUp ? 0 : h == NodeHealth::kDrained ? 1 : 2; }
+
+void Gauge(std::string* out, absl::string_view name, absl::string_view help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n");
+}
+
+std::string Label(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out.append("\\n");
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+void ExtenderService::SetSynced(bool synced) {
+  std::lock_guard<std::mutex> lock(mu_);
+  synced_ = synced;
+}
+
+bool ExtenderService::synced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_;
+}
+
+GpuMask ExtenderService::PickFreeGpus(NodeId node, int count) const {
+  int n = topology_->nodes()[node].gpus;
+  GpuMask all = n >= 64 ? ~GpuMask{0} : (GpuMask{1} << n) - 1;
+  GpuMask free = all & ~ledger_.allocated_gpus(node) & ~ledger_.failed_gpus(node);
+  GpuMask out = 0;
+  for (int i = 0; i < n && std::popcount(out) < count; ++i) {
+    if (free & (GpuMask{1} << i)) out |= GpuMask{1} << i;
+  }
+  return std::popcount(out) == count ? out : 0;
+}
+
+void ExtenderService::ReleaseRecord(const std::string& key) {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return;
+  if (!it->second.group.empty()) {
+    gangs_.ReleasePod(it->second.group, key);
+  } else {
+    ledger_.Release(it->second.allocation_id);
+  }
+  uid_to_key_.erase(it->second.uid);
+  pods_.erase(it);
+}
+
+void ExtenderService::ApplyPod(const PodInfo& pod, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ApplyPodLocked(pod, now_ms);
+}
+
+void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
+  const std::string key = pod.Key();
+  auto existing = pods_.find(key);
+  if (existing != pods_.end() && !pod.uid.empty() && !existing->second.uid.empty() &&
+      existing->second.uid != pod.uid) {
+    ReleaseRecord(key);  // a new pod under an old name
+    existing = pods_.end();
+  }
+  if (pod.gpus == 0 || !pod.Holds()) {
+    if (existing != pods_.end()) ReleaseRecord(key);
+    if (!pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") pending_.erase(key);
+    return;
+  }
+  std::optional<NodeId> node = topology_->FindNode(pod.node_name);
+  if (!node) {
+    ++unknown_node_pods_;
+    return;
+  }
+  if (existing != pods_.end()) {
+    if (existing->second.node == *node) {
+      existing->second.confirmed = true;
+      if (existing->second.uid.empty() && !pod.uid.empty()) {
+        existing->second.uid = pod.uid;
+        uid_to_key_[pod.uid] = key;
+      }
+      return;
+    }
+    ReleaseRecord(key);
+  }
+  pending_.erase(key);
+  PodRecord record;
+  record.uid = pod.uid;
+  record.node = *node;
+  record.confirmed = true;
+  record.booked_ms = now_ms;
+  const Milliwatts per_gpu = pod.watts_per_gpu > 0 ? WattsToMilliwatts(pod.watts_per_gpu) : 0;
+  if (!pod.group.empty()) {
+    record.group = pod.group;
+    if (!gangs_.Assign(pod.group, key, *node, now_ms, options_.reservation_ttl_ms)) {
+      GpuMask gpus = PickFreeGpus(*node, pod.gpus);
+      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, *node, gpus, per_gpu).ok()) {
+        ++recovery_conflicts_;
+        return;
+      }
+    }
+  } else {
+    GpuMask gpus = PickFreeGpus(*node, pod.gpus);
+    Allocation a;
+    a.id = absl::StrCat("pod/", key);
+    a.nodes.push_back({*node, gpus});
+    a.per_gpu = per_gpu;
+    if (gpus == 0 || !ledger_.Commit(a, CommitMode::kRecover).ok()) {
+      ++recovery_conflicts_;
+      return;
+    }
+    record.allocation_id = a.id;
+  }
+  if (!record.uid.empty()) uid_to_key_[record.uid] = key;
+  pods_[key] = std::move(record);
+}
+
+void ExtenderService::DeletePod(const PodInfo& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = pod.Key();
+  auto it = pods_.find(key);
+  if (it != pods_.end() && (pod.uid.empty() || it->second.uid.empty() || it->second.uid == pod.uid)) {
+    ReleaseRecord(key);
+  }
+  pending_.erase(key);
+}
+
+void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::flat_hash_map<std::string, bool> listed;
+  for (const PodInfo& p : pods) listed[p.Key()] = true;
+  std::vector<std::string> gone;
+  for (const auto& [key, rec] : pods_) {
+    if (listed.contains(key)) continue;
+    if (rec.confirmed || now_ms - rec.booked_ms > options_.assume_ttl_ms) gone.push_back(key);
+  }
+  for (const std::string& key : gone) ReleaseRecord(key);
+  for (const PodInfo& p : pods) ApplyPodLocked(p, now_ms);
+}
+
+void ExtenderService::RefreshHealth(NodeId node) {
+  NodeHealth a = api_health_[node], o = operator_health_[node];
+  ledger_.SetNodeHealth(node, Severity(a) >= Severity(o) ? a : o);
+}
+
+void ExtenderService::ApplyNode(const std::string& name, bool ready, bool unschedulable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<NodeId> node = topology_->FindNode(name);
+  if (!node) return;
+  api_health_[*node] = !ready ? NodeHealth::kDown : unschedulable ? NodeHealth::kDrained : NodeHealth::kUp;
+  RefreshHealth(*node);
+}
+
+absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& request, bool commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (commit && request.id.empty()) return absl::InvalidArgumentError("id: required to place");
+  if (commit && (request.id.rfind("pod/", 0) == 0 || request.id.find('#') != std::string::npos)) {
+    return absl::InvalidArgumentError("id: \"pod/...\" and ids with '#' are reserved for Kubernetes pods");
+  }
+  if (commit && ledger_.Find(request.id) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("id ", request.id, " is already placed"));
+  }
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
+  if (!outcome.ok() || !commit) return outcome;
+  if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
+    if (absl::Status s = ledger_.Commit(d->ToAllocation(request.id)); !s.ok()) return s;
+    operator_ids_[request.id] = true;
+  }
+  return outcome;
+}
+
+bool ExtenderService::Release(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!operator_ids_.erase(id)) return false;
+  return ledger_.Release(id);
+}
+
+absl::Status ExtenderService::SetPowerCap(const std::string& name, double kilowatts) {
+  if (!(kilowatts >= 0) || kilowatts > 1e7) {
+    return absl::InvalidArgumentError(absl::StrCat("power_cap_kw: ", kilowatts, " is not in [0, 1e7]"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Milliwatts cap = WattsToMilliwatts(kilowatts * 1000.0);
+  if (std::optional<RackId> r = topology_->FindRack(name)) {
+    ledger_.SetRackCap(*r, cap);
+  } else if (std::optional<PowerDomainId> p = topology_->FindPowerDomain(name)) {
+    ledger_.SetPowerDomainCap(*p, cap);
+  } else {
+    return absl::NotFoundError(absl::StrCat("no rack or power domain named \"", name, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExtenderService::SetNodeHealth(const std::string& name, NodeHealth health,
+                                            const std::vector<int>& failed_gpus) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<NodeId> node = topology_->FindNode(name);
+  if (!node) return absl::NotFoundError(absl::StrCat("no node named \"", name, "\""));
+  const int gpus = topology_->nodes()[*node].gpus;
+  for (int g : failed_gpus) {
+    if (g < 0 || g >= gpus) {
+      return absl::InvalidArgumentError(absl::StrCat("failed_gpus: ", g, " is not a GPU index of ", name,
+                                                     " (0..", gpus - 1, ")"));
+    }
+  }
+  operator_health_[*node] = health;
+  RefreshHealth(*node);
+  for (int g = 0; g < gpus; ++g) {
+    ledger_.SetGpuFailed(*node, g, std::find(failed_gpus.begin(), failed_gpus.end(), g) != failed_gpus.end());
+  }
+  return absl::OkStatus();
+}
+
+StateSnapshot ExtenderService::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  StateSnapshot s;
+  const auto& racks = topology_->racks();
+  for (RackId r = 0; r < static_cast<RackId>(racks.size()); ++r) {
+    s.racks.push_back({racks[r].name, ledger_.rack_draw(r), ledger_.rack_cap(r), ledger_.RackHeadroom(r)});
+  }
+  const auto& domains = topology_->domains();
+  for (DomainId d = 0; d < static_cast<DomainId>(domains.size()); ++d) {
+    s.domains.push_back({domains[d].name, racks[domains[d].rack].name, ledger_.domain_free_gpus(d), domains[d].gpus});
+  }
+  s.allocations = static_cast<int>(ledger_.allocation_count());
+  s.reservations = static_cast<int>(gangs_.all().size());
+  s.free_reserved_slots = gangs_.total_free_slots();
+  return s;
+}
+
+void ExtenderService::RenderStateMetrics(std::string* out) const {
+  StateSnapshot s = Snapshot();
+  Gauge(out, "rackwise_rack_draw_watts", "What a rack draws now: idle draw of its nodes plus allocations.");
+  for (const RackSnapshot& r : s.racks) {
+    absl::StrAppend(out, "rackwise_rack_draw_watts{rack=\"", Label(r.name), "\"} ", MilliwattsToWatts(r.draw), "\n");
+  }
+  Gauge(out, "rackwise_rack_cap_watts", "A rack's power cap in force.");
+  for (const RackSnapshot& r : s.racks) {
+    absl::StrAppend(out, "rackwise_rack_cap_watts{rack=\"", Label(r.name), "\"} ", MilliwattsToWatts(r.cap), "\n");
+  }
+  Gauge(out, "rackwise_rack_headroom_watts", "Power a rack can still take (rack and every domain above it).");
+  for (const RackSnapshot& r : s.racks) {
+    absl::StrAppend(out, "rackwise_rack_headroom_watts{rack=\"", Label(r.name), "\"} ", MilliwattsToWatts(r.headroom),
+                    "\n");
+  }
+  Gauge(out, "rackwise_domain_free_gpus", "Free GPUs on up nodes of an NVLink domain.");
+  for (const DomainSnapshot& d : s.domains) {
+    absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", Label(d.name), "\",rack=\"", Label(d.rack), "\"} ",
+                    d.free_gpus, "\n");
+  }
+  Gauge(out, "rackwise_allocations", "Allocations held in the ledger (pods, gang slots, operator placements).");
+  absl::StrAppend(out, "rackwise_allocations ", s.allocations, "\n");
+  Gauge(out, "rackwise_gang_reservations", "Groups of pods holding a reservation.");
+  absl::StrAppend(out, "rackwise_gang_reservations ", s.reservations, "\n");
+  Gauge(out, "rackwise_gang_free_slots", "Reserved pod slots not yet bound.");
+  absl::StrAppend(out, "rackwise_gang_free_slots ", s.free_reserved_slots, "\n");
+  std::lock_guard<std::mutex> lock(mu_);
+  Gauge(out, "rackwise_synced", "1 once the ledger has been rebuilt from the API server (or standalone).");
+  absl::StrAppend(out, "rackwise_synced ", synced_ ? 1 : 0, "\n");
+  absl::StrAppend(out, "# HELP rackwise_pods_on_unknown_nodes_total GPU pods seen on nodes the description does not name.\n",
+                  "# TYPE rackwise_pods_on_unknown_nodes_total counter\n", "rackwise_pods_on_unknown_nodes_total ",
+                  unknown_node_pods_, "\n");
+  absl::StrAppend(out, "# HELP rackwise_recovery_conflicts_total Running pods that could not be booked (GPUs held).\n",
+                  "# TYPE rackwise_recovery_conflicts_total counter\n", "rackwise_recovery_conflicts_total ",
+                  recovery_conflicts_, "\n");
+}
+
+absl::Status ExtenderService::CheckInvariants() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_.CheckInvariants();
+}
+
+std::optional<std::string> ExtenderService::NodeOfPod(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return std::nullopt;
+  return topology_->nodes()[it->second.node].name;
+}
+
+}  // namespace rackwise::k8s

@@ -1,0 +1,236 @@
+// Gang reservations on top of the core's Placer and Ledger (see the header for the model).
+#include "gang_reservations.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+#include "rackwise/placer.h"
+
+namespace rackwise::k8s {
+namespace {
+
+// Splits a node's GPUs into pod-sized chunks, lowest indices first. Returns false if they do not divide.
+bool SplitIntoPods(GpuMask mask, int pod_gpus, std::vector<GpuMask>* out) {
+  if (pod_gpus <= 0 || std::popcount(mask) % pod_gpus != 0) return false;
+  GpuMask chunk = 0;
+  int in_chunk = 0;
+  for (int i = 0; i < kMaxGpusPerNode; ++i) {
+    GpuMask bit = GpuMask{1} << i;
+    if (!(mask & bit)) continue;
+    chunk |= bit;
+    if (++in_chunk == pod_gpus) {
+      out->push_back(chunk);
+      chunk = 0;
+      in_chunk = 0;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int GangReservation::free_slots() const {
+  return static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const GangSlot& s) { return s.pod.empty(); }));
+}
+int GangReservation::assigned_slots() const { return static_cast<int>(slots.size()) - free_slots(); }
+bool GangReservation::HasFreeSlotOn(NodeId node) const {
+  return std::any_of(slots.begin(), slots.end(), [&](const GangSlot& s) { return s.node == node && s.pod.empty(); });
+}
+const GangSlot* GangReservation::SlotOf(const std::string& pod) const {
+  for (const GangSlot& s : slots) {
+    if (s.pod == pod) return &s;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<PlacementOutcome> GangReservations::Ensure(const std::string& group, int size,
+                                                          const PlacementRequest& per_pod, int64_t now_ms,
+                                                          int64_t ttl_ms) {
+  GangReservation& r = groups_[group];
+  if (r.group.empty()) {
+    r.group = group;
+    r.pod_gpus = per_pod.gpus;
+    r.expires_ms = now_ms + ttl_ms;
+  }
+  r.size = std::max(r.size, size);
+  int missing = r.size - static_cast<int>(r.slots.size());
+  if (missing <= 0) {
+    PlacementDecision done;  // nothing to plan: the existing slots stand
+    return PlacementOutcome(done);
+  }
+  PlacementRequest request = per_pod;
+  request.id = group;
+  request.gpus = missing * per_pod.gpus;
+  request.gpus_per_node = 0;
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*ledger_, request);
+  std::vector<std::pair<NodeId, std::vector<GpuMask>>> split;
+  auto try_split = [&](const PlacementDecision& d) {
+    split.clear();
+    for (const NodeGpus& ng : d.nodes) {
+      std::vector<GpuMask> chunks;
+      if (!SplitIntoPods(ng.gpus, per_pod.gpus, &chunks)) return false;
+      split.emplace_back(ng.node, std::move(chunks));
+    }
+    return true;
+  };
+  if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome) &&
+      !try_split(std::get<PlacementDecision>(*outcome))) {
+    // The free split does not divide into whole pods: ask for pod-sized shares per node instead.
+    request.gpus_per_node = per_pod.gpus;
+    outcome = Placer::Place(*ledger_, request);
+    if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome) &&
+        !try_split(std::get<PlacementDecision>(*outcome))) {
+      return absl::InternalError(absl::StrCat("group ", group, ": the core returned shares that are not whole pods"));
+    }
+  }
+  if (!outcome.ok() || std::holds_alternative<PlacementRefusal>(*outcome)) {
+    DropIfEmpty(group);
+    return outcome;
+  }
+  const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
+  std::vector<GangSlot> added;
+  for (const auto& [node, chunks] : split) {
+    for (GpuMask chunk : chunks) {
+      GangSlot slot;
+      slot.allocation_id = absl::StrCat(group, "#", r.next_slot++);
+      slot.node = node;
+      slot.gpus = chunk;
+      Allocation a;
+      a.id = slot.allocation_id;
+      a.nodes.push_back({node, chunk});
+      a.per_gpu = decision.per_gpu;
+      if (absl::Status s = ledger_->Commit(a); !s.ok()) {
+        for (const GangSlot& undo : added) ledger_->Release(undo.allocation_id);
+        DropIfEmpty(group);
+        return absl::InternalError(absl::StrCat("group ", group, ": the ledger refused the core's plan: ", s.message()));
+      }
+      added.push_back(std::move(slot));
+    }
+  }
+  for (GangSlot& s : added) r.slots.push_back(std::move(s));
+  r.expires_ms = std::max(r.expires_ms, now_ms + ttl_ms);
+  return outcome;
+}
+
+std::optional<GangSlot> GangReservations::Assign(const std::string& group, const std::string& pod, NodeId node,
+                                                 int64_t now_ms, int64_t ttl_ms) {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return std::nullopt;
+  GangReservation& r = it->second;
+  for (GangSlot& s : r.slots) {
+    if (s.pod == pod) return s.node == node ? std::optional<GangSlot>(s) : std::nullopt;
+  }
+  for (GangSlot& s : r.slots) {
+    if (s.node == node && s.pod.empty()) {
+      s.pod = pod;
+      r.expires_ms = std::max(r.expires_ms, now_ms + ttl_ms);
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+
+void GangReservations::Unassign(const std::string& group, const std::string& pod) {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return;
+  for (GangSlot& s : it->second.slots) {
+    if (s.pod == pod) s.pod.clear();
+  }
+}
+
+absl::Status GangReservations::Adopt(const std::string& group, int size, const std::string& pod, NodeId node,
+                                     GpuMask gpus, Milliwatts per_gpu) {
+  GangReservation& r = groups_[group];
+  if (r.group.empty()) {
+    r.group = group;
+    r.pod_gpus = std::popcount(gpus);
+  }
+  r.size = std::max(r.size, size);
+  for (GangSlot& s : r.slots) {
+    if (s.pod == pod && s.node == node) return absl::OkStatus();
+  }
+  for (GangSlot& s : r.slots) {
+    if (s.node == node && s.pod.empty()) {
+      s.pod = pod;
+      return absl::OkStatus();
+    }
+  }
+  GangSlot slot;
+  slot.allocation_id = absl::StrCat(group, "#", r.next_slot++);
+  slot.node = node;
+  slot.gpus = gpus;
+  slot.pod = pod;
+  Allocation a;
+  a.id = slot.allocation_id;
+  a.nodes.push_back({node, gpus});
+  a.per_gpu = per_gpu;
+  if (absl::Status s = ledger_->Commit(a, CommitMode::kRecover); !s.ok()) {
+    DropIfEmpty(group);
+    return s;
+  }
+  r.slots.push_back(std::move(slot));
+  return absl::OkStatus();
+}
+
+bool GangReservations::ReleasePod(const std::string& group, const std::string& pod) {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return false;
+  auto& slots = it->second.slots;
+  auto s = std::find_if(slots.begin(), slots.end(), [&](const GangSlot& x) { return x.pod == pod; });
+  if (s == slots.end()) return false;
+  ledger_->Release(s->allocation_id);
+  slots.erase(s);
+  DropIfEmpty(group);
+  return true;
+}
+
+int GangReservations::Expire(int64_t now_ms) {
+  int released = 0;
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    GangReservation& r = it->second;
+    if (r.expires_ms <= now_ms) {
+      auto& slots = r.slots;
+      for (auto s = slots.begin(); s != slots.end();) {
+        if (s->pod.empty()) {
+          ledger_->Release(s->allocation_id);
+          s = slots.erase(s);
+          ++released;
+        } else {
+          ++s;
+        }
+      }
+    }
+    if (r.slots.empty() && r.expires_ms <= now_ms) {
+      it = groups_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return released;
+}
+
+void GangReservations::Clear() {
+  for (auto& [g, r] : groups_) {
+    for (const GangSlot& s : r.slots) ledger_->Release(s.allocation_id);
+  }
+  groups_.clear();
+}
+
+const GangReservation* GangReservations::Find(const std::string& group) const {
+  auto it = groups_.find(group);
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
+int GangReservations::total_free_slots() const {
+  int n = 0;
+  for (const auto& [g, r] : groups_) n += r.free_slots();
+  return n;
+}
+
+void GangReservations::DropIfEmpty(const std::string& group) {
+  auto it = groups_.find(group);
+  if (it != groups_.end() && it->second.slots.empty()) groups_.erase(it);
+}
+
+}  // namespace rackwise::k8s

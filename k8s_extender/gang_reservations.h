@@ -1,0 +1,83 @@
+// Gang reservations: kube-scheduler sends the pods of a group one at a time and has no reserve verb, so the
+// first pod of a group makes the core plan the WHOLE group (fewest NVLink domains, power caps included) and
+// books it in the ledger at once, as one slot per pod. Later pods of the group are steered to free slots;
+// binding assigns a slot to a pod; a slot nobody took by the deadline is released, so an abandoned group never
+// holds GPUs for longer than the TTL. Each slot is its own ledger allocation ("<group>#<n>"), so a finished pod
+// frees exactly its GPUs. Time is passed in (milliseconds on any monotonic scale). Not thread-safe: the
+// extender service serialises calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rackwise/ledger.h"
+#include "rackwise/placement_decision.h"
+#include "rackwise/placement_request.h"
+
+namespace rackwise::k8s {
+
+struct GangSlot {
+  std::string allocation_id;  // in the ledger
+  NodeId node = kNoId;
+  GpuMask gpus = 0;
+  std::string pod;            // "namespace/name" once bound; empty: free
+};
+
+struct GangReservation {
+  std::string group;
+  int size = 0;               // pods in the group
+  int pod_gpus = 0;           // GPUs per pod
+  int64_t expires_ms = 0;     // free slots are released after this
+  int next_slot = 0;
+  std::vector<GangSlot> slots;
+
+  int free_slots() const;
+  int assigned_slots() const;
+  bool HasFreeSlotOn(NodeId node) const;
+  const GangSlot* SlotOf(const std::string& pod) const;
+};
+
+class GangReservations {
+ public:
+  explicit GangReservations(Ledger* ledger) : ledger_(ledger) {}
+
+  // Makes sure the group has a slot for every pod not yet bound: plans the missing ones with the core (as one
+  // job of missing x per_pod.gpus GPUs, per_pod.gpus per node where the core's split does not divide into
+  // pods) and commits them. A refusal passes through unchanged and books nothing. `per_pod` carries the
+  // locality, watts and allowed nodes; its gpus is the per-pod count.
+  absl::StatusOr<PlacementOutcome> Ensure(const std::string& group, int size, const PlacementRequest& per_pod,
+                                          int64_t now_ms, int64_t ttl_ms);
+
+  // Gives `pod` a free slot on `node` (or returns the one it holds there). nullopt: no free slot there.
+  // Extends the deadline to now + ttl: a group that makes progress keeps its slots.
+  std::optional<GangSlot> Assign(const std::string& group, const std::string& pod, NodeId node, int64_t now_ms,
+                                 int64_t ttl_ms);
+  // Undoes Assign (a failed binding): the slot is free again.
+  void Unassign(const std::string& group, const std::string& pod);
+  // Books a pod found running on `node` (after a restart or a bind we did not make) into its group: a free
+  // slot there if any, else a new slot of its GPUs committed in recovery mode. Errors come from the ledger.
+  absl::Status Adopt(const std::string& group, int size, const std::string& pod, NodeId node, GpuMask gpus,
+                     Milliwatts per_gpu);
+  // The pod ended: its slot and GPUs are released. Returns false if it held none.
+  bool ReleasePod(const std::string& group, const std::string& pod);
+  // Releases free slots of reservations past their deadline; drops empty reservations. Returns slots released.
+  int Expire(int64_t now_ms);
+  // Releases everything (a relist rebuilds the state).
+  void Clear();
+
+  const GangReservation* Find(const std::string& group) const;
+  const std::map<std::string, GangReservation>& all() const { return groups_; }
+  int total_free_slots() const;
+
+ private:
+  void DropIfEmpty(const std::string& group);
+
+  Ledger* ledger_;
+  std::map<std::string, GangReservation> groups_;
+};
+
+}  // namespace rackwise::k8s

@@ -1,0 +1,75 @@
+// A minimal Kubernetes API client for what the extender needs: paginated LIST, a streaming WATCH (chunked,
+// one JSON event per line), and POST of a pod's binding subresource. Plain HTTP is allowed for tests against
+// a local replay server; real clusters use HTTPS with a CA and a bearer token or client certificate.
+// Thread-safe: every call opens (or, for binds, reuses under a mutex) its own connection; Stop() aborts
+// watches in progress.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+
+#include "absl/status/statusor.h"
+#include "extender_service.h"
+#include "json_fields.h"
+#include "kube_config.h"
+
+
+namespace rackwise::k8s {
+
+struct ListPage {
+  std::vector<Json> items;
+  std::string resource_version;
+  std::string continue_token;
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+  Json object;
+};
+
+// Error codes: a 410 Gone (from the HTTP status or an ERROR watch event) is OutOfRange, so that callers relist;
+// 401/403 are PermissionDenied; other HTTP errors Unavailable (retry with backoff); bad JSON InvalidArgument.
+bool IsGone(const absl::Status& status);
+
+class KubeClient : public PodBinder {
+ public:
+  static absl::StatusOr<std::unique_ptr<KubeClient>> Create(KubeConfig config);
+  ~KubeClient() override;
+
+  // GET path?limit=..&continue=..&fieldSelector=.. : one page.
+  absl::StatusOr<ListPage> List(const std::string& path, const std::string& field_selector, int limit,
+                                const std::string& continue_token);
+  // GET path?watch=1&resourceVersion=rv&allowWatchBookmarks=true&timeoutSeconds=t. Calls on_event per event
+  // until the server ends the stream (OK), on_event returns false (Cancelled), Stop() (Cancelled), or an error.
+  absl::Status Watch(const std::string& path, const std::string& field_selector, const std::string& resource_version,
+                     int timeout_seconds, const std::function<bool(const WatchEvent&)>& on_event);
+  // POST /api/v1/namespaces/{ns}/pods/{name}/binding.
+  absl::Status BindPod(const BindingArgs& binding) override;
+
+  // Aborts watches in progress and refuses new calls.
+  void Stop();
+  const KubeConfig& config() const { return config_; }
+
+ private:
+  explicit KubeClient(KubeConfig config) : config_(std::move(config)) {}
+  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> Connect(int read_timeout_s) const;
+
+  KubeConfig config_;
+  std::atomic<bool> stopped_{false};
+  std::mutex watches_mu_;
+  std::set<httplib::ClientImpl*> watches_;
+  std::mutex bind_mu_;
+  std::unique_ptr<httplib::ClientImpl> bind_client_;
+};
+
+// Percent-encodes a query value.
+std::string UrlEncode(absl::string_view value);
+
+}  // namespace rackwise::k8s

@@ -1,0 +1,69 @@
+// Keeps the extender's ledger in step with the API server, as client-go's reflector does: LIST (paginated)
+// then WATCH from the list's resourceVersion; on a watch that ends normally, watch again from the last version
+// seen (bookmarks included); on 410 Gone, relist; on any other error, back off exponentially (with a cap)
+// and retry. Pods: bound, non-terminal pods (fieldSelector), applied to ExtenderService; nodes: Ready and
+// spec.unschedulable. The service is marked synced once both first lists are applied, and not before.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "extender_service.h"
+#include "kube_client.h"
+
+namespace rackwise::k8s {
+
+struct SyncOptions {
+  int page_size = 500;
+  int watch_timeout_s = 300;
+  int64_t backoff_initial_ms = 500;
+  int64_t backoff_max_ms = 30'000;
+  std::function<int64_t()> now_ms;  // monotonic ms for the service; default steady clock
+  std::function<void(const std::string&)> log;  // one line per event worth telling an operator
+};
+
+struct SyncStats {
+  std::atomic<int64_t> lists{0}, relists_after_gone{0}, watch_events{0}, errors{0};
+};
+
+class KubeSync {
+ public:
+  KubeSync(KubeClient* client, ExtenderService* service, SyncOptions options);
+  ~KubeSync();
+
+  void Start();  // one thread for pods, one for nodes
+  void Stop();   // aborts watches and joins
+  const SyncStats& stats() const { return stats_; }
+
+  // One reflector loop over a resource until Stop(). Public for tests.
+  using ReplaceFn = std::function<void(const std::vector<Json>&)>;
+  using EventFn = std::function<void(const WatchEvent&)>;
+  void Reflect(const std::string& path, const std::string& field_selector, const ReplaceFn& replace,
+               const EventFn& event, std::atomic<bool>* listed);
+
+ private:
+  bool SleepFor(int64_t ms);  // false when stopped
+  void Log(const std::string& line) const;
+  void MaybeMarkSynced();
+
+  KubeClient* client_;
+  ExtenderService* service_;
+  SyncOptions options_;
+  SyncStats stats_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> pods_listed_{false}, nodes_listed_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::thread> threads_;
+};
+
+// Node health from a core/v1 Node: Ready condition and spec.unschedulable.
+void NodeStatusOf(const Json& node, std::string* name, bool* ready, bool* unschedulable);
+
+}  // namespace rackwise::k8s

@@ -1,0 +1,193 @@
+// rackwise-extender: wires the cluster description, the extender service, the HTTP(S) verbs, the gRPC
+// Placement service and the API-server sync together, then waits for SIGINT/SIGTERM. All logic lives in the
+// rackwise_k8s library; this file only parses flags and connects the parts.
+#include <csignal>
+#include <cstdlib>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "http_server.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "kube_sync.h"
+#include "rackwise/cluster_description.h"
+#ifdef RACKWISE_HAVE_GRPC
+#include "grpc_service.h"
+#endif
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+void Log(const std::string& line) {
+  std::time_t t = std::time(nullptr);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  std::fprintf(stderr, "%s rackwise-extender: %s\n", ts, line.c_str());
+  std::fflush(stderr);
+}
+
+bool SplitHostPort(const std::string& s, std::string* host, int* port) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = s.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  return absl::SimpleAtoi(s.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace rackwise;
+  using namespace rackwise::k8s;
+  CLI::App app{"rackwise-extender: kube-scheduler extender and gRPC placement service"};
+  std::string cluster, listen = "0.0.0.0:8888", grpc_listen = "0.0.0.0:8889", kubeconfig;
+  std::string tls_cert, tls_key, client_ca, grpc_cert, grpc_key, grpc_admin_ca, admin_token_file;
+  std::vector<std::string> admin_cns;
+  double reservation_ttl_s = 120;
+  size_t max_body = 64u << 20;
+  int threads = 32, read_timeout_ms = 5000;
+  app.add_option("--cluster", cluster, "cluster description (rackwise.yaml)")->required();
+  app.add_option("--listen", listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
+  app.add_option("--grpc-listen", grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
+  app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
+  app.add_option("--tls-cert", tls_cert, "serve HTTPS with this certificate (PEM)");
+  app.add_option("--tls-key", tls_key, "... and this key (PEM)");
+  app.add_option("--client-ca", client_ca, "require HTTPS clients (kube-scheduler) to present a cert signed by this CA");
+  app.add_option("--grpc-tls-cert", grpc_cert, "TLS certificate for the gRPC port");
+  app.add_option("--grpc-tls-key", grpc_key, "TLS key for the gRPC port");
+  app.add_option("--grpc-admin-ca", grpc_admin_ca, "client certificates signed by this CA are admins (needs gRPC TLS)");
+  app.add_option("--grpc-admin-cn", admin_cns, "limit admin client certificates to these common names");
+  app.add_option("--admin-token-file", admin_token_file, "bearer token that makes a gRPC caller an admin");
+  app.add_option("--reservation-ttl", reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--max-body-bytes", max_body, "largest request body accepted (413 beyond)");
+  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 256));
+  app.add_option("--read-timeout-ms", read_timeout_ms, "drop a client that stalls this long mid-request")
+      ->check(CLI::Range(100, 600000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  Diagnostics diagnostics;
+  absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(cluster, &diagnostics);
+  if (!description.ok()) {
+    for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    if (diagnostics.empty()) Log(std::string(description.status().message()));
+    return 1;
+  }
+  absl::StatusOr<Topology> topology = Topology::Build(*description);
+  if (!topology.ok()) {
+    Log(absl::StrCat(cluster, ": ", topology.status().message()));
+    return 1;
+  }
+  Log(absl::StrCat("cluster ", topology->cluster_name(), ": ", topology->nodes().size(), " nodes, ",
+                   topology->racks().size(), " racks, ", topology->domains().size(), " NVLink domains, ",
+                   topology->total_gpus(), " GPUs"));
+
+  absl::StatusOr<std::optional<KubeConfig>> kube = ResolveKubeConfig(kubeconfig);
+  if (!kube.ok()) {
+    Log(absl::StrCat("API server credentials: ", kube.status().message()));
+    return 1;
+  }
+  std::unique_ptr<KubeClient> client;
+  if (kube->has_value()) {
+    absl::StatusOr<std::unique_ptr<KubeClient>> c = KubeClient::Create(**kube);
+    if (!c.ok()) {
+      Log(absl::StrCat("API server client: ", c.status().message()));
+      return 1;
+    }
+    client = std::move(*c);
+    Log(absl::StrCat("API server ", (*kube)->host, ":", (*kube)->port, " (", (*kube)->source,
+                     "); rebuilding the ledger before answering filter"));
+  } else {
+    Log("standalone: no in-cluster credentials and no --kubeconfig; the ledger holds only what this extender "
+        "binds itself, and bindings are not posted to any API server");
+  }
+
+  ExtenderMetrics metrics;
+  ExtenderOptions options;
+  options.reservation_ttl_ms = static_cast<int64_t>(reservation_ttl_s * 1000);
+  ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
+  if (!client) service.SetSynced(true);
+
+  HttpServerOptions http;
+  if (!SplitHostPort(listen, &http.host, &http.port)) {
+    Log(absl::StrCat("--listen ", listen, ": expected HOST:PORT"));
+    return 2;
+  }
+  http.cert_file = tls_cert;
+  http.key_file = tls_key;
+  http.client_ca_file = client_ca;
+  http.max_body_bytes = max_body;
+  http.threads = threads;
+  http.read_timeout_ms = read_timeout_ms;
+  http.mode = client ? "api-server" : "standalone";
+  ExtenderHttpServer server(&service, http);
+  if (absl::Status s = server.Start(); !s.ok()) {
+    Log(std::string(s.message()));
+    return 1;
+  }
+  Log(absl::StrCat("extender verbs on ", server.https() ? "https://" : "http://", http.host, ":", server.port()));
+
+#ifdef RACKWISE_HAVE_GRPC
+  std::unique_ptr<GrpcServer> grpc_server;
+  if (!grpc_listen.empty()) {
+    AdminAuthConfig auth;
+    if (!admin_token_file.empty()) {
+      if (absl::Status s = LoadAdminToken(admin_token_file, &auth.token); !s.ok()) {
+        Log(std::string(s.message()));
+        return 1;
+      }
+    }
+    auth.client_certs = !grpc_admin_ca.empty();
+    auth.common_names = admin_cns;
+    GrpcServerOptions g;
+    g.address = grpc_listen;
+    g.cert_file = grpc_cert;
+    g.key_file = grpc_key;
+    g.admin_ca_file = grpc_admin_ca;
+    grpc_server = std::make_unique<GrpcServer>(&service, auth, g);
+    if (absl::Status s = grpc_server->Start(); !s.ok()) {
+      Log(std::string(s.message()));
+      return 1;
+    }
+    Log(absl::StrCat("gRPC rackwise.v1.Placement on port ", grpc_server->port(),
+                     auth.token.empty() && !auth.client_certs ? " (read-only: no admin credential configured)" : ""));
+  }
+#endif
+
+  std::unique_ptr<KubeSync> sync;
+  if (client) {
+    SyncOptions so;
+    so.log = Log;
+    sync = std::make_unique<KubeSync>(client.get(), &service, so);
+    sync->Start();
+  }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  while (!g_stop) {
+    struct timespec ts = {0, 200'000'000};
+    nanosleep(&ts, nullptr);
+  }
+  Log("stopping");
+  if (sync) sync->Stop();
+#ifdef RACKWISE_HAVE_GRPC
+  if (grpc_server) grpc_server->Stop();
+#endif
+  // Idle keep-alive connections would hold the HTTP workers for up to their timeout; nothing is left to
+  // flush (the ledger lives in the API server's pods), so leave without waiting for them.
+  std::fflush(stderr);
+  std::_Exit(0);
+}

@@ -1,0 +1,192 @@
+// Pod -> PodInfo: the GPU count Kubernetes itself would charge (max of the sum over containers and each init
+// container; requests default to limits for extended resources) and the annotations rackwise understands.
+#include "pod_spec.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace rackwise::k8s {
+namespace {
+
+// The value under `key` in metadata.annotations, else metadata.labels; "" when in neither.
+std::string MetaValue(const Json& meta, absl::string_view key, bool annotations_first = true) {
+  const char* order[2] = {"annotations", "labels"};
+  if (!annotations_first) std::swap(order[0], order[1]);
+  for (const char* where : order) {
+    if (const Json* m = FindField(meta, where); m != nullptr && m->is_object()) {
+      auto it = m->find(key);
+      if (it != m->end() && it->is_string()) return it->get<std::string>();
+    }
+  }
+  return "";
+}
+
+absl::StatusOr<int> PositiveInt(absl::string_view text, absl::string_view field, int max) {
+  int v = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &v) || v < 1 || v > max) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": \"", text, "\" is not a whole number in 1..", max));
+  }
+  return v;
+}
+
+// GPUs one container asks for: requests, else limits (extended resources cannot overcommit).
+absl::StatusOr<int64_t> ContainerGpus(const Json& container, absl::string_view where) {
+  const Json* resources = FindField(container, "resources");
+  if (resources == nullptr) return 0;
+  for (const char* kind : {"requests", "limits"}) {
+    const Json* m = FindField(*resources, kind);
+    if (m == nullptr || !m->is_object()) continue;
+    auto it = m->find(kGpuResource);
+    if (it == m->end() || it->is_null()) continue;
+    absl::StatusOr<int64_t> q = ParseWholeQuantity(*it);
+    if (!q.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".resources.", kind, "[", kGpuResource, "]: ", q.status().message()));
+    }
+    return *q;
+  }
+  return 0;
+}
+
+absl::StatusOr<int64_t> ListGpus(const Json& spec, absl::string_view field, bool sum) {
+  const Json* list = FindField(spec, field);
+  if (list == nullptr) return 0;
+  if (!list->is_array()) return absl::InvalidArgumentError(absl::StrCat("spec.", field, ": expected an array"));
+  int64_t total = 0;
+  for (size_t i = 0; i < list->size(); ++i) {
+    absl::StatusOr<int64_t> g = ContainerGpus((*list)[i], absl::StrCat("spec.", field, "[", i, "]"));
+    if (!g.ok()) return g.status();
+    total = sum ? total + *g : std::max(total, *g);
+    if (total > 1'000'000) return absl::InvalidArgumentError(absl::StrCat("spec.", field, ": too many GPUs"));
+  }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseWholeQuantity(const Json& value) {
+  if (value.is_number_integer()) {
+    int64_t v = value.get<int64_t>();
+    if (v < 0) return absl::InvalidArgumentError("negative quantity");
+    return v;
+  }
+  std::string text;
+  if (value.is_number_float()) {
+    text = std::to_string(value.get<double>());
+  } else if (value.is_string()) {
+    text = value.get<std::string>();
+  } else {
+    return absl::InvalidArgumentError("expected a quantity");
+  }
+  int64_t whole = 0;
+  if (absl::SimpleAtoi(text, &whole)) {
+    if (whole < 0) return absl::InvalidArgumentError(absl::StrCat("negative quantity \"", text, "\""));
+    return whole;
+  }
+  double d = 0;
+  if (absl::SimpleAtod(text, &d) && std::isfinite(d) && d >= 0 && d < 1e9 && std::floor(d) == d) {
+    return static_cast<int64_t>(d);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is not a whole number of devices"));
+}
+
+absl::StatusOr<PodInfo> ParsePod(const Json& pod) {
+  if (!pod.is_object()) return absl::InvalidArgumentError("Pod: expected an object");
+  PodInfo info;
+  static const Json kEmpty = Json::object();
+  const Json* meta_ptr = FindField(pod, "metadata");
+  const Json& meta = meta_ptr != nullptr && meta_ptr->is_object() ? *meta_ptr : kEmpty;
+  info.name = StringField(meta, "name");
+  info.namespace_ = StringField(meta, "namespace");
+  if (info.namespace_.empty()) info.namespace_ = "default";
+  info.uid = StringField(meta, "uid");
+  info.deleting = FindField(meta, "deletionTimestamp") != nullptr;
+  const Json* spec_ptr = FindField(pod, "spec");
+  const Json& spec = spec_ptr != nullptr && spec_ptr->is_object() ? *spec_ptr : kEmpty;
+  info.node_name = StringField(spec, "nodeName");
+  if (const Json* status = FindField(pod, "status")) info.phase = StringField(*status, "phase");
+
+  absl::StatusOr<int64_t> regular = ListGpus(spec, "containers", true);
+  if (!regular.ok()) return regular.status();
+  absl::StatusOr<int64_t> init = ListGpus(spec, "initContainers", false);
+  if (!init.ok()) return init.status();
+  int64_t gpus = std::max(*regular, *init);
+  if (gpus > 1'000'000) return absl::InvalidArgumentError("spec.containers: too many GPUs");
+  info.gpus = static_cast<int>(gpus);
+
+  if (std::string v = MetaValue(meta, kNvlinkAnnotation); !v.empty()) {
+    std::string l = absl::AsciiStrToLower(absl::StripAsciiWhitespace(v));
+    if (l == "required") {
+      info.locality = Locality::kRequired;
+    } else if (l == "preferred") {
+      info.locality = Locality::kPreferred;
+    } else if (l == "none") {
+      info.locality = Locality::kNone;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kNvlinkAnnotation, "]: \"", v,
+                                                     "\" is not one of required, preferred, none"));
+    }
+  }
+  if (std::string v = MetaValue(meta, kGpuWattsAnnotation); !v.empty()) {
+    double w = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(v), &w) || !std::isfinite(w) || w <= 0 || w > 100'000) {
+      return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kGpuWattsAnnotation, "]: \"", v,
+                                                     "\" is not a number of watts in (0, 100000]"));
+    }
+    info.watts_per_gpu = w;
+  }
+
+  // Groups.
+  std::string size_text = MetaValue(meta, kGroupSizeKey);
+  if (std::string g = MetaValue(meta, kGroupKey); !g.empty()) {
+    if (size_text.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("metadata: ", kGroupKey, " \"", g, "\" needs ", kGroupSizeKey));
+    }
+    info.group = absl::StrCat(info.namespace_, "/group/", g);
+  } else if (std::string js = MetaValue(meta, kJobSetNameLabel, false); !js.empty()) {
+    std::string rj = MetaValue(meta, kJobSetReplicatedJobLabel, false);
+    info.group = absl::StrCat(info.namespace_, "/jobset/", js, rj.empty() ? "" : "/", rj);
+    if (size_text.empty()) {
+      std::string replicas = MetaValue(meta, kJobSetReplicasLabel, false);
+      std::string per_job = MetaValue(meta, kPodsPerJobKey);
+      int r = 1, p = 1;
+      if (!replicas.empty()) {
+        absl::StatusOr<int> v = PositiveInt(replicas, kJobSetReplicasLabel, kMaxGroupSize);
+        if (!v.ok()) return v.status();
+        r = *v;
+      }
+      if (!per_job.empty()) {
+        absl::StatusOr<int> v = PositiveInt(per_job, kPodsPerJobKey, kMaxGroupSize);
+        if (!v.ok()) return v.status();
+        p = *v;
+      }
+      if (static_cast<int64_t>(r) * p > kMaxGroupSize) {
+        return absl::InvalidArgumentError(absl::StrCat("JobSet group of ", r, " x ", p, " pods is too large"));
+      }
+      size_text = std::to_string(r * p);
+    }
+  } else {
+    std::string pg = MetaValue(meta, kPodGroupLabel, false);
+    if (pg.empty()) pg = MetaValue(meta, kPodGroupLegacyLabel, false);
+    if (!pg.empty()) {
+      info.group = absl::StrCat(info.namespace_, "/podgroup/", pg);
+      if (size_text.empty()) size_text = MetaValue(meta, kPodGroupMinMemberKey);
+      if (size_text.empty()) size_text = "1";  // minMember unknown to us: the pod is placed alone
+    }
+  }
+  if (!info.group.empty()) {
+    absl::StatusOr<int> size = PositiveInt(size_text, "group size", kMaxGroupSize);
+    if (!size.ok()) return size.status();
+    info.group_size = *size;
+    if (info.group_size == 1) info.group.clear();
+  }
+  return info;
+}
+
+}  // namespace rackwise::k8s

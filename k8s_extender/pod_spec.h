@@ -1,0 +1,60 @@
+// What rackwise reads from a core/v1 Pod: identity, GPUs requested, the rackwise annotations, and which group
+// (gang) it belongs to. Group sources, in order of precedence:
+//   1. rackwise.io/group + rackwise.io/group-size (annotations or labels);
+//   2. JobSet: label jobset.sigs.k8s.io/jobset-name (+ replicatedjob-name); size = the group-size annotation
+//      if given, else jobset.sigs.k8s.io/replicatedjob-replicas x rackwise.io/pods-per-job (default 1);
+//   3. scheduler-plugins PodGroup: label scheduling.x-k8s.io/pod-group (or the older
+//      pod-group.scheduling.sigs.k8s.io); size = annotation scheduling.x-k8s.io/min-member, or group-size.
+// A group of size 1 is an ordinary pod. Parsing never throws; bad values are InvalidArgument naming the field.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "json_fields.h"
+#include "rackwise/placement_policy.h"
+
+namespace rackwise::k8s {
+
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+inline constexpr char kNvlinkAnnotation[] = "rackwise.io/nvlink";
+inline constexpr char kGpuWattsAnnotation[] = "rackwise.io/gpu-watts";
+inline constexpr char kGroupKey[] = "rackwise.io/group";
+inline constexpr char kGroupSizeKey[] = "rackwise.io/group-size";
+inline constexpr char kPodsPerJobKey[] = "rackwise.io/pods-per-job";
+inline constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
+inline constexpr char kJobSetReplicatedJobLabel[] = "jobset.sigs.k8s.io/replicatedjob-name";
+inline constexpr char kJobSetReplicasLabel[] = "jobset.sigs.k8s.io/replicatedjob-replicas";
+inline constexpr char kPodGroupLabel[] = "scheduling.x-k8s.io/pod-group";
+inline constexpr char kPodGroupLegacyLabel[] = "pod-group.scheduling.sigs.k8s.io";
+inline constexpr char kPodGroupMinMemberKey[] = "scheduling.x-k8s.io/min-member";
+// Groups larger than this are refused as malformed (a guard against "group-size: 1e9").
+inline constexpr int kMaxGroupSize = 100'000;
+
+struct PodInfo {
+  std::string name;
+  std::string namespace_;   // "default" when unset
+  std::string uid;
+  std::string node_name;    // spec.nodeName: set once bound
+  std::string phase;        // status.phase
+  bool deleting = false;    // metadata.deletionTimestamp set
+  int gpus = 0;             // effective nvidia.com/gpu request
+  std::optional<Locality> locality;   // rackwise.io/nvlink
+  double watts_per_gpu = 0;           // rackwise.io/gpu-watts; 0: the node type's default
+  std::string group;        // "<namespace>/<kind>/<name>"; empty: not part of a group
+  int group_size = 1;
+
+  // "namespace/name", the key pods are booked under.
+  std::string Key() const { return namespace_ + "/" + name; }
+  // A pod that holds its node's GPUs: bound, and neither finished nor being deleted.
+  bool Holds() const { return !node_name.empty() && phase != "Succeeded" && phase != "Failed"; }
+};
+
+// Reads a Pod object (as in ExtenderArgs.Pod or a watch event).
+absl::StatusOr<PodInfo> ParsePod(const Json& pod);
+
+// A resource quantity that must be a whole number ("8", 8, "8.0" are 8; "500m" or "1.5" are errors).
+absl::StatusOr<int64_t> ParseWholeQuantity(const Json& value);
+
+}  // namespace rackwise::k8s

@@ -1,0 +1,92 @@
+// Pod -> PodInfo: GPU counts as Kubernetes charges them, rackwise annotations, and the group sources.
+#include "pod_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace rackwise::k8s {
+namespace {
+
+Json Pod(const std::string& extra_meta, const std::string& containers) {
+  return Json::parse(R"({"metadata":{"name":"w-0","namespace":"ml","uid":"u1")" + extra_meta +
+                     R"(},"spec":{"containers":)" + containers + "}}");
+}
+
+TEST(PodSpec, SumsGpuRequestsOverContainersAndFallsBackToLimits) {
+  auto p = ParsePod(Pod("", R"([{"resources":{"requests":{"nvidia.com/gpu":"2"}}},
+                                {"resources":{"limits":{"nvidia.com/gpu":"4"}}},
+                                {"resources":{"requests":{"cpu":"1"}}}])"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpus, 6);
+  EXPECT_EQ(p->Key(), "ml/w-0");
+  EXPECT_EQ(p->uid, "u1");
+  EXPECT_TRUE(p->group.empty());
+}
+
+TEST(PodSpec, InitContainersTakeTheMax) {
+  Json pod = Pod("", R"([{"resources":{"limits":{"nvidia.com/gpu":1}}}])");
+  pod["spec"]["initContainers"] = Json::parse(R"([{"resources":{"limits":{"nvidia.com/gpu":"8"}}}])");
+  auto p = ParsePod(pod);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->gpus, 8);
+}
+
+TEST(PodSpec, RefusesFractionalGpus) {
+  auto p = ParsePod(Pod("", R"([{"resources":{"limits":{"nvidia.com/gpu":"500m"}}}])"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("nvidia.com/gpu"), std::string::npos);
+}
+
+TEST(PodSpec, Annotations) {
+  auto p = ParsePod(Pod(R"(,"annotations":{"rackwise.io/nvlink":"Required","rackwise.io/gpu-watts":"550"})",
+                        R"([{"resources":{"limits":{"nvidia.com/gpu":"8"}}}])"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->locality, Locality::kRequired);
+  EXPECT_DOUBLE_EQ(p->watts_per_gpu, 550);
+  EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/nvlink":"always"})", "[]")).ok());
+  EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/gpu-watts":"-3"})", "[]")).ok());
+}
+
+TEST(PodSpec, RackwiseGroup) {
+  auto p = ParsePod(Pod(R"(,"annotations":{"rackwise.io/group":"train","rackwise.io/group-size":"4"})", "[]"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->group, "ml/group/train");
+  EXPECT_EQ(p->group_size, 4);
+  EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/group":"train"})", "[]")).ok());
+  EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/group":"t","rackwise.io/group-size":"1e9"})", "[]")).ok());
+}
+
+TEST(PodSpec, JobSetGroupFromLabels) {
+  auto p = ParsePod(Pod(R"(,"labels":{"jobset.sigs.k8s.io/jobset-name":"llm","jobset.sigs.k8s.io/replicatedjob-name":"workers",
+                                     "jobset.sigs.k8s.io/replicatedjob-replicas":"4"},
+                            "annotations":{"rackwise.io/pods-per-job":"2"})",
+                        "[]"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->group, "ml/jobset/llm/workers");
+  EXPECT_EQ(p->group_size, 8);
+}
+
+TEST(PodSpec, PodGroupLabelWithMinMember) {
+  auto p = ParsePod(Pod(R"(,"labels":{"scheduling.x-k8s.io/pod-group":"pg"},
+                            "annotations":{"scheduling.x-k8s.io/min-member":"3"})",
+                        "[]"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->group, "ml/podgroup/pg");
+  EXPECT_EQ(p->group_size, 3);
+  auto alone = ParsePod(Pod(R"(,"labels":{"scheduling.x-k8s.io/pod-group":"pg"})", "[]"));
+  ASSERT_TRUE(alone.ok());
+  EXPECT_TRUE(alone->group.empty());  // size unknown: placed as a single pod
+}
+
+TEST(PodSpec, BoundAndPhase) {
+  Json pod = Pod("", "[]");
+  pod["spec"]["nodeName"] = "n1";
+  pod["status"] = {{"phase", "Running"}};
+  auto p = ParsePod(pod);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->Holds());
+  pod["status"]["phase"] = "Succeeded";
+  EXPECT_FALSE(ParsePod(pod)->Holds());
+}
+
+}  // namespace
+}  // namespace rackwise::k8s

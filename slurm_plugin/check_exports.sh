@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Checks that the plugins' dynamic symbol tables define exactly what Slurm looks up: for the select plugin,
+# the names of node_select_syms in Slurm's own src/common/select.c plus plugin_name/type/version and
+# init/fini; for the SPANK plugin, its fixed names. Anything else (core classes, absl, protobuf) must be local.
+# Usage: check_exports.sh SELECT_SO SPANK_SO SLURM_SRC
+set -euo pipefail
+select_so=$1 spank_so=$2 src=$3
+fail=0
+
+defined() { nm -D --defined-only "$1" | awk '{print $NF}' | sed 's/@.*//' | sort -u; }
+
+expected_select=$(
+  {
+    sed -n '/^const char \*node_select_syms\[\] = {/,/^};/p' "$src/src/common/select.c" | grep -o '"[a-z_]*"' | tr -d '"'
+    printf '%s\n' plugin_name plugin_type plugin_version init fini
+  } | sort -u
+)
+n=$(grep -c . <<<"$expected_select")
+# 37 names in node_select_syms (plugin_id + 36 calls) + 5.
+if [[ $n -ne 42 ]]; then echo "FAIL: expected 42 names from select.c, parsed $n"; exit 1; fi
+
+compare() {
+  local what=$1 got=$2 want=$3
+  local extra missing
+  extra=$(comm -23 <(echo "$got") <(echo "$want"))
+  missing=$(comm -13 <(echo "$got") <(echo "$want"))
+  if [[ -n $extra ]]; then echo "FAIL: $what exports more than Slurm needs:"; echo "$extra" | head -20; fail=1; fi
+  if [[ -n $missing ]]; then echo "FAIL: $what lacks:"; echo "$missing"; fail=1; fi
+  [[ -z $extra && -z $missing ]] && echo "ok: $what exports exactly $(grep -c . <<<"$want") symbols"
+}
+compare "$(basename "$select_so")" "$(defined "$select_so")" "$expected_select"
+compare "$(basename "$spank_so")" "$(defined "$spank_so")" \
+  "$(printf '%s\n' plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_init \
+     slurm_spank_init_post_opt | sort -u)"
+
+# Slurm's symbols must stay unresolved (found in slurmctld/libslurmfull at load time), not linked in.
+if nm -D "$select_so" | grep -q ' T slurm_'; then echo "FAIL: select plugin defines slurm_* symbols"; fail=1; fi
+if readelf -d "$select_so" | grep -q 'libslurm'; then echo "FAIL: select plugin links libslurm"; fail=1; fi
+if readelf -d "$select_so" | grep -q 'BIND_NOW\|FLAGS_1.*NOW'; then echo "FAIL: linked with -z now"; fail=1; fi
+exit $fail

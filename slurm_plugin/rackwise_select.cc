@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// select/rackwise_cons_tres inside slurmctld, first half: job_test. Translates a job record, its candidate
+// node bitmap and its GRES selection into a PlacementRequest, asks the Placer, and narrows cons_tres's
+// candidates to the decision (rackwise_select_ledger.cc has loading and the ledger hooks).
+#include <bit>
+#include <chrono>
+#include <cinttypes>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "job_options.h"
+#include "rackwise/placer.h"
+#include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
+// Slurm last (see slurm_headers.h).
+#include "slurm_records.h"
+
+namespace rackwise::slurm {
+namespace {
+
+// The reason code that slurmctld leaves alone (with its state_desc) when job_test fails; any other code
+// has its state_desc wiped by select_nodes(). squeue -o %r and scontrol show the state_desc text.
+constexpr job_state_reason kPendingReason = WAIT_BLOCK_D_ACTION;
+constexpr uint64_t kMaxGpus = 1u << 20;
+constexpr size_t kMaxFeasibleCache = 200000;  // job ids; cleared when full (it is only a shortcut)
+
+}  // namespace
+
+RackwiseSelect::GpuAsk RackwiseSelect::ReadGpuAsk(const job_record_t* job) const {
+  GpuAsk ask;
+  uint64_t per_job = 0, per_node = 0, per_task = 0, per_socket = 0;
+  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
+    const auto* js = static_cast<const gres_job_state_t*>(state->gres_data);
+    per_job += js->gres_per_job;
+    per_node += js->gres_per_node;
+    per_task += js->gres_per_task;
+    per_socket += js->gres_per_socket;
+  });
+  const job_details* details = job->details;
+  const uint64_t min_nodes = (details && details->min_nodes && details->min_nodes != NO_VAL) ? details->min_nodes : 1;
+  uint64_t gpus = 0, gpn = 0;
+  if (per_socket) {
+    ask.translated = false;
+    gpus = 1;
+  } else if (per_job) {
+    gpus = per_job;
+    gpn = per_node;
+  } else if (per_node) {
+    gpus = per_node * min_nodes;
+    gpn = per_node;
+  } else if (per_task) {
+    const uint64_t tasks =
+        (details && details->num_tasks && details->num_tasks != NO_VAL) ? details->num_tasks : min_nodes;
+    gpus = per_task * tasks;
+    if (details && details->ntasks_per_node && details->ntasks_per_node != NO_VAL16) {
+      gpn = per_task * details->ntasks_per_node;
+    }
+  }
+  if (gpus > kMaxGpus || gpn > kMaxGpus || (gpn && gpus % gpn)) {
+    ask.translated = false;  // cons_tres judges the shape; the ledger still checks power
+    gpus = std::min<uint64_t>(gpus, kMaxGpus);
+    gpn = 0;
+  }
+  ask.gpus = static_cast<int>(gpus);
+  ask.gpus_per_node = static_cast<int>(gpn);
+  return ask;
+}
+
+Milliwatts RackwiseSelect::JobWatts(const job_record_t* job) const {
+  std::vector<std::string_view> env;
+  for (uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
+    if (job->spank_job_env[i]) env.emplace_back(job->spank_job_env[i]);
+  }
+  absl::StatusOr<JobOptions> options = ParseJobEnv(env);
+  if (!options.ok()) return 0;
+  return WattsToMilliwatts(options->watts_per_gpu);
+}
+
+PlacementRequest RackwiseSelect::MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap) const {
+  PlacementRequest request;
+  request.id = JobId(job);
+  request.gpus = ask.gpus;
+  request.gpus_per_node = ask.gpus_per_node;
+  std::vector<std::string_view> env;
+  for (uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
+    if (job->spank_job_env[i]) env.emplace_back(job->spank_job_env[i]);
+  }
+  if (absl::StatusOr<JobOptions> options = ParseJobEnv(env); options.ok()) {
+    request.locality = options->locality;
+    request.watts_per_gpu = options->watts_per_gpu;
+  } else {
+    info("rackwise: %s: ignoring its options: %s", request.id.c_str(), std::string(options.status().message()).c_str());
+  }
+  // How long the job has waited, for the policy's preferred_wait (a preferred job waits that long for its
+  // fewest domains before it may start spread out). The core reads no clock; the face passes it in.
+  if (const job_details* d = job->details) {
+    const time_t since = std::max(d->submit_time, d->begin_time);
+    const time_t now = time(nullptr);
+    if (since > 0 && now > since) request.waited_seconds = static_cast<double>(now - since);
+  }
+  // A job that names its nodes (-w) with exactly as many as it needs may only use those.
+  const bitstr_t* allowed = bitmap;
+  const job_details* details = job->details;
+  if (details && details->req_node_bitmap &&
+      static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
+    allowed = details->req_node_bitmap;
+  }
+  for (int i : BitmapIndices(allowed)) {
+    if (allowed != bitmap && !bit_test(const_cast<bitstr_t*>(bitmap), i)) continue;
+    if (NodeId n = model_->ToNode(i); n != kNoId) request.allowed_nodes.push_back(n);
+  }
+  return request;
+}
+
+std::optional<Allocation> RackwiseSelect::SelectedGpus(const job_record_t* job, const bitstr_t* nodes) const {
+  Allocation allocation;
+  allocation.id = JobId(job);
+  allocation.per_gpu = JobWatts(job);
+  for (int i : BitmapIndices(nodes)) {
+    const NodeId n = model_->ToNode(i);
+    if (n == kNoId) continue;
+    GpuMask mask = 0;
+    uint64_t count = 0;
+    ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
+      const auto* js = static_cast<const gres_job_state_t*>(state->gres_data);
+      if (static_cast<uint32_t>(i) >= js->total_node_cnt) return;
+      if (js->gres_bit_select && js->gres_bit_select[i]) {
+        mask |= BitsToMask(js->gres_bit_select[i]);
+      } else if (js->gres_cnt_node_select) {
+        count += js->gres_cnt_node_select[i];
+      }
+    });
+    if (count) mask |= LowestBits(~(model_->ledger().allocated_gpus(n) | mask), count);
+    if (mask) allocation.nodes.push_back({n, mask});
+  }
+  if (allocation.nodes.empty()) return std::nullopt;
+  return allocation;
+}
+
+void RackwiseSelect::ClearGpuSelection(job_record_t* job) const {
+  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
+    auto* js = static_cast<gres_job_state_t*>(state->gres_data);
+    if (!js->gres_bit_select) return;
+    for (uint32_t i = 0; i < js->total_node_cnt; ++i) FREE_NULL_BITMAP(js->gres_bit_select[i]);
+    xfree(js->gres_bit_select);
+  });
+}
+
+void RackwiseSelect::ApplyGpuIndices(job_record_t* job, const PlacementDecision& decision) const {
+  gres_job_state_t* js = nullptr;
+  int entries = 0;
+  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
+    js = static_cast<gres_job_state_t*>(state->gres_data);
+    ++entries;
+  });
+  if (entries != 1 || !js->gres_cnt_node_select || js->total_node_cnt == 0) {
+    debug("rackwise: JobId=%u keeps cons_tres's GPU picks (%d gpu entries)", job->job_id, entries);
+    return;
+  }
+  for (const NodeGpus& ng : decision.nodes) {
+    const int i = model_->ToSlurm(ng.node);
+    if (i < 0 || static_cast<uint32_t>(i) >= js->total_node_cnt) continue;
+    const int want = std::popcount(ng.gpus);
+    if (js->gres_cnt_node_select[i] != static_cast<uint64_t>(want) ||
+        (js->gres_bit_select && js->gres_bit_select[i] && bit_set_count(js->gres_bit_select[i]) != want)) {
+      debug("rackwise: JobId=%u keeps cons_tres's GPUs on node %d (count differs from the core's)", job->job_id, i);
+      continue;
+    }
+    // Slurm's own record of the node's GPUs must agree that the core's indices exist and are free.
+    GpuMask busy = 0;
+    int size = -1;
+    ForEachGpuState(node_record_table_ptr[i]->gres_list, gpu_plugin_id_, [&](gres_state_t* state) {
+      const auto* ns = static_cast<const gres_node_state_t*>(state->gres_data);
+      busy |= BitsToMask(ns->gres_bit_alloc);
+      size = ns->gres_bit_alloc ? bit_size(ns->gres_bit_alloc) : static_cast<int>(ns->gres_cnt_avail);
+    });
+    if (size <= 0 || size > kMaxGpusPerNode || (ng.gpus >> size) != 0 || (busy & ng.gpus)) {
+      debug("rackwise: JobId=%u keeps cons_tres's GPUs on node %d (core's are busy or out of range)", job->job_id, i);
+      continue;
+    }
+    // gres_ctld copies these bits into the job's allocation at job_begin (instead of the lowest free ones).
+    if (!js->gres_bit_select)
+      js->gres_bit_select = static_cast<bitstr_t**>(xcalloc(js->total_node_cnt, sizeof(bitstr_t*)));
+    FREE_NULL_BITMAP(js->gres_bit_select[i]);
+    js->gres_bit_select[i] = bit_alloc(size);
+    for (int g = 0; g < size; ++g) {
+      if (ng.gpus & (GpuMask{1} << g)) bit_set(js->gres_bit_select[i], g);
+    }
+  }
+}
+
+int RackwiseSelect::InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                              uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                              bitstr_t* exc_core_bitmap) {
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = inner_->job_test(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                                  preemptee_job_list, exc_core_bitmap);
+  inner_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  ++inner_calls_;
+  return rc;
+}
+
+bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
+  std::optional<Allocation> allocation = SelectedGpus(job, nodes);
+  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
+  allocation->id = "probe/" + allocation->id;
+  absl::Status status = model_->ledger().Commit(*allocation, CommitMode::kEnforce);
+  if (!status.ok()) {
+    *why = std::string(status.message());
+    return false;
+  }
+  model_->ledger().Release(allocation->id);
+  return true;
+}
+
+void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why) const {
+  std::string text = why.rfind("rackwise:", 0) == 0 ? why : "rackwise: " + why;
+  if (job->state_desc && text == job->state_desc && job->state_reason == kPendingReason) return;
+  xfree(job->state_desc);
+  job->state_desc = xstrdup(text.c_str());
+  job->state_reason = kPendingReason;
+  debug("rackwise: JobId=%u pending: %s", job->job_id, text.c_str());
+}
+
+int RackwiseSelect::JobTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                            uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                            bitstr_t* exc_core_bitmap) {
+  std::lock_guard lock(mu_);
+  inner_ns_ = 0;
+  inner_calls_ = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = JobTestLocked(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                               preemptee_job_list, exc_core_bitmap);
+  if (get_log_level() >= LOG_LEVEL_DEBUG2 && job) {
+    const int64_t total =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    debug2("rackwise: JobId=%u job_test mode %u rc %d: %" PRId64 " us, of which cons_tres %" PRId64 " us in %d calls",
+           job->job_id, mode, rc, total / 1000, inner_ns_ / 1000, inner_calls_);
+  }
+  return rc;
+}
+
+int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                                  uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
+                                  List* preemptee_job_list, bitstr_t* exc_core_bitmap) {
+  const uint16_t base = mode & SELECT_MODE_BASE;
+  const auto inner = [&] {
+    return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
+                     exc_core_bitmap);
+  };
+  if (!model_ || !job || !bitmap || base == SELECT_MODE_RESV) return inner();
+  const GpuAsk ask = ReadGpuAsk(job);
+  if (ask.gpus == 0) return inner();  // not a GPU job: cons_tres alone
+
+  if (base == SELECT_MODE_RUN_NOW) {
+    if (!mismatch_.empty()) {
+      SetPendingReason(job, mismatch_);
+      return SLURM_ERROR;
+    }
+    return RunNow(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
+                  exc_core_bitmap, ask);
+  }
+  // TEST_ONLY (submit) and WILL_RUN (backfill, --test-only): only what can never fit is refused here;
+  // live power is judged when the job would start.
+  // Backfill asks this for every pending job every cycle; a job found feasible stays so until the
+  // description changes, so the answer is remembered.
+  if (ask.translated && !statically_feasible_.contains(job->job_id)) {
+    const PlacementRequest request = MakeRequest(job, ask, bitmap);
+    if (request.allowed_nodes.empty()) return inner();  // no described (GPU) node offered: cons_tres refuses
+    absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->static_ledger(), request);
+    if (!outcome.ok()) {
+      info("rackwise: JobId=%u cannot run: %s", job->job_id, std::string(outcome.status().message()).c_str());
+      return SLURM_ERROR;
+    }
+    if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome); refusal && refusal->unresolvable) {
+      info("rackwise: JobId=%u can never run here: %s", job->job_id, refusal->Message().c_str());
+      return SLURM_ERROR;
+    }
+    if (statically_feasible_.size() >= kMaxFeasibleCache) statically_feasible_.clear();
+    statically_feasible_.insert(job->job_id);
+  }
+  return inner();
+}
+
+int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                           uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                           bitstr_t* exc_core_bitmap, const GpuAsk& ask) {
+  SyncHealthLocked();
+  std::string power_why;
+  if (!ask.translated) {
+    // A shape the core does not model: cons_tres places it, the ledger still guards the caps.
+    ClearGpuSelection(job);
+    int rc = InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
+                       exc_core_bitmap);
+    if (rc != SLURM_SUCCESS) return rc;
+    if (PowerFits(job, bitmap, &power_why)) return SLURM_SUCCESS;
+    SetPendingReason(job, power_why);
+    return SLURM_ERROR;
+  }
+
+  const PlacementRequest request = MakeRequest(job, ask, bitmap);
+  if (request.allowed_nodes.empty()) {  // no described (GPU) node offered: cons_tres refuses on its own
+    return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
+                     exc_core_bitmap);
+  }
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->ledger(), request);
+  if (!outcome.ok()) {
+    SetPendingReason(job, std::string(outcome.status().message()));
+    return SLURM_ERROR;
+  }
+  if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
+    SetPendingReason(job, refusal->Message());
+    return SLURM_ERROR;
+  }
+  const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
+  const Topology& topology = model_->topology();
+  if (get_log_level() >= LOG_LEVEL_DEBUG) {
+    std::string where;
+    for (const NodeGpus& ng : decision.nodes) {
+      absl::StrAppend(&where, where.empty() ? "" : " ", topology.nodes()[ng.node].name, ":0x", absl::Hex(ng.gpus));
+    }
+    debug("rackwise: JobId=%u core decision %s (%d domains, rail aligned %d)", job->job_id, where.c_str(),
+          decision.domains, decision.rail_aligned ? 1 : 0);
+  }
+  const Locality locality = request.locality.value_or(topology.policy().default_locality);
+
+  // Candidate sets in order of preference: the core's nodes, then the rest of its NVLink domains; unless the
+  // job requires locality, then the rest of its racks and finally everything cons_tres was offered.
+  std::vector<std::vector<NodeId>> tiers(1);
+  std::vector<char> in_domain(topology.domains().size(), 0);
+  for (const NodeGpus& ng : decision.nodes) {
+    tiers[0].push_back(ng.node);
+    in_domain[topology.nodes()[ng.node].domain] = 1;
+  }
+  tiers.emplace_back();
+  for (DomainId d = 0; d < static_cast<DomainId>(in_domain.size()); ++d) {
+    if (in_domain[d])
+      tiers.back().insert(tiers.back().end(), topology.domains()[d].nodes.begin(), topology.domains()[d].nodes.end());
+  }
+  if (locality != Locality::kRequired) {
+    tiers.emplace_back();
+    for (const RackPower& rp : decision.racks) {
+      tiers.back().insert(tiers.back().end(), topology.racks()[rp.rack].nodes.begin(),
+                          topology.racks()[rp.rack].nodes.end());
+    }
+    tiers.push_back(request.allowed_nodes);
+  }
+
+  const int size = bit_size(bitmap);
+  int rc = SLURM_ERROR;
+  int previous_count = -1;
+  for (size_t t = 0; t < tiers.size(); ++t) {
+    bitstr_t* candidate = bit_alloc(size);
+    for (NodeId n : tiers[t]) {
+      const int i = model_->ToSlurm(n);
+      if (i >= 0 && i < size && bit_test(bitmap, i)) bit_set(candidate, i);
+    }
+    const int count = bit_set_count(candidate);
+    const job_details* details = job->details;
+    if (count == previous_count || count == 0 ||
+        (details && details->req_node_bitmap && !bit_super_set(details->req_node_bitmap, candidate))) {
+      FREE_NULL_BITMAP(candidate);
+      continue;
+    }
+    previous_count = count;
+    uint32_t tier_min = min_nodes, tier_req = req_nodes;
+    if (t == 0) {  // ask cons_tres for exactly the core's node count
+      const uint32_t k = static_cast<uint32_t>(decision.nodes.size());
+      if (k >= min_nodes && k <= max_nodes) tier_min = k;
+      tier_req = tier_min;
+    }
+    ClearGpuSelection(job);  // no stale GPU picks of ours from an earlier try
+    rc = InnerTest(job, candidate, tier_min, max_nodes, tier_req, mode, preemptee_candidates, preemptee_job_list,
+                   exc_core_bitmap);
+    if (rc == SLURM_SUCCESS) {
+      if (PowerFits(job, candidate, &power_why)) {
+        if (t == 0) ApplyGpuIndices(job, decision);
+        bit_copybits(bitmap, candidate);
+        FREE_NULL_BITMAP(candidate);
+        debug("rackwise: JobId=%u placed from preference tier %zu", job->job_id, t);
+        return SLURM_SUCCESS;
+      }
+      rc = SLURM_ERROR;
+    }
+    FREE_NULL_BITMAP(candidate);
+  }
+  if (!power_why.empty()) SetPendingReason(job, power_why);
+  return rc;
+}
+
+}  // namespace rackwise::slurm

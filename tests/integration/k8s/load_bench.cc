@@ -1,0 +1,257 @@
+// Load test of the extender on loopback: kube-scheduler's filter + prioritize for each pod, with every one of
+// N node names in each call (nodeCacheCapable: true, percentageOfNodesToScore: 100), from C concurrent
+// keep-alive clients. The same run measures a no-op server (same HTTP stack and settings, canned answers of
+// the same size, no parsing, no placement) as the baseline. Bounded and self-stopping: --pods per phase and
+// --max-seconds per phase. Prints median and p99 per pod and pods/s; --json for machines. Not a timed
+// pass/fail test: `--smoke` (tiny) checks only that every answer is well-formed.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include "absl/strings/numbers.h"
+#include <httplib.h>
+
+#include "extender_service.h"
+#include "http_server.h"
+#include "rackwise/synthetic_cluster.h"
+
+namespace rackwise::k8s {
+namespace {
+
+struct PhaseResult {
+  std::string name;
+  size_t pods = 0;
+  size_t errors = 0;
+  double seconds = 0;
+  double median_ms = 0, p99_ms = 0, max_ms = 0;
+};
+
+std::string PodJson(int i, int gpus) {
+  Json pod = {{"metadata", {{"name", "bench-" + std::to_string(i)}, {"namespace", "bench"}, {"uid", "u" + std::to_string(i)}}},
+              {"spec",
+               {{"containers",
+                 Json::array({{{"name", "c"},
+                               {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+              {"status", {{"phase", "Pending"}}}};
+  return pod.dump();
+}
+
+PhaseResult RunPhase(const std::string& name, int port, const std::vector<std::string>& filter_bodies,
+                     const std::vector<std::string>& prioritize_bodies, size_t pods, int clients, double max_seconds,
+                     bool check) {
+  std::atomic<size_t> next{0}, errors{0};
+  std::vector<std::vector<double>> lat(clients);
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = start + std::chrono::duration<double>(max_seconds);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);  // as Go's net/http (kube-scheduler) does
+      cli.set_read_timeout(30, 0);
+      for (;;) {
+        size_t i = next.fetch_add(1);
+        if (i >= pods || std::chrono::steady_clock::now() > deadline) return;
+        const std::string& fb = filter_bodies[i % filter_bodies.size()];
+        const std::string& pb = prioritize_bodies[i % prioritize_bodies.size()];
+        httplib::Headers h = {{"X-Bench-Pod", std::to_string(i % filter_bodies.size())}};
+        auto t0 = std::chrono::steady_clock::now();
+        auto f = cli.Post("/filter", h, fb, "application/json");
+        auto p = cli.Post("/prioritize", h, pb, "application/json");
+        auto t1 = std::chrono::steady_clock::now();
+        bool ok = f && p && f->status == 200 && p->status == 200;
+        if (ok && check) {
+          Json fj = Json::parse(f->body, nullptr, false);
+          Json pj = Json::parse(p->body, nullptr, false);
+          ok = fj.is_object() && fj.contains("NodeNames") && pj.is_array();
+        }
+        if (!ok) ++errors;
+        lat[c].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  PhaseResult r;
+  r.name = name;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  r.pods = all.size();
+  r.errors = errors;
+  if (!all.empty()) {
+    r.median_ms = all[all.size() / 2];
+    r.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+    r.max_ms = all.back();
+  }
+  return r;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"rackwise-extender loopback load test (filter + prioritize per pod)"};
+  int nodes = 5000, clients = 2, threads = 4, warmup = 200;
+  size_t pods = 5000;
+  double max_seconds = 60, fill = 0.5;
+  bool smoke = false, json = false;
+  app.add_option("--nodes", nodes, "node names per call (HGX H100 nodes, 8 per rack)")->check(CLI::Range(8, 100000));
+  app.add_option("--pods", pods, "pods per phase");
+  app.add_option("--clients", clients, "concurrent keep-alive clients")->check(CLI::Range(1, 64));
+  app.add_option("--threads", threads, "server worker threads")->check(CLI::Range(1, 64));
+  app.add_option("--max-seconds", max_seconds, "stop a phase after this long");
+  app.add_option("--fill", fill, "share of GPUs allocated before the run")->check(CLI::Range(0.0, 0.95));
+  app.add_flag("--smoke", smoke, "tiny run that checks answers (for CTest)");
+  app.add_flag("--json", json, "print one JSON object");
+  CLI11_PARSE(app, argc, argv);
+  if (smoke) {
+    nodes = 200;
+    pods = 40;
+    warmup = 5;
+    max_seconds = 30;
+  }
+
+  SyntheticClusterSpec spec;
+  spec.name = "bench";
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, (nodes + 7) / 8, 8});
+  auto topology = Topology::Build(BuildSyntheticCluster(spec));
+  if (!topology.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(topology.status().message()).c_str());
+    return 1;
+  }
+  ExtenderMetrics metrics;
+  ExtenderService service(std::make_unique<Topology>(std::move(*topology)), {}, nullptr, &metrics);
+  service.SetSynced(true);
+  std::vector<std::string> names;
+  for (const Node& n : service.topology().nodes()) names.push_back(n.name);
+  names.resize(nodes);
+
+  // Fill the cluster partly so that filter has real work (partly used nodes, power headroom).
+  std::mt19937 rng(7);
+  const int total = service.topology().total_gpus();
+  int used = 0;
+  for (int i = 0; used < total * fill && i < total; ++i) {
+    PlacementRequest r;
+    r.id = "fill-" + std::to_string(i);
+    r.gpus = 1 << (rng() % 4);
+    r.gpus_per_node = r.gpus;
+    r.locality = Locality::kNone;
+    auto o = service.Place(r, true);
+    if (o.ok() && std::holds_alternative<PlacementDecision>(*o)) used += r.gpus;
+  }
+
+  // Sixteen pods (1, 2, 4, 8 GPUs). As kube-scheduler does, prioritize gets only the nodes filter kept.
+  std::string names_json = Json(names).dump();
+  std::vector<std::string> filter_bodies, prioritize_bodies, filter_answers, prioritize_answers;
+  size_t feasible_total = 0;
+  for (int i = 0; i < 16; ++i) {
+    std::string pod = PodJson(i, 1 << (i % 4));
+    std::string body = "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names_json + "}";
+    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body);
+    if (!args.ok()) return 1;
+    FilterResult fr = service.Filter(*args, 0);
+    feasible_total += fr.feasible.size();
+    filter_answers.push_back(EncodeFilterResult(fr, *args));
+    filter_bodies.push_back(body);
+    std::string pbody = "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + Json(fr.feasible).dump() + "}";
+    absl::StatusOr<ExtenderArgs> pargs = ParseExtenderArgs(pbody);
+    prioritize_answers.push_back(EncodeHostPriorityList(*service.Prioritize(*pargs, 0)));
+    prioritize_bodies.push_back(std::move(pbody));
+  }
+
+  // In-process breakdown of one pod's work (no HTTP): decode, filter, encode, prioritize, encode.
+  double t_parse = 0, t_filter = 0, t_enc_f = 0, t_prio = 0, t_enc_p = 0;
+  const int kBreakdownRounds = smoke ? 3 : 50;
+  for (int i = 0; i < kBreakdownRounds; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(filter_bodies[i % filter_bodies.size()]);
+    auto b = std::chrono::steady_clock::now();
+    FilterResult fr = service.Filter(*args, 0);
+    auto c = std::chrono::steady_clock::now();
+    std::string fo = EncodeFilterResult(fr, *args);
+    auto d = std::chrono::steady_clock::now();
+    absl::StatusOr<ExtenderArgs> pargs = ParseExtenderArgs(prioritize_bodies[i % prioritize_bodies.size()]);
+    absl::StatusOr<std::vector<HostPriority>> pr = service.Prioritize(*pargs, 0);
+    auto e = std::chrono::steady_clock::now();
+    std::string po = EncodeHostPriorityList(*pr);
+    auto f = std::chrono::steady_clock::now();
+    auto us = [](auto x, auto y) { return std::chrono::duration<double, std::micro>(y - x).count(); };
+    t_parse += us(a, b);
+    t_filter += us(b, c);
+    t_enc_f += us(c, d);
+    t_prio += us(d, e);
+    t_enc_p += us(e, f);
+  }
+  if (!json) {
+    std::printf("in-process per pod (us): decode %.0f, filter %.0f, encode %.0f, decode+prioritize %.0f, encode %.0f\n",
+                t_parse / kBreakdownRounds, t_filter / kBreakdownRounds, t_enc_f / kBreakdownRounds,
+                t_prio / kBreakdownRounds, t_enc_p / kBreakdownRounds);
+  }
+
+  HttpServerOptions http;
+  http.threads = threads;
+  ExtenderHttpServer server(&service, http);
+  if (!server.Start().ok()) return 1;
+
+  // The baseline: the same HTTP stack and requests; it answers with the extender's own answers for that pod
+  // (picked by a header, so it parses nothing), so both phases move the same bytes.
+  auto pod_index = [](const httplib::Request& req) {
+    size_t i = 0;
+    absl::SimpleAtoi(req.get_header_value("X-Bench-Pod"), &i);
+    return i % 16;
+  };
+  httplib::Server noop;
+  noop.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  noop.set_keep_alive_max_count(1'000'000);
+  noop.set_tcp_nodelay(true);
+  noop.Post("/filter", [&](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(filter_answers[pod_index(req)], "application/json");
+  });
+  noop.Post("/prioritize", [&](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(prioritize_answers[pod_index(req)], "application/json");
+  });
+  int noop_port = noop.bind_to_any_port("127.0.0.1");
+  std::thread noop_thread([&] { noop.listen_after_bind(); });
+  while (!noop.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  RunPhase("warmup", server.port(), filter_bodies, prioritize_bodies, warmup, clients, max_seconds, false);
+  RunPhase("warmup", noop_port, filter_bodies, prioritize_bodies, warmup, clients, max_seconds, false);
+  PhaseResult base = RunPhase("noop", noop_port, filter_bodies, prioritize_bodies, pods, clients, max_seconds, smoke);
+  PhaseResult ext = RunPhase("extender", server.port(), filter_bodies, prioritize_bodies, pods, clients, max_seconds, smoke);
+  noop.stop();
+  noop_thread.join();
+  server.Stop();
+
+  if (json) {
+    Json out = Json::object();
+    for (const PhaseResult* r : {&base, &ext}) {
+      out[r->name] = {{"pods", r->pods},         {"errors", r->errors},         {"seconds", r->seconds},
+                      {"median_ms", r->median_ms}, {"p99_ms", r->p99_ms},       {"max_ms", r->max_ms},
+                      {"pods_per_s", r->pods / std::max(r->seconds, 1e-9)}};
+    }
+    out["nodes"] = nodes;
+    out["clients"] = clients;
+    out["server_threads"] = threads;
+    out["allocated_gpus"] = used;
+    out["mean_feasible_nodes"] = feasible_total / 16;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("nodes=%d clients=%d server_threads=%d allocated_gpus=%d/%d mean_feasible_nodes=%zu\n", nodes,
+                clients, threads, used, total, feasible_total / 16);
+    std::printf("%-9s %7s %7s %10s %10s %10s %10s\n", "phase", "pods", "errors", "median_ms", "p99_ms", "max_ms",
+                "pods/s");
+    for (const PhaseResult* r : {&base, &ext}) {
+      std::printf("%-9s %7zu %7zu %10.3f %10.3f %10.3f %10.0f\n", r->name.c_str(), r->pods, r->errors, r->median_ms,
+                  r->p99_ms, r->max_ms, r->pods / std::max(r->seconds, 1e-9));
+    }
+  }
+  return (base.errors + ext.errors) == 0 && ext.pods > 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace rackwise::k8s
+
+int main(int argc, char** argv) { return rackwise::k8s::Main(argc, argv); }

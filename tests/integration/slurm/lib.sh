@@ -1,0 +1,318 @@
+# A real Slurm 22.05 cluster on 127.0.0.1 for the integration tests: one slurmctld and one slurmd per node
+# (Debian's slurmd is built with --enable-multiple-slurmd), free ports picked at run time, fake GPUs as
+# symlinks to /dev/null, everything (state, spool, logs, configs) in a temp dir that is removed afterwards.
+# Source it; see test_*.sh. Needs root (slurmd runs jobs as their user) and the Debian daemons.
+#
+# Environment: RW_PLUGIN_DIR (our built .so files), RW_SRC_DIR (this directory), RW_KEEP=1 keeps the temp dir.
+
+set -uo pipefail
+
+RW_DEBIAN_PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm
+RW_NODES=()            # node names, in slurm.conf order
+declare -A RW_NODE_GPUS=()
+RW_PIDS=()             # daemons we started
+RW_CTLD_PID=""
+RW_TMP=""
+RW_FAILS=0
+
+rw_log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+rw_fail() { rw_log "FAIL: $*"; RW_FAILS=$((RW_FAILS + 1)); }
+rw_ok() { rw_log "ok: $*"; }
+
+# Exit 77 (CTest's skip code) when this machine cannot run real daemons, unless CI is set: there they are
+# installed, and a skip would hide a broken setup.
+rw_require() {
+  local why=""
+  [[ $(id -u) -eq 0 ]] || why="not root (slurmd must run as root)"
+  for b in /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/bin/squeue /usr/bin/scontrol /usr/bin/sdiag; do
+    [[ -x $b ]] || why="${why:+$why; }$b missing (apt-get install slurmctld slurmd slurm-client)"
+  done
+  [[ -f $RW_DEBIAN_PLUGINS/select_cons_tres.so ]] || why="${why:+$why; }$RW_DEBIAN_PLUGINS/select_cons_tres.so missing"
+  [[ -f ${RW_PLUGIN_DIR:-}/select_rackwise_cons_tres.so ]] || why="${why:+$why; }plugin not built in ${RW_PLUGIN_DIR:-?}"
+  if [[ -n $why ]]; then
+    if [[ -n ${CI:-} ]]; then
+      echo "FAIL: cannot run the Slurm integration tests in CI: $why" >&2
+      exit 1
+    fi
+    echo "SKIP: Slurm integration tests need: $why" >&2
+    exit 77
+  fi
+}
+
+# Prints a base port such that base..base+count are all free on 127.0.0.1.
+rw_pick_ports() {
+  local count=$1 base used tries=0
+  used=$(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -un)
+  while ((tries++ < 200)); do
+    base=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    local clash=0 p
+    for ((p = base; p <= base + count; p++)); do
+      if grep -qx "$p" <<<"$used"; then clash=1; break; fi
+    done
+    ((clash)) || { echo "$base"; return 0; }
+  done
+  echo "no free port range" >&2
+  return 1
+}
+
+# Expands "pre[01-04,07]suf" (one bracket group) or a plain name; scontrol needs a slurm.conf to do this.
+rw_expand() {
+  local h=$1
+  if [[ ! $h =~ ^([^[]*)\[([^]]*)\](.*)$ ]]; then echo "$h"; return; fi
+  local pre=${BASH_REMATCH[1]} body=${BASH_REMATCH[2]} suf=${BASH_REMATCH[3]} part
+  IFS=, read -ra parts <<<"$body"
+  for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then
+      local lo=${part%-*} hi=${part#*-} width i
+      width=${#lo}
+      for ((i = 10#$lo; i <= 10#$hi; i++)); do printf '%s%0*d%s\n' "$pre" "$width" "$i" "$suf"; done
+    else
+      echo "$pre$part$suf"
+    fi
+  done
+}
+
+# Reads the node list (name + GPUs) from a description's racks.
+rw_nodes_from_yaml() {
+  local yaml=$1 type="" nodes=""
+  RW_NODES=()
+  while IFS= read -r line; do
+    if [[ $line =~ ^[[:space:]]+type:[[:space:]]*([^[:space:]#]+) ]]; then type=${BASH_REMATCH[1]}; fi
+    if [[ $line =~ ^[[:space:]]+nodes:[[:space:]]*([^[:space:]#]+) ]]; then
+      nodes=${BASH_REMATCH[1]}
+      local gpus=8
+      [[ $type == gb200-tray ]] && gpus=4
+      local n
+      for n in $(rw_expand "$nodes"); do
+        RW_NODES+=("$n")
+        RW_NODE_GPUS[$n]=$gpus
+      done
+    fi
+  done <"$yaml"
+}
+
+# rw_setup SELECT YAML [TOPOLOGY_CONF]: writes slurm.conf, gres.conf, plugstack.conf and rackwise.yaml into a
+# new temp dir. SELECT is select/rackwise_cons_tres or select/cons_tres (the baseline, with topology/tree when
+# TOPOLOGY_CONF is given).
+rw_setup() {
+  local select=$1 yaml=$2 topo=${3:-}
+  RW_TMP=$(mktemp -d /tmp/rackwise-slurm.XXXXXX)
+  mkdir -p "$RW_TMP"/{state,spool,log,fakedev,etc}
+  local g
+  for g in 0 1 2 3 4 5 6 7; do ln -s /dev/null "$RW_TMP/fakedev/nvidia$g"; done
+  rw_nodes_from_yaml "$yaml"
+  local count=${#RW_NODES[@]}
+  local base
+  base=$(rw_pick_ports $((count + 1))) || return 1
+  RW_CTLD_PORT=$base
+  export SLURM_CONF=$RW_TMP/etc/slurm.conf
+  cp "$yaml" "$RW_TMP/etc/rackwise.yaml"
+  {
+    echo "# Written by tests/integration/slurm/lib.sh"
+    echo "ClusterName=rwtest"
+    echo "SlurmctldHost=localhost"
+    echo "SlurmctldPort=$RW_CTLD_PORT"
+    echo "AuthType=auth/none"
+    echo "CredType=cred/none"
+    echo "SlurmUser=root"
+    echo "SlurmdUser=root"
+    echo "StateSaveLocation=$RW_TMP/state"
+    echo "SlurmdSpoolDir=$RW_TMP/spool/%n"
+    echo "SlurmctldPidFile=$RW_TMP/slurmctld.pid"
+    echo "SlurmdPidFile=$RW_TMP/spool/slurmd-%n.pid"
+    echo "SlurmctldLogFile=$RW_TMP/log/slurmctld.log"
+    echo "SlurmdLogFile=$RW_TMP/log/slurmd-%n.log"
+    echo "SlurmctldDebug=${RW_CTLD_DEBUG:-info}"
+    echo "SlurmdDebug=error"
+    echo "ProctrackType=proctrack/linuxproc"
+    echo "TaskPlugin=task/none"
+    echo "MpiDefault=none"
+    echo "SwitchType=switch/none"
+    echo "JobCompType=jobcomp/none"
+    echo "AccountingStorageType=accounting_storage/none"
+    echo "ReturnToService=2"
+    echo "MailProg=/bin/true"
+    echo "SlurmdTimeout=30"
+    echo "SlurmdParameters=config_overrides"
+    echo "SchedulerParameters=bf_interval=1,sched_interval=2,bf_continue"
+    echo "SelectType=$select"
+    echo "SelectTypeParameters=CR_Core"
+    echo "GresTypes=gpu"
+    echo "PluginDir=${RW_PLUGIN_DIR}:$RW_DEBIAN_PLUGINS"
+    echo "PlugStackConfig=$RW_TMP/etc/plugstack.conf"
+    if [[ -n $topo ]]; then
+      echo "TopologyPlugin=topology/tree"
+      echo "TopologyParam=TopoOptional"
+      cp "$topo" "$RW_TMP/etc/topology.conf"
+    fi
+    local i=0 n
+    for n in "${RW_NODES[@]}"; do
+      i=$((i + 1))
+      echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((base + i)) CPUs=16 RealMemory=4000 Gres=gpu:${RW_NODE_GPUS[$n]}"
+    done
+    local hgx nvl1 nvl2 all
+    all=$(IFS=,; echo "${RW_NODES[*]}")
+    echo "PartitionName=all Nodes=$all Default=YES MaxTime=INFINITE DefaultTime=60 State=UP OverSubscribe=NO"
+    hgx=$(printf '%s\n' "${RW_NODES[@]}" | grep '^gpu' | paste -sd,)
+    [[ -n $hgx ]] && echo "PartitionName=hgx Nodes=$hgx MaxTime=INFINITE DefaultTime=60 State=UP"
+    local h02
+    h02=$(printf '%s\n' "${RW_NODES[@]}" | grep -E '^gpu0[5-8]$' | paste -sd,)
+    [[ -n $h02 ]] && echo "PartitionName=h02 Nodes=$h02 MaxTime=INFINITE DefaultTime=60 State=UP"
+    nvl1=$(printf '%s\n' "${RW_NODES[@]}" | grep '^nvl' | paste -sd,)
+    [[ -n $nvl1 ]] && echo "PartitionName=nvl Nodes=$nvl1 MaxTime=INFINITE DefaultTime=60 State=UP"
+  } >"$SLURM_CONF"
+  {
+    echo "AutoDetect=off"
+    local n
+    for n in "${RW_NODES[@]}"; do
+      echo "NodeName=$n Name=gpu File=$RW_TMP/fakedev/nvidia[0-$((RW_NODE_GPUS[$n] - 1))]"
+    done
+  } >"$RW_TMP/etc/gres.conf"
+  echo "optional ${RW_PLUGIN_DIR}/spank_rackwise.so" >"$RW_TMP/etc/plugstack.conf"
+  trap rw_teardown EXIT
+  trap 'exit 1' INT TERM
+}
+
+rw_start_ctld() {
+  # Through /usr/sbin/slurmctld: running_in_slurmctld() compares the program name.
+  /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >>"$RW_TMP/log/slurmctld.out" 2>&1 &
+  RW_CTLD_PID=$!
+  RW_PIDS+=("$RW_CTLD_PID")
+  local t
+  for ((t = 0; t < 150; t++)); do
+    if ! kill -0 "$RW_CTLD_PID" 2>/dev/null; then return 1; fi
+    scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+rw_stop_ctld() {
+  [[ -n $RW_CTLD_PID ]] || return 0
+  kill -TERM "$RW_CTLD_PID" 2>/dev/null
+  local t
+  for ((t = 0; t < 100; t++)); do kill -0 "$RW_CTLD_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$RW_CTLD_PID" 2>/dev/null
+  wait "$RW_CTLD_PID" 2>/dev/null
+  RW_CTLD_PID=""
+}
+
+# Starts slurmctld and every slurmd; waits until all nodes are idle.
+rw_start() {
+  rw_start_ctld || { rw_log "slurmctld did not come up:"; tail -20 "$RW_TMP/log/slurmctld.log" >&2; return 1; }
+  local n
+  for n in "${RW_NODES[@]}"; do
+    mkdir -p "$RW_TMP/spool/$n"
+    /usr/sbin/slurmd -D -N "$n" -f "$SLURM_CONF" >>"$RW_TMP/log/slurmd.out" 2>&1 &
+    RW_PIDS+=("$!")
+  done
+  local t idle
+  for ((t = 0; t < 300; t++)); do
+    idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2=="idle"' | sort -u | wc -l)
+    [[ $idle -eq ${#RW_NODES[@]} ]] && return 0
+    sleep 0.2
+  done
+  rw_log "only $idle of ${#RW_NODES[@]} nodes idle:"
+  sinfo -N -o '%N %t %E' >&2
+  return 1
+}
+
+# Every process below `pid`, depth first.
+rw_descendants() {
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    echo "$c"
+    rw_descendants "$c"
+  done
+}
+
+# Stops the cluster (jobs, daemons, leftover slurmstepd) and removes the temp dir; the shell goes on.
+rw_cleanup() {
+  [[ -z $RW_TMP ]] && return 0
+  if [[ -n $RW_CTLD_PID ]] && kill -0 "$RW_CTLD_PID" 2>/dev/null; then
+    scancel --quiet --user=root 2>/dev/null
+    local t
+    for ((t = 0; t < 50; t++)); do [[ -z $(squeue -h 2>/dev/null) ]] && break; sleep 0.2; done
+  fi
+  # Collect what our daemons started (slurmstepd and the jobs), then stop everything by PID.
+  local p kids=()
+  for p in "${RW_PIDS[@]}"; do kids+=($(rw_descendants "$p")); done
+  for p in "${RW_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  local t alive
+  for ((t = 0; t < 50; t++)); do
+    alive=0
+    for p in "${RW_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.1
+  done
+  # slurmstepd can outlive its slurmd and ignore SIGTERM.
+  for p in "${RW_PIDS[@]}" "${kids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if ((RW_FAILS != 0)) && [[ -f $RW_TMP/log/slurmctld.log ]]; then
+    rw_log "rackwise/error lines of slurmctld.log:"
+    grep -i 'rackwise\|error\|fatal' "$RW_TMP/log/slurmctld.log" | grep -v 'mpi\|MPI\|state file' | tail -25 >&2
+  fi
+  if [[ -n ${RW_KEEP:-} ]]; then rw_log "kept $RW_TMP"; else rm -rf "$RW_TMP"; fi
+  RW_TMP="" RW_PIDS=() RW_CTLD_PID=""
+}
+
+# EXIT trap: always stop the daemons.
+rw_teardown() {
+  local rc=$?
+  trap - EXIT
+  rw_cleanup
+  exit "$rc"
+}
+
+# --- jobs -------------------------------------------------------------------------------------------
+
+# rw_submit ARGS...: sbatch a sleeper; prints the job id (empty on rejection, the error on stderr).
+rw_submit() {
+  sbatch --parsable -o /dev/null -e /dev/null -D "$RW_TMP" "$@" --wrap 'sleep 3000' 2>"$RW_TMP/sbatch.err" | cut -d';' -f1
+}
+
+rw_state() { squeue -h -j "$1" -o %T 2>/dev/null; }
+rw_reason() { squeue -h -j "$1" -o %r 2>/dev/null; }
+
+# rw_wait_state ID STATE SECONDS
+rw_wait_state() {
+  local id=$1 want=$2 limit=$3 t
+  for ((t = 0; t < limit * 5; t++)); do
+    [[ $(rw_state "$id") == "$want" ]] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# Nodes of a job, one per line.
+rw_job_nodes() { scontrol show hostnames "$(squeue -h -j "$1" -o %N)" 2>/dev/null; }
+
+# "node idx,idx,..." per node, from `scontrol show job -d`.
+rw_job_gpus() {
+  scontrol show job -d "$1" | grep -o 'Nodes=[^ ]* CPU_IDs=[^ ]* Mem=[^ ]* GRES=[^ ]*' | while read -r nodes _ _ gres; do
+    local idx=${gres#*IDX:}
+    idx=${idx%)}
+    local expanded="" part
+    IFS=, read -ra parts <<<"$idx"
+    for part in "${parts[@]}"; do
+      if [[ $part == *-* ]]; then expanded+="$(seq -s, "${part%-*}" "${part#*-}"),"; else expanded+="$part,"; fi
+    done
+    local n
+    for n in $(scontrol show hostnames "${nodes#Nodes=}"); do echo "$n ${expanded%,}"; done
+  done
+}
+
+# Distinct values of a node attribute (rack or NVLink domain) over a job's nodes.
+rw_rack_of() {
+  case $1 in
+    gpu0[1-4]) echo h01 ;;
+    gpu0[5-8]) echo h02 ;;
+    nvl01-*) echo nvl01 ;;
+    nvl02-*) echo nvl02 ;;
+    *) echo "?" ;;
+  esac
+}
+rw_domain_of() { case $1 in nvl*) rw_rack_of "$1" ;; *) echo "$1" ;; esac; }
+
+rw_job_racks() { local n; for n in $(rw_job_nodes "$1"); do rw_rack_of "$n"; done | sort -u; }
+rw_job_domains() { local n; for n in $(rw_job_nodes "$1"); do rw_domain_of "$n"; done | sort -u; }

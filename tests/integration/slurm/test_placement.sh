@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# select/rackwise_cons_tres in a real slurmctld with 44 real slurmd on 127.0.0.1 (cluster.yaml: two HGX
+# racks, one with a tight cap, and two GB200 NVL72 racks): placements read back from `scontrol show job -d`,
+# a rack cap holding jobs (with the reason in squeue -o %r) across a slurmctld restart, reconfigure with a bad
+# file and with a lowered cap, nodes going down, oversized jobs, and a refused start on a mismatched file.
+# Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins test_placement.sh   (exit 77: skipped, see lib.sh)
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+rw_require
+rw_setup select/rackwise_cons_tres "$here/cluster.yaml"
+rw_start || exit 1
+yaml=$RW_TMP/etc/rackwise.yaml
+cp "$yaml" "$RW_TMP/rackwise.yaml.good"
+
+gpus_in_rack() {  # GPUs held by running jobs in a rack
+  local rack=$1 total=0 id n idx
+  for id in $(squeue -h -t R -o %i); do
+    while read -r n idx; do
+      [[ $(rw_rack_of "$n") == "$rack" ]] && total=$((total + $(tr ',' '\n' <<<"$idx" | grep -c .)))
+    done < <(rw_job_gpus "$id")
+  done
+  echo "$total"
+}
+cancel_all() {
+  scancel --user=root 2>/dev/null
+  local t
+  for ((t = 0; t < 100; t++)); do [[ -z $(squeue -h) ]] && return 0; sleep 0.2; done
+  rw_fail "queue did not drain"
+}
+
+# --- Slurm's own tools work with the plugin installed -----------------------------------------------
+[[ $(scontrol show config | awk '/^SelectType /{print $3}') == select/rackwise_cons_tres ]] &&
+  rw_ok "SelectType is select/rackwise_cons_tres" || rw_fail "SelectType not ours"
+[[ $(sinfo -h -N -o '%N' | sort -u | wc -l) -eq 44 ]] && rw_ok "sinfo lists 44 nodes" || rw_fail "sinfo"
+squeue >/dev/null && scontrol show nodes gpu01 | grep -q 'Gres=gpu:8' && rw_ok "squeue/scontrol work" ||
+  rw_fail "squeue/scontrol"
+grep -q 'rackwise: loaded .*44 nodes' "$RW_TMP/log/slurmctld.log" && rw_ok "rackwise.yaml loaded beside slurm.conf" ||
+  rw_fail "no load message"
+
+# --- Jobs that can never run are refused at submit; bad options are refused by the SPANK plugin -------
+id=$(rw_submit --gpus=1000)
+[[ -z $id ]] && rw_ok "1000 GPUs refused at submit ($(head -c 120 "$RW_TMP/sbatch.err"))" || rw_fail "1000-GPU job accepted ($id)"
+id=$(rw_submit -p hgx --gpus=72 --nvlink=required)
+[[ -z $id ]] && rw_ok "72 GPUs with --nvlink=required on 8-GPU nodes refused" || rw_fail "unplaceable required job accepted ($id)"
+id=$(rw_submit --gpus=8 --nvlink=sometimes)
+if [[ -z $id ]] && grep -q -- '--nvlink' "$RW_TMP/sbatch.err"; then rw_ok "--nvlink=sometimes refused by the SPANK plugin"
+else rw_fail "bad --nvlink accepted ($id): $(cat "$RW_TMP/sbatch.err")"; fi
+id=$(rw_submit --gpus=8 --gpu-watts=-3)
+[[ -z $id ]] && rw_ok "--gpu-watts=-3 refused" || rw_fail "bad --gpu-watts accepted"
+scontrol ping | grep -q UP && rw_ok "slurmctld alive after refused jobs" || rw_fail "slurmctld died"
+
+# --- NVL72: 64 GPUs land in one rack; a second one in the other; a small job fills a fragment -----------
+a=$(rw_submit -p nvl --gpus=64 --nvlink=required)
+rw_wait_state "$a" RUNNING 20 || rw_fail "64-GPU job $a not running: $(rw_reason "$a")"
+ra=$(rw_job_racks "$a")
+[[ $(wc -l <<<"$ra") -eq 1 && $(rw_job_nodes "$a" | wc -l) -eq 16 ]] &&
+  rw_ok "64 GPUs in one NVL72 rack ($ra, 16 trays)" || rw_fail "64-GPU job spread: $(rw_job_nodes "$a" | paste -sd' ')"
+b=$(rw_submit -p nvl --gpus=64)
+rw_wait_state "$b" RUNNING 20 || rw_fail "second 64-GPU job $b not running: $(rw_reason "$b")"
+rb=$(rw_job_racks "$b")
+[[ $(wc -l <<<"$rb") -eq 1 && $rb != "$ra" ]] && rw_ok "second 64 GPUs in the other rack ($rb)" ||
+  rw_fail "second 64-GPU job: racks $(paste -sd' ' <<<"$rb")"
+c=$(rw_submit -p nvl --gpus=8 --nvlink=none)
+rw_wait_state "$c" RUNNING 20 || rw_fail "8-GPU job $c not running"
+[[ $(rw_job_racks "$c" | wc -l) -eq 1 ]] && rw_ok "8-GPU job in one rack ($(rw_job_racks "$c"))" || rw_fail "8-GPU job spread"
+# 72 GPUs free, but in no single rack: --nvlink=required waits, --nvlink=preferred starts across two racks.
+scancel "$a"
+for ((t = 0; t < 50; t++)); do [[ -z $(rw_state "$a") ]] && break; sleep 0.2; done
+r=$(rw_submit -p nvl --gpus=72 --nvlink=required)
+sleep 5
+if [[ $(rw_state "$r") == PENDING ]] && rw_reason "$r" | grep -q 'rackwise:'; then
+  rw_ok "--nvlink=required waits for a whole NVL72 rack: $(rw_reason "$r")"
+else
+  rw_fail "required 72-GPU job: $(rw_state "$r") on $(rw_job_racks "$r" | paste -sd,)"
+fi
+scancel "$r"
+p=$(rw_submit -p nvl --gpus=72 --nvlink=preferred)
+rw_wait_state "$p" RUNNING 20 || rw_fail "preferred 72-GPU job not running: $(rw_reason "$p")"
+[[ $(rw_job_racks "$p" | wc -l) -eq 2 ]] && rw_ok "--nvlink=preferred starts across 2 racks instead of waiting" ||
+  rw_fail "preferred 72-GPU job racks: $(rw_job_racks "$p" | paste -sd,)"
+cancel_all
+
+# --- HGX: the fewest nodes; rail alignment on partly used nodes ----------------------------------------
+d=$(rw_submit -p hgx --gpus=16)
+rw_wait_state "$d" RUNNING 20 || rw_fail "16-GPU HGX job not running"
+[[ $(rw_job_nodes "$d" | wc -l) -eq 2 ]] && rw_ok "16 GPUs on 2 HGX nodes" || rw_fail "16 GPUs on $(rw_job_nodes "$d" | wc -l) nodes"
+e=$(rw_submit -p hgx --gpus=12)
+rw_wait_state "$e" RUNNING 20 || rw_fail "12-GPU job not running"
+[[ $(rw_job_nodes "$e" | wc -l) -eq 2 ]] && rw_ok "12 GPUs on 2 HGX nodes" || rw_fail "12 GPUs on $(rw_job_nodes "$e" | wc -l) nodes"
+cancel_all
+f=$(rw_submit -p hgx -w gpu01 --gpus=4)
+rw_wait_state "$f" RUNNING 20 || rw_fail "4-GPU job on gpu01 not running"
+g=$(rw_submit -p hgx -w gpu01,gpu02 -N 2 --gpus-per-node=4)
+rw_wait_state "$g" RUNNING 20 || rw_fail "2x4 job not running: $(rw_reason "$g")"
+idx=$(rw_job_gpus "$g" | awk '{print $2}' | sort -u)
+if [[ $(wc -l <<<"$idx") -eq 1 ]]; then rw_ok "2 nodes x 4 GPUs rail-aligned (IDX $idx on both, gpu01 half used)"
+else rw_fail "not rail-aligned: $(rw_job_gpus "$g" | paste -sd' ')"; fi
+cancel_all
+
+# --- --gpu-watts reaches slurmctld: 32 GPUs fit h02's 30 kW at 300 W each, not at the default 962.5 W --------
+w=$(rw_submit -p h02 --gpus=32 --gpu-watts=300)
+rw_wait_state "$w" RUNNING 20 && rw_ok "--gpu-watts=300 lets 32 GPUs run under h02's 30 kW cap" ||
+  rw_fail "32 GPUs at 300 W: $(rw_state "$w") '$(rw_reason "$w")' $(cat "$RW_TMP/sbatch.err")"
+cancel_all
+w=$(rw_submit -p h02 --gpus=32)
+[[ -z $w ]] && rw_ok "the same 32 GPUs at the default draw are refused at submit (never fit the cap)" ||
+  rw_fail "32 GPUs at the default draw accepted ($w)"
+
+# --- A rack cap holds jobs back, with the reason shown, and releases them when power frees ---------------
+# h02: cap 30 kW, idle 10 kW, 962.5 W per GPU: at most 20 GPUs. p1 takes all of that power.
+p1=$(rw_submit -p h02 --gpus=20)
+rw_wait_state "$p1" RUNNING 20 || rw_fail "p1 not running"
+p2=$(rw_submit -p h02 --gpus=8)
+sleep 6
+if [[ $(rw_state "$p2") == PENDING ]] && rw_reason "$p2" | grep -q 'rackwise:.*rack h02 would need 7.7 kW'; then
+  rw_ok "job over h02's cap waits with 12 GPUs free: $(rw_reason "$p2")"
+else
+  rw_fail "p2 state $(rw_state "$p2") reason '$(rw_reason "$p2")'"
+fi
+scontrol show job "$p2" | grep -q 'Reason=rackwise' && rw_ok "scontrol show job gives the reason" || rw_fail "no reason in scontrol"
+[[ $(gpus_in_rack h02) -le 20 ]] && rw_ok "h02 holds $(gpus_in_rack h02) GPUs (<= 20)" || rw_fail "h02 over cap"
+scancel "$p1"
+rw_wait_state "$p2" RUNNING 20 && rw_ok "waiting job started when power freed" || rw_fail "p2 did not start: $(rw_reason "$p2")"
+
+# --- Caps hold across a slurmctld restart with jobs running ---------------------------------------------
+p3=$(rw_submit -p h02 --gpus=16)
+sleep 5
+[[ $(rw_state "$p3") == PENDING ]] || rw_fail "p3 should wait before the restart ($(rw_state "$p3"))"
+rw_stop_ctld
+rw_start_ctld || rw_fail "slurmctld did not restart"
+sleep 8
+[[ $(rw_state "$p2") == RUNNING ]] && rw_ok "running job survived the restart" || rw_fail "p2 is $(rw_state "$p2") after restart"
+if [[ $(rw_state "$p3") == PENDING ]] && rw_reason "$p3" | grep -q 'rackwise:'; then
+  rw_ok "after restart the ledger still holds p3 back: $(rw_reason "$p3")"
+else
+  rw_fail "p3 after restart: $(rw_state "$p3") '$(rw_reason "$p3")'"
+fi
+[[ $(gpus_in_rack h02) -le 20 ]] && rw_ok "h02 within cap after restart" || rw_fail "h02 over cap after restart"
+
+# --- Reconfigure: a bad file keeps the old one; a lowered cap applies at once -------------------------------
+printf 'cluster: broken\nracks: [\n' >"$yaml"
+scontrol reconfigure
+sleep 2
+scontrol ping | grep -q UP && rw_ok "slurmctld survives a bad rackwise.yaml at reconfigure" || rw_fail "slurmctld died on bad yaml"
+grep -q 'rackwise: keeping the previous cluster description' "$RW_TMP/log/slurmctld.log" &&
+  rw_ok "bad file logged and the previous one kept" || rw_fail "no 'keeping the previous' log line"
+[[ $(rw_state "$p3") == PENDING ]] && rw_ok "caps still enforced with the previous description" || rw_fail "p3 ran under a bad file"
+cancel_all
+sed 's/power_cap_kw: 41/power_cap_kw: 20/' "$RW_TMP/rackwise.yaml.good" >"$yaml"  # h01: 10 kW idle + 10 GPUs
+scontrol reconfigure
+sleep 2
+x=$(rw_submit -w gpu01 --gpus=8)
+rw_wait_state "$x" RUNNING 20 || rw_fail "8 GPUs under the lowered h01 cap did not start"
+h=$(rw_submit -w gpu02 --gpus=4)
+sleep 6
+if [[ $(rw_state "$h") == PENDING ]] && rw_reason "$h" | grep -q 'rackwise:'; then rw_ok "lowered h01 cap applies at once: $(rw_reason "$h")"
+else rw_fail "job over the lowered cap: $(rw_state "$h") '$(rw_reason "$h")'"; fi
+cp "$RW_TMP/rackwise.yaml.good" "$yaml"
+scontrol reconfigure
+rw_wait_state "$h" RUNNING 20 && rw_ok "cap restored: the job starts" || rw_fail "job did not start after the cap was restored"
+cancel_all
+
+# --- Nodes down, drained, vanished -------------------------------------------------------------------------
+scontrol update nodename=gpu05 state=down reason=rackwise-test
+scontrol update nodename=gpu06 state=drain reason=rackwise-test
+i1=$(rw_submit -p h02 --gpus=16)
+rw_wait_state "$i1" RUNNING 20 || rw_fail "16-GPU job with 2 nodes out not running: $(rw_reason "$i1")"
+if ! rw_job_nodes "$i1" | grep -q 'gpu0[56]'; then rw_ok "down/drained nodes avoided ($(rw_job_nodes "$i1" | paste -sd,))"
+else rw_fail "job placed on a down/drained node"; fi
+i2=$(rw_submit -p h02 --gpus=8)
+sleep 5
+[[ $(rw_state "$i2") == PENDING ]] && rw_ok "no room left with 2 nodes out: job waits ($(rw_reason "$i2"))" ||
+  rw_fail "i2 $(rw_state "$i2") on $(rw_job_nodes "$i2" | paste -sd,)"
+cancel_all
+scontrol update nodename=gpu05,gpu06 state=resume
+# A slurmd that vanishes: its node stops answering; slurmctld and placement carry on.
+n=0
+for name in "${RW_NODES[@]}"; do [[ $name == gpu08 ]] && break; n=$((n + 1)); done
+kill -KILL "${RW_PIDS[$((n + 1))]}" 2>/dev/null
+j=$(rw_submit -p hgx --gpus=8)
+rw_wait_state "$j" RUNNING 20 && rw_ok "placement carries on with a vanished slurmd" || rw_fail "job did not start"
+scontrol ping | grep -q UP && rw_ok "slurmctld alive after a slurmd vanished" || rw_fail "slurmctld died"
+cancel_all
+
+# --- slurmctld refuses to start on a description that disagrees with slurm.conf ---------------------------
+rw_stop_ctld
+awk '/- name: nvl02$/{skip=1} skip&&/^  - name:/&&!/nvl02/{skip=0} !skip' "$RW_TMP/rackwise.yaml.good" >"$yaml"
+: >"$RW_TMP/log/slurmctld.log"
+if rw_start_ctld; then
+  rw_fail "slurmctld started with a description that lacks rack nvl02"
+else
+  grep -q 'rackwise: refusing to start: .*nvl02-t01 has GPUs but no rack lists it' "$RW_TMP/log/slurmctld.log" &&
+    rw_ok "refused to start: $(grep -o 'rackwise: refusing to start: .\{0,100\}' "$RW_TMP/log/slurmctld.log" | head -1)" ||
+    rw_fail "no clear refusal message"
+fi
+RW_CTLD_PID=""
+cp "$RW_TMP/rackwise.yaml.good" "$yaml"
+rw_start_ctld && rw_ok "starts again with the right file" || rw_fail "did not start with the good file"
+
+rw_log "$RW_FAILS failure(s)"
+exit $((RW_FAILS > 0))
