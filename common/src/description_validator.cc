@@ -359,6 +359,7 @@ class Checker {
       Report("policy.power_reserve_pct",
              absl::StrCat("policy: power_reserve_pct must be between 0 and 50, got ", policy.power_reserve_pct()));
     }
+    CheckAmount("policy.preferred_wait_s", "policy: preferred_wait_s", policy.preferred_wait_s());
     bool min_ok = CheckAmount("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu());
     bool max_ok = CheckAmount("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu());
     if (min_ok && max_ok && policy.max_watts_per_gpu() > 0 && policy.min_watts_per_gpu() > policy.max_watts_per_gpu()) {
