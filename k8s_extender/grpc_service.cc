@@ -1,6 +1,8 @@
 // rackwise.v1.Placement over the extender service (see grpc_service.h).
 #include "grpc_service.h"
 
+#include "kube_config.h"
+
 #include <bit>
 #include <chrono>
 #include <fstream>
@@ -25,14 +27,6 @@ grpc::Status ToGrpc(const absl::Status& s) {
     default: break;
   }
   return grpc::Status(code, std::string(s.message()));
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 class Timer {

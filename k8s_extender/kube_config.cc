@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace rackwise::k8s {
-namespace {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -23,6 +22,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+namespace {
 
 std::string Resolve(const std::string& base_dir, const std::string& path) {
   if (path.empty() || path[0] == '/') return path;

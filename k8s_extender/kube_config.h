@@ -43,4 +43,7 @@ absl::StatusOr<std::optional<KubeConfig>> InClusterConfig(
 // --kubeconfig wins; else in-cluster; else nullopt (standalone).
 absl::StatusOr<std::optional<KubeConfig>> ResolveKubeConfig(const std::string& kubeconfig_path);
 
+// The whole file (certificates, tokens, kubeconfigs); NotFound naming the path when it cannot be read.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
 }  // namespace rackwise::k8s

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "rackwise/synthetic_cluster.h"
 
 namespace rackwise {
 namespace {
@@ -60,45 +61,40 @@ const char* SizingSystemName(SizingSystem system) {
 SizingParams DefaultSizingParams(SizingSystem system) {
   SizingParams p;
   p.system = system;
+  // The node's GPUs and watts come from the one table of reference systems (synthetic_cluster.h).
+  ReferenceSystem reference = ReferenceSystem::kHgxH100;
   switch (system) {
     case SizingSystem::kH100:
-      // DGX H100: 8 x 700 W GPUs, ~10.2 kW max; 4 per rack (~41 kW, air); SU = 32 nodes; 400 Gb/s NDR ports.
-      p.node_type = "hgx-h100";
-      p.gpus_per_node = 8;
-      p.gpu_watts = 700;
-      p.node_watts = 10200;
-      p.idle_watts = 2500;
+      // DGX H100: 4 per rack (~41 kW, air); SU = 32 nodes; 400 Gb/s NDR ports.
       p.gpu_port_gbps = 400;
       p.nodes_per_rack = 4;
       p.su_nodes = 32;
       break;
     case SizingSystem::kB200:
-      // DGX B200: 8 x ~1,000 W GPUs, ~14.3 kW max; 4 per rack (~57 kW); SU = 32 nodes; 800 Gb/s ports.
-      p.node_type = "hgx-b200";
-      p.gpus_per_node = 8;
-      p.gpu_watts = 1000;
-      p.node_watts = 14300;
-      p.idle_watts = 3600;
+      // DGX B200: 4 per rack (~57 kW); SU = 32 nodes; 800 Gb/s ports.
+      reference = ReferenceSystem::kHgxB200;
       p.gpu_port_gbps = 800;
       p.nodes_per_rack = 4;
       p.su_nodes = 32;
       break;
     case SizingSystem::kGb200Nvl72:
-      // GB200 NVL72: 18 compute trays of 4 x ~1,200 W GPUs (~6.6 kW per tray, ~119 kW per rack), the rack is
-      // one NVLink domain, liquid cooled; SU = 8 racks (576 GPUs); 800 Gb/s ports.
-      p.node_type = "gb200-tray";
-      p.gpus_per_node = 4;
+      // GB200 NVL72: 18 compute trays per rack, the rack is one NVLink domain, liquid cooled; SU = 8 racks
+      // (576 GPUs); 800 Gb/s ports.
+      reference = ReferenceSystem::kGb200Nvl72;
       p.nvlink_rack = true;
       p.whole_racks = true;
-      p.gpu_watts = 1200;
-      p.node_watts = 6600;
-      p.idle_watts = 1500;
       p.gpu_port_gbps = 800;
       p.liquid_required = true;
       p.nodes_per_rack = 18;
       p.su_nodes = 8 * 18;
       break;
   }
+  const v1::NodeType type = ReferenceNodeType(reference);
+  p.node_type = type.name();
+  p.gpus_per_node = static_cast<int>(type.gpus());
+  p.gpu_watts = type.gpu_watts();
+  p.node_watts = type.node_watts();
+  p.idle_watts = type.idle_watts();
   return p;
 }
 

@@ -22,7 +22,7 @@ v1::NodeType ReferenceNodeType(ReferenceSystem system) {
       t.set_nvlink(v1::NVLINK_SCOPE_NODE);
       t.set_gpu_watts(1000);
       t.set_node_watts(14300);
-      t.set_idle_watts(3500);
+      t.set_idle_watts(3600);
       break;
     case ReferenceSystem::kGb200Nvl72:
       t.set_name("gb200-tray");

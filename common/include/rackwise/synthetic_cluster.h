@@ -11,7 +11,7 @@ namespace rackwise {
 
 enum class ReferenceSystem {
   kHgxH100,     // 8 GPUs, NVLink = node, 700 W GPUs, 10.2 kW node, 2.5 kW idle
-  kHgxB200,     // 8 GPUs, NVLink = node, 1000 W GPUs, 14.3 kW node, 3.5 kW idle
+  kHgxB200,     // 8 GPUs, NVLink = node, 1000 W GPUs, 14.3 kW node, 3.6 kW idle
   kGb200Nvl72,  // 4 GPUs per tray, NVLink = rack (18 trays), 1200 W GPUs, 6.6 kW tray, 1.5 kW idle
 };
 
