@@ -185,11 +185,8 @@ void Ledger::SetRackCap(RackId rack, Milliwatts cap) { rack_cap_[rack] = std::ma
 void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) { pd_cap_[domain] = std::max<Milliwatts>(0, cap); }
 
 Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
-  auto room = [reserve_fraction](Milliwatts cap, Milliwatts draw) {
-    return static_cast<Milliwatts>(static_cast<double>(cap) * (1.0 - reserve_fraction)) - draw;
-  };
-  Milliwatts h = room(rack_cap_[rack], rack_draw_[rack]);
-  for (PowerDomainId p : topology_->racks()[rack].power_chain) h = std::min(h, room(pd_cap_[p], pd_draw_[p]));
+  Milliwatts h = RackRoom(rack, reserve_fraction);
+  for (PowerDomainId p : topology_->racks()[rack].power_chain) h = std::min(h, PowerDomainRoom(p, reserve_fraction));
   return std::max<Milliwatts>(0, h);
 }
 

@@ -47,10 +47,8 @@ int PlacementContext::MinDomains() const {
   // take the domains with the most power first, on the cluster as described and empty, sharing each rack's and
   // power domain's room as a plan would. This is the fewest domains the caps allow (a greedy bound).
   const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
-  const double keep = 1.0 - reserve_;
-  auto room = [keep](Milliwatts cap, Milliwatts idle) {
-    return static_cast<Milliwatts>(static_cast<double>(cap) * keep) - idle;
-  };
+  const double reserve = reserve_;
+  auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
   PowerScratch used(topology_.racks().size(), topology_.power_domains().size());
   long long sum = 0;
   int count = 0;
@@ -85,13 +83,10 @@ int PlacementContext::NodeCapacity(NodeId n) const {
 }
 
 Milliwatts PlacementContext::RackRoom(RackId r) const {
-  return static_cast<Milliwatts>(static_cast<double>(ledger_.rack_cap(r)) * (1.0 - reserve_)) - ledger_.rack_draw(r);
+  return ledger_.RackRoom(r, reserve_);
 }
 
-Milliwatts PlacementContext::PowerDomainRoom(PowerDomainId p) const {
-  return static_cast<Milliwatts>(static_cast<double>(ledger_.power_domain_cap(p)) * (1.0 - reserve_)) -
-         ledger_.power_domain_draw(p);
-}
+Milliwatts PlacementContext::PowerDomainRoom(PowerDomainId p) const { return ledger_.PowerDomainRoom(p, reserve_); }
 
 int PlacementContext::PowerGpus(RackId r, const PowerScratch* scratch) const {
   Milliwatts room = RackRoom(r) - (scratch ? scratch->rack(r) : 0);

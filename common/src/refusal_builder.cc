@@ -29,14 +29,7 @@ long long PoweredGpus(const Topology& t, const std::vector<long long>& rack_gpus
       below[t.racks()[r].power_domain] += g;
     }
   }
-  std::vector<int> depth(t.power_domains().size(), 0);
-  std::vector<PowerDomainId> order(t.power_domains().size());
-  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(order.size()); ++p) {
-    order[p] = p;
-    for (PowerDomainId q = t.power_domains()[p].parent; q != kNoId; q = t.power_domains()[q].parent) ++depth[p];
-  }
-  std::sort(order.begin(), order.end(), [&](PowerDomainId a, PowerDomainId b) { return depth[a] > depth[b]; });
-  for (PowerDomainId p : order) {
+  for (PowerDomainId p : t.power_domains_deepest_first()) {
     const long long g = limit(below[p], pd_room[p]);
     if (t.power_domains()[p].parent == kNoId) {
       total += g;
@@ -54,18 +47,13 @@ struct PowerView {
 // Room under every cap less the reserve: now (from the ledger) or on an empty cluster (idle draw only).
 PowerView Rooms(const Ledger& l, bool empty) {
   const Topology& t = l.topology();
-  const double keep = 1.0 - t.policy().power_reserve_fraction;
+  const double reserve = t.policy().power_reserve_fraction;
   PowerView v;
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    const Milliwatts cap = empty ? t.racks()[r].cap : l.rack_cap(r);
-    v.rack_room.push_back(static_cast<Milliwatts>(static_cast<double>(cap) * keep) -
-                          (empty ? t.racks()[r].idle : l.rack_draw(r)));
-  }
-  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
-    const Milliwatts cap = empty ? t.power_domains()[p].cap : l.power_domain_cap(p);
-    v.pd_room.push_back(static_cast<Milliwatts>(static_cast<double>(cap) * keep) -
-                        (empty ? t.power_domains()[p].idle : l.power_domain_draw(p)));
-  }
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r)
+    v.rack_room.push_back(empty ? UsableCap(t.racks()[r].cap, reserve) - t.racks()[r].idle : l.RackRoom(r, reserve));
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
+    v.pd_room.push_back(empty ? UsableCap(t.power_domains()[p].cap, reserve) - t.power_domains()[p].idle
+                              : l.PowerDomainRoom(p, reserve));
   return v;
 }
 

@@ -68,14 +68,10 @@ std::optional<NodeReason> NodeBlock(const Ledger& ledger, const PlacementRequest
   const int least = std::max(r.gpus_per_node, 1);
   if (ledger.free_gpu_count(n) < least) return NodeReason::kInsufficientGpus;
   const Milliwatts need = least * PerGpuFor(t, r, node.type);
-  const double keep = 1.0 - t.policy().power_reserve_fraction;
-  const RackId rack = node.rack;
-  if (static_cast<Milliwatts>(static_cast<double>(ledger.rack_cap(rack)) * keep) - ledger.rack_draw(rack) < need)
-    return NodeReason::kRackPower;
-  for (PowerDomainId p : t.racks()[rack].power_chain)
-    if (static_cast<Milliwatts>(static_cast<double>(ledger.power_domain_cap(p)) * keep) - ledger.power_domain_draw(p) <
-        need)
-      return NodeReason::kPowerDomainPower;
+  const double reserve = t.policy().power_reserve_fraction;
+  if (ledger.RackRoom(node.rack, reserve) < need) return NodeReason::kRackPower;
+  for (PowerDomainId p : t.racks()[node.rack].power_chain)
+    if (ledger.PowerDomainRoom(p, reserve) < need) return NodeReason::kPowerDomainPower;
   return std::nullopt;
 }
 

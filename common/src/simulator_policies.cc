@@ -106,17 +106,6 @@ class RackwisePolicy : public Policy {
       min_type_per_gpu_ = type == 0 ? w : std::min(min_type_per_gpu_, w);
       min_domain_gpus_ = type == 0 ? t.max_domain_gpus(type) : std::min(min_domain_gpus_, t.max_domain_gpus(type));
     }
-    std::vector<int> depth(t.power_domains().size(), 0);
-    for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(depth.size()); ++p) {
-      pd_order_.push_back(p);
-      int guard = 0;
-      for (PowerDomainId q = t.power_domains()[p].parent; q != kNoId && guard < 1000; q = t.power_domains()[q].parent) {
-        ++depth[p];
-        ++guard;
-      }
-    }
-    std::stable_sort(pd_order_.begin(), pd_order_.end(),
-                     [&](PowerDomainId a, PowerDomainId b) { return depth[a] > depth[b]; });
   }
 
   Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) override {
@@ -160,24 +149,21 @@ class RackwisePolicy : public Policy {
   bool MightFit(const Ledger& ledger, const TraceJob& job) {
     const Milliwatts per_gpu = job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : min_type_per_gpu_;
     if (per_gpu <= 0) return true;
-    const double keep = 1.0 - t_.policy().power_reserve_fraction;
-    auto room = [&](Milliwatts cap, Milliwatts draw) {
-      return std::max<Milliwatts>(0, static_cast<Milliwatts>(static_cast<double>(cap) * keep) - draw);
-    };
+    const double reserve = t_.policy().power_reserve_fraction;
     const int k = job.gpus_per_node;
     std::fill(below_.begin(), below_.end(), 0);
     long long total = 0;
     bool one_domain = false;
     const bool want_one = job.locality == Locality::kRequired && (k == 0 || k == job.gpus);
     for (RackId r = 0; r < static_cast<RackId>(t_.racks().size()); ++r) {
-      const long long rack_room = room(ledger.rack_cap(r), ledger.rack_draw(r)) / per_gpu;
+      const long long rack_room = std::max<Milliwatts>(0, ledger.RackRoom(r, reserve)) / per_gpu;
       long long free = 0;
       for (DomainId d : t_.racks()[r].domains) {
         const long long f =
             k > 0 ? static_cast<long long>(ledger.domain_nodes_with_free(d, k)) * k : ledger.domain_free_gpus(d);
         free += f;
         if (want_one && !one_domain && std::min(f, rack_room) >= job.gpus) {
-          one_domain = ledger.RackHeadroom(r, 1.0 - keep) / per_gpu >= job.gpus;
+          one_domain = ledger.RackHeadroom(r, reserve) / per_gpu >= job.gpus;
         }
       }
       const long long g = std::min(free, rack_room);
@@ -187,9 +173,9 @@ class RackwisePolicy : public Policy {
         below_[t_.racks()[r].power_domain] += g;
       }
     }
-    for (PowerDomainId p : pd_order_) {
+    for (PowerDomainId p : t_.power_domains_deepest_first()) {
       const long long g =
-          std::min<long long>(below_[p], room(ledger.power_domain_cap(p), ledger.power_domain_draw(p)) / per_gpu);
+          std::min<long long>(below_[p], std::max<Milliwatts>(0, ledger.PowerDomainRoom(p, reserve)) / per_gpu);
       if (t_.power_domains()[p].parent == kNoId) {
         total += g;
       } else {
@@ -205,7 +191,6 @@ class RackwisePolicy : public Policy {
   bool use_bound_;
   Milliwatts min_type_per_gpu_ = 0;
   int min_domain_gpus_ = 0;              // the smallest "largest domain" over node types
-  std::vector<PowerDomainId> pd_order_;  // deepest first
   std::vector<long long> below_;         // per power domain, scratch
   absl::flat_hash_map<std::tuple<int, int, int, Milliwatts>, bool> seen_shapes_;  // shape -> can ever run
 };

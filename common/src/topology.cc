@@ -160,10 +160,8 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
     t.max_domain_nodes_[dom.type] = std::max(t.max_domain_nodes_[dom.type], static_cast<int>(dom.nodes.size()));
     t.max_domain_gpus_[dom.type] = std::max(t.max_domain_gpus_[dom.type], dom.gpus);
   }
-  const double keep = 1.0 - t.policy_.power_reserve_fraction;
-  auto room = [keep](Milliwatts cap, Milliwatts idle) {
-    return static_cast<Milliwatts>(static_cast<double>(cap) * keep) - idle;
-  };
+  const double reserve = t.policy_.power_reserve_fraction;
+  auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
   t.domain_rooms_.resize(t.node_types_.size());
   for (DomainId d = 0; d < static_cast<DomainId>(t.domains_.size()); ++d) {
     const NvlinkDomain& dom = t.domains_[d];
@@ -172,6 +170,13 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
     for (PowerDomainId p : rack.power_chain) r = std::min(r, room(t.power_domains_[p].cap, t.power_domains_[p].idle));
     t.domain_rooms_[dom.type].push_back({d, std::max<Milliwatts>(0, r), dom.gpus, static_cast<int>(dom.nodes.size())});
   }
+  std::vector<int> depth(t.power_domains_.size(), 0);
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(depth.size()); ++p) {
+    t.power_domains_deepest_first_.push_back(p);
+    for (PowerDomainId q = t.power_domains_[p].parent; q != kNoId; q = t.power_domains_[q].parent) ++depth[p];
+  }
+  std::stable_sort(t.power_domains_deepest_first_.begin(), t.power_domains_deepest_first_.end(),
+                   [&](PowerDomainId a, PowerDomainId b) { return depth[a] > depth[b]; });
   for (auto& rooms : t.domain_rooms_)
     std::stable_sort(rooms.begin(), rooms.end(), [](const DomainRoom& a, const DomainRoom& b) {
       return a.room != b.room ? a.room > b.room : a.gpus > b.gpus;

@@ -65,8 +65,14 @@ class Ledger {
   // Draw = idle draw of every node below + what allocations add.
   Milliwatts rack_draw(RackId rack) const { return rack_draw_[rack]; }
   Milliwatts power_domain_draw(PowerDomainId domain) const { return pd_draw_[domain]; }
-  // What a rack can still take: the least headroom over the rack and every power domain above it,
-  // after keeping `reserve_fraction` of each cap free. Never negative.
+  // Room under one cap after keeping `reserve_fraction` of it free; negative when the draw is above it.
+  Milliwatts RackRoom(RackId rack, double reserve_fraction = 0) const {
+    return UsableCap(rack_cap_[rack], reserve_fraction) - rack_draw_[rack];
+  }
+  Milliwatts PowerDomainRoom(PowerDomainId domain, double reserve_fraction = 0) const {
+    return UsableCap(pd_cap_[domain], reserve_fraction) - pd_draw_[domain];
+  }
+  // What a rack can still take: the least room over the rack and every power domain above it. Never negative.
   Milliwatts RackHeadroom(RackId rack, double reserve_fraction = 0) const;
 
   GpuMask allocated_gpus(NodeId node) const { return allocated_[node]; }

@@ -32,6 +32,10 @@ inline constexpr int kMaxGpusPerNode = 64;
 using Milliwatts = int64_t;
 inline Milliwatts WattsToMilliwatts(double watts) { return static_cast<Milliwatts>(watts * 1000.0 + 0.5); }
 inline double MilliwattsToWatts(Milliwatts mw) { return static_cast<double>(mw) / 1000.0; }
+// What the placer may fill of a cap: the cap less the policy's reserve (the ledger enforces the whole cap).
+inline Milliwatts UsableCap(Milliwatts cap, double reserve_fraction) {
+  return static_cast<Milliwatts>(static_cast<double>(cap) * (1.0 - reserve_fraction));
+}
 
 enum class NvlinkScope {
   kNode,  // each node is its own NVLink domain (HGX/DGX)
@@ -120,6 +124,9 @@ class Topology {
     int nodes = 0;
   };
   const std::vector<DomainRoom>& domain_rooms(NodeTypeId type) const { return domain_rooms_[type]; }
+
+  // Power domains, every child before its parent: the order in which limits over a subtree add up.
+  const std::vector<PowerDomainId>& power_domains_deepest_first() const { return power_domains_deepest_first_; }
   int max_gpus_per_node() const { return max_gpus_per_node_; }
 
   std::optional<NodeId> FindNode(std::string_view name) const;
@@ -141,6 +148,7 @@ class Topology {
   absl::flat_hash_map<std::string, PowerDomainId> power_domain_index_;
   std::vector<int> max_domain_nodes_, max_domain_gpus_;
   std::vector<std::vector<DomainRoom>> domain_rooms_;
+  std::vector<PowerDomainId> power_domains_deepest_first_;
   int total_gpus_ = 0;
   int max_gpus_per_node_ = 0;
 };
