@@ -15,6 +15,9 @@ class Scanner {
   size_t pos() const { return i_; }
   bool AtEnd() const { return i_ >= s_.size(); }
   char Peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void Advance(size_t n) { i_ += n; }
+  absl::string_view Rest() const { return s_.substr(i_); }
+  absl::string_view Span(size_t from) const { return s_.substr(from, i_ - from); }
   void Ws() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
   }
@@ -99,7 +102,10 @@ class Scanner {
           continue;
         }
         ++i_;
-        if (d == '{' || d == '[') ++depth;
+        if ((d == '{' || d == '[') && ++depth > kMaxJsonDepth - 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels at byte ", i_ - 1));
+        }
         if (d == '}' || d == ']') {
           if (--depth == 0) break;
         }
@@ -163,9 +169,39 @@ absl::Status ParseValue(absl::string_view text, size_t offset, absl::string_view
   return absl::OkStatus();
 }
 
+// Reads the NodeNames array (at its '['), keeping each name's JSON text for the answers.
+absl::Status ScanNodeNames(Scanner& sc, CandidateNodeCache* cache, std::shared_ptr<const CandidateNodes>* out) {
+  const size_t start = sc.pos();
+  sc.Consume('[');
+  CandidateNodes nodes;
+  std::string name;
+  sc.Ws();
+  if (!sc.Consume(']')) {
+    for (;;) {
+      sc.Ws();
+      if (sc.AtEnd()) return sc.Error("unexpected end of input in NodeNames");
+      if (sc.Peek() != '"') {
+        return absl::InvalidArgumentError(absl::StrCat("NodeNames[", nodes.size(), "]: expected a string"));
+      }
+      const size_t token = sc.pos();
+      if (absl::Status s = sc.String(&name); !s.ok()) return s;
+      nodes.Add(std::move(name), sc.Span(token));
+      sc.Ws();
+      if (sc.Consume(']')) break;
+      if (!sc.Consume(',')) return sc.Error("expected ',' or ']' in NodeNames");
+    }
+  }
+  if (cache != nullptr) {
+    *out = cache->Insert(sc.Span(start), std::move(nodes));
+  } else {
+    *out = std::make_shared<const CandidateNodes>(std::move(nodes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::Status ScanExtenderArgs(absl::string_view body, TopLevelArgs* out) {
+absl::Status ScanExtenderArgs(absl::string_view body, CandidateNodeCache* cache, TopLevelArgs* out) {
   Scanner sc(body);
   sc.Ws();
   if (!sc.Consume('{')) return sc.Error("expected a JSON object");
@@ -179,27 +215,17 @@ absl::Status ScanExtenderArgs(absl::string_view body, TopLevelArgs* out) {
       if (!sc.Consume(':')) return sc.Error("expected ':'");
       sc.Ws();
       if (EqualsIgnoreCase(key, "NodeNames")) {
-        out->node_names.clear();
+        out->node_names = nullptr;
         out->has_node_names = false;
         if (sc.Literal("null")) {
           // absent
-        } else if (sc.Consume('[')) {
+        } else if (sc.Peek() == '[') {
           out->has_node_names = true;
-          sc.Ws();
-          if (!sc.Consume(']')) {
-            for (;;) {
-              sc.Ws();
-              if (sc.AtEnd()) return sc.Error("unexpected end of input in NodeNames");
-              if (sc.Peek() != '"') {
-                return absl::InvalidArgumentError(
-                    absl::StrCat("NodeNames[", out->node_names.size(), "]: expected a string"));
-              }
-              out->node_names.emplace_back();
-              if (absl::Status s = sc.String(&out->node_names.back()); !s.ok()) return s;
-              sc.Ws();
-              if (sc.Consume(']')) break;
-              if (!sc.Consume(',')) return sc.Error("expected ',' or ']' in NodeNames");
-            }
+          size_t length = 0;
+          if (cache != nullptr && (out->node_names = cache->Match(sc.Rest(), &length)) != nullptr) {
+            sc.Advance(length);
+          } else if (absl::Status s = ScanNodeNames(sc, cache, &out->node_names); !s.ok()) {
+            return s;
           }
         } else {
           return absl::InvalidArgumentError("NodeNames: expected an array of strings");

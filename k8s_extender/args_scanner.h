@@ -10,19 +10,20 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "candidate_nodes.h"
 #include "json_fields.h"
 
 namespace rackwise::k8s::internal {
 
 struct TopLevelArgs {
   bool has_node_names = false;
-  std::vector<std::string> node_names;
-  const Json* unused = nullptr;
+  std::shared_ptr<const CandidateNodes> node_names;  // set when has_node_names
   Json pod;    // null when absent
   Json nodes;  // null when absent
 };
 
-// Reads {"Pod": .., "Nodes": .., "NodeNames": [..], ...}. The caller has already bounded nesting depth.
-absl::Status ScanExtenderArgs(absl::string_view body, TopLevelArgs* out);
+// Reads {"Pod": .., "Nodes": .., "NodeNames": [..], ...}, refusing values nested deeper than kMaxJsonDepth.
+// With a cache, a NodeNames array seen before is taken from it, and a new one is added to it.
+absl::Status ScanExtenderArgs(absl::string_view body, CandidateNodeCache* cache, TopLevelArgs* out);
 
 }  // namespace rackwise::k8s::internal

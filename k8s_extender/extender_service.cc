@@ -25,6 +25,7 @@ std::string PodKeyOf(const PodInfo& p) { return p.Key(); }
 ExtenderService::ExtenderService(std::unique_ptr<Topology> topology, ExtenderOptions options, PodBinder* binder,
                                  ExtenderMetrics* metrics)
     : topology_(std::move(topology)),
+      candidate_cache_(topology_.get(), options.candidate_cache_entries),
       options_(options),
       binder_(binder),
       metrics_(metrics),
@@ -66,8 +67,17 @@ void ExtenderService::Remember(const PodInfo& pod, int64_t now_ms) {
   pending_[PodKeyOf(pod)] = PendingPod{pod, now_ms};
 }
 
+const std::vector<NodeId>& ExtenderService::CandidateIds(const CandidateNodes& candidates,
+                                                          std::vector<NodeId>* scratch) const {
+  if (candidates.resolved()) return candidates.ids();
+  candidates.ResolveInto(*topology_, scratch);
+  return *scratch;
+}
+
 FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   FilterResult result;
+  const CandidateNodes& candidates = args.candidate_nodes();
+  const uint32_t n = static_cast<uint32_t>(candidates.size());
   absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
   if (!pod.ok()) {
     result.error = absl::StrCat("rackwise: bad pod: ", pod.status().message());
@@ -82,55 +92,57 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   }
   gangs_.Expire(now_ms);
   if (pod->gpus == 0) {  // not ours: managedResources normally keeps these away
-    result.feasible = args.node_names;
+    for (uint32_t i = 0; i < n; ++i) result.feasible.push_back(i);
     metrics_->CountDecision(Verb::kFilter, "no_gpus");
     return result;
   }
   if (std::string bad = CheckWatts(*pod); !bad.empty()) {
-    for (const std::string& n : args.node_names) result.unresolvable[n] = bad;
+    const uint32_t why = result.AddReason(std::move(bad));
+    for (uint32_t i = 0; i < n; ++i) result.unresolvable.push_back({i, why});
     metrics_->CountDecision(Verb::kFilter, "unresolvable");
     return result;
   }
   Remember(*pod, now_ms);
-  std::vector<NodeId> ids(args.node_names.size(), kNoId);
-  for (size_t i = 0; i < args.node_names.size(); ++i) {
-    if (std::optional<NodeId> id = topology_->FindNode(args.node_names[i])) {
-      ids[i] = *id;
-    } else {
-      result.unresolvable[args.node_names[i]] = kUnknownNode;
-    }
-  }
-  if (!pod->group.empty()) return FilterGroup(*pod, args, ids, now_ms);
+  std::vector<NodeId> scratch;
+  const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
+  if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
 
   const PlacementRequest request = SinglePodRequest(*pod);
-  std::array<std::string, static_cast<size_t>(NodeReason::kCount)> reason_text;
-  for (size_t r = 0; r < reason_text.size(); ++r) {
-    reason_text[r] = absl::StrCat("rackwise: ", NodeReasonText(static_cast<NodeReason>(r)));
-  }
-  result.feasible.reserve(ids.size());
+  // Reason texts are added to the answer the first time a node fails for that reason.
+  std::array<uint32_t, static_cast<size_t>(NodeReason::kCount)> reason_index;
+  reason_index.fill(UINT32_MAX);
+  uint32_t unknown = UINT32_MAX;
+  result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
   Placer::FilterNodes(ledger_, request, ids, &verdicts);  // checks the request once, not once per node
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] == kNoId) continue;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (ids[i] == kNoId) {
+      if (unknown == UINT32_MAX) unknown = result.AddReason(kUnknownNode);
+      result.unresolvable.push_back({i, unknown});
+      continue;
+    }
     const std::optional<NodeReason>& why = verdicts[i];
     if (!why) {
-      result.feasible.push_back(args.node_names[i]);
-    } else {
-      (IsUnresolvable(*why) ? result.unresolvable : result.failed)
-          .emplace_hint((IsUnresolvable(*why) ? result.unresolvable : result.failed).end(), args.node_names[i],
-                        reason_text[static_cast<size_t>(*why)]);
+      result.feasible.push_back(i);
+      continue;
     }
+    uint32_t& r = reason_index[static_cast<size_t>(*why)];
+    if (r == UINT32_MAX) r = result.AddReason(absl::StrCat("rackwise: ", NodeReasonText(*why)));
+    (IsUnresolvable(*why) ? result.unresolvable : result.failed).push_back({i, r});
   }
   metrics_->CountDecision(Verb::kFilter, result.feasible.empty() ? "none_feasible" : "feasible");
   return result;
 }
 
-FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const ExtenderArgs& args,
-                                          const std::vector<NodeId>& ids, int64_t now_ms) {
+FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<NodeId>& ids, int64_t now_ms) {
   FilterResult result;
+  const uint32_t n = static_cast<uint32_t>(ids.size());
   const std::string key = PodKeyOf(pod);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] == kNoId) result.unresolvable[args.node_names[i]] = kUnknownNode;
+  uint32_t unknown = UINT32_MAX;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (ids[i] != kNoId) continue;
+    if (unknown == UINT32_MAX) unknown = result.AddReason(kUnknownNode);
+    result.unresolvable.push_back({i, unknown});
   }
   const GangReservation* r = gangs_.Find(pod.group);
   const GangSlot* own = r ? r->SlotOf(key) : nullptr;
@@ -154,11 +166,11 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const ExtenderArgs
       return result;
     }
     if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-      std::string why = absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ", pod.gpus,
-                                     " GPUs) cannot be placed: ", refusal->Message());
-      for (size_t i = 0; i < ids.size(); ++i) {
+      const uint32_t why = result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ",
+                                                         pod.gpus, " GPUs) cannot be placed: ", refusal->Message()));
+      for (uint32_t i = 0; i < n; ++i) {
         if (ids[i] == kNoId) continue;
-        (refusal->unresolvable ? result.unresolvable : result.failed)[args.node_names[i]] = why;
+        (refusal->unresolvable ? result.unresolvable : result.failed).push_back({i, why});
       }
       metrics_->CountDecision(Verb::kFilter, refusal->unresolvable ? "group_unresolvable" : "group_refused");
       return result;
@@ -167,41 +179,48 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const ExtenderArgs
     r = gangs_.Find(pod.group);
     own = r ? r->SlotOf(key) : nullptr;
   }
-  for (size_t i = 0; i < ids.size(); ++i) {
+  uint32_t elsewhere = UINT32_MAX;
+  for (uint32_t i = 0; i < n; ++i) {
     if (ids[i] == kNoId) continue;
     bool ok = own != nullptr ? own->node == ids[i] : (r != nullptr && r->HasFreeSlotOn(ids[i]));
     if (ok) {
-      result.feasible.push_back(args.node_names[i]);
+      result.feasible.push_back(i);
     } else {
-      result.failed[args.node_names[i]] = absl::StrCat("rackwise: group ", pod.group, " is reserved on other nodes");
+      if (elsewhere == UINT32_MAX) {
+        elsewhere = result.AddReason(absl::StrCat("rackwise: group ", pod.group, " is reserved on other nodes"));
+      }
+      result.failed.push_back({i, elsewhere});
     }
   }
   metrics_->CountDecision(Verb::kFilter, result.feasible.empty() ? "none_feasible" : "feasible");
   return result;
 }
 
-absl::StatusOr<std::vector<HostPriority>> ExtenderService::Prioritize(const ExtenderArgs& args, int64_t now_ms) {
+absl::StatusOr<std::vector<int>> ExtenderService::Prioritize(const ExtenderArgs& args, int64_t now_ms) {
   absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
   if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
-  std::vector<HostPriority> out(args.node_names.size());
+  const CandidateNodes& candidates = args.candidate_nodes();
+  std::vector<int> out(candidates.size(), 0);
+  if (pod->gpus == 0) {
+    metrics_->CountDecision(Verb::kPrioritize, "no_gpus");
+    return out;
+  }
+  std::vector<NodeId> scratch;
+  const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   std::lock_guard<std::mutex> lock(mu_);
   const GangReservation* r = pod->group.empty() ? nullptr : gangs_.Find(pod->group);
-  const GangSlot* own = r ? r->SlotOf(PodKeyOf(*pod)) : nullptr;
-  const PlacementRequest request = SinglePodRequest(*pod);
-  std::vector<NodeId> ids(args.node_names.size(), kNoId);
-  for (size_t i = 0; i < args.node_names.size(); ++i) {
-    out[i].host = args.node_names[i];
-    if (std::optional<NodeId> id = topology_->FindNode(args.node_names[i])) ids[i] = *id;
-  }
-  std::vector<int> scores;
-  if (r == nullptr && pod->gpus != 0) Placer::ScoreNodes(ledger_, request, ids, &scores);  // request checked once
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] == kNoId || pod->gpus == 0) continue;
-    if (r != nullptr) {
+  if (r != nullptr) {
+    const GangSlot* own = r->SlotOf(PodKeyOf(*pod));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] == kNoId) continue;
       bool reserved = own != nullptr ? own->node == ids[i] : r->HasFreeSlotOn(ids[i]);
-      out[i].score = reserved ? kMaxExtenderPriority : 0;
-    } else {
-      out[i].score = std::clamp<int64_t>(scores[i], 0, kMaxExtenderPriority);
+      out[i] = reserved ? static_cast<int>(kMaxExtenderPriority) : 0;
+    }
+  } else {
+    std::vector<int> scores;
+    Placer::ScoreNodes(ledger_, SinglePodRequest(*pod), ids, &scores);  // request checked once
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] != kNoId) out[i] = std::clamp<int>(scores[i], 0, static_cast<int>(kMaxExtenderPriority));
     }
   }
   metrics_->CountDecision(Verb::kPrioritize, "scored");

@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "candidate_nodes.h"
 #include "extender_wire.h"
 #include "gang_reservations.h"
 #include "metrics.h"
@@ -39,6 +40,8 @@ struct ExtenderOptions {
   int64_t assume_ttl_ms = 30'000;        // a pod we bound survives a relist that does not show it yet
   size_t max_pending_pods = 100'000;     // pods remembered between filter and bind
   int64_t pending_ttl_ms = 900'000;
+  // Candidate lists remembered by their bytes (see candidate_nodes.h); 0 turns the cache off.
+  size_t candidate_cache_entries = 16;
 };
 
 struct RackSnapshot {
@@ -64,12 +67,14 @@ class ExtenderService {
                   ExtenderMetrics* metrics);
 
   const Topology& topology() const { return *topology_; }
+  // Recently seen candidate lists, resolved against this service's topology (pass to ParseExtenderArgs).
+  CandidateNodeCache* candidate_cache() { return &candidate_cache_; }
   ExtenderMetrics& metrics() { return *metrics_; }
 
   // --- kube-scheduler verbs ---
   FilterResult Filter(const ExtenderArgs& args, int64_t now_ms);
-  // Scores 0..10 for every candidate (0 for unknown or infeasible nodes).
-  absl::StatusOr<std::vector<HostPriority>> Prioritize(const ExtenderArgs& args, int64_t now_ms);
+  // Scores 0..10, one per candidate in order (0 for unknown or infeasible nodes).
+  absl::StatusOr<std::vector<int>> Prioritize(const ExtenderArgs& args, int64_t now_ms);
   // Books the pod and posts its binding. Returns "" on success, else the error for ExtenderBindingResult.
   std::string Bind(const BindingArgs& args, int64_t now_ms);
   // Keeps the candidate nodes where evicting the victims lets the pod fit; drops the others.
@@ -129,10 +134,12 @@ class ExtenderService {
   void ApplyPodLocked(const PodInfo& pod, int64_t now_ms);
   GpuMask PickFreeGpus(NodeId node, int count) const;
   void RefreshHealth(NodeId node);
-  FilterResult FilterGroup(const PodInfo& pod, const ExtenderArgs& args, const std::vector<NodeId>& ids,
-                           int64_t now_ms);
+  FilterResult FilterGroup(const PodInfo& pod, const std::vector<NodeId>& ids, int64_t now_ms);
+  // The candidates' ids: the cached resolution, or one made now into *scratch.
+  const std::vector<NodeId>& CandidateIds(const CandidateNodes& candidates, std::vector<NodeId>* scratch) const;
 
   std::unique_ptr<Topology> topology_;
+  CandidateNodeCache candidate_cache_;
   ExtenderOptions options_;
   PodBinder* binder_;
   ExtenderMetrics* metrics_;

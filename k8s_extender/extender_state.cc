@@ -268,6 +268,11 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   absl::StrAppend(out, "rackwise_gang_reservations ", s.reservations, "\n");
   Gauge(out, "rackwise_gang_free_slots", "Reserved pod slots not yet bound.");
   absl::StrAppend(out, "rackwise_gang_free_slots ", s.free_reserved_slots, "\n");
+  absl::StrAppend(out,
+                  "# HELP rackwise_candidate_list_cache_total Candidate node lists taken from the cache (hit) or "
+                  "decoded afresh (miss).\n# TYPE rackwise_candidate_list_cache_total counter\n",
+                  "rackwise_candidate_list_cache_total{result=\"hit\"} ", candidate_cache_.hits(), "\n",
+                  "rackwise_candidate_list_cache_total{result=\"miss\"} ", candidate_cache_.misses(), "\n");
   std::lock_guard<std::mutex> lock(mu_);
   Gauge(out, "rackwise_synced", "1 once the ledger has been rebuilt from the API server (or standalone).");
   absl::StrAppend(out, "rackwise_synced ", synced_ ? 1 : 0, "\n");

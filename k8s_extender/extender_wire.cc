@@ -55,23 +55,29 @@ absl::StatusOr<std::string> RequiredString(const Json& root, absl::string_view f
   return s;
 }
 
-void AppendFailedMap(absl::string_view key, const std::map<std::string, std::string>& m, std::string* out) {
+void AppendFailures(absl::string_view key, const std::vector<FilterResult::Failure>& failures,
+                    const std::vector<std::string>& reasons_json, const CandidateNodes& candidates,
+                    std::string* out) {
   AppendJsonString(key, out);
   out->push_back(':');
-  if (m.empty()) {
+  if (failures.empty()) {
     out->append("null");
     return;
   }
   out->push_back('{');
-  bool first = true;
-  for (const auto& [node, reason] : m) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendJsonString(node, out);
+  for (size_t i = 0; i < failures.size(); ++i) {
+    if (i) out->push_back(',');
+    absl::string_view name = candidates.json(failures[i].candidate);
+    out->append(name.data(), name.size());
     out->push_back(':');
-    AppendJsonString(reason, out);
+    out->append(reasons_json[failures[i].reason]);
   }
   out->push_back('}');
+}
+
+const CandidateNodes& NoCandidates() {
+  static const CandidateNodes* none = new CandidateNodes();
+  return *none;
 }
 
 }  // namespace
@@ -94,17 +100,23 @@ absl::StatusOr<Json> ParseJsonObject(absl::string_view body) {
   return root;
 }
 
-absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
-  if (absl::Status depth = CheckDepth(body); !depth.ok()) return depth;
+const CandidateNodes& ExtenderArgs::candidate_nodes() const { return candidates ? *candidates : NoCandidates(); }
+
+void ExtenderArgs::SetNodeNames(std::vector<std::string> names) {
+  has_node_names = true;
+  candidates = std::make_shared<const CandidateNodes>(std::move(names));
+}
+
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body, CandidateNodeCache* cache) {
   internal::TopLevelArgs top;
-  if (absl::Status s = internal::ScanExtenderArgs(body, &top); !s.ok()) return s;
+  if (absl::Status s = internal::ScanExtenderArgs(body, cache, &top); !s.ok()) return s;
   ExtenderArgs args;
   if (!top.pod.is_null()) {
     if (!top.pod.is_object()) return absl::InvalidArgumentError("Pod: expected an object");
     args.pod = std::move(top.pod);
   }
   args.has_node_names = top.has_node_names;
-  args.node_names = std::move(top.node_names);
+  args.candidates = std::move(top.node_names);
   if (!top.nodes.is_null()) {
     const Json& nodes = top.nodes;
     if (!nodes.is_object()) return absl::InvalidArgumentError("Nodes: expected a NodeList object");
@@ -123,29 +135,28 @@ absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
     }
     args.has_nodes = true;
     args.nodes = std::move(top.nodes);
-    if (!args.has_node_names) args.node_names = std::move(names);
+    if (!args.has_node_names) args.candidates = std::make_shared<const CandidateNodes>(std::move(names));
   }
   return args;
 }
 
+uint32_t FilterResult::AddReason(std::string text) {
+  reasons.push_back(std::move(text));
+  return static_cast<uint32_t>(reasons.size() - 1);
+}
+
 std::string EncodeFilterResult(const FilterResult& result, const ExtenderArgs& args) {
+  const CandidateNodes& candidates = args.candidate_nodes();
   std::string out;
-  out.reserve(64 + result.feasible.size() * 16);
+  out.reserve(128 + candidates.size() * 24);
   out.append("{\"Nodes\":");
   if (args.has_nodes && !args.has_node_names) {
-    // A NodeList holding only the feasible items, in their original order.
+    // A NodeList holding only the feasible items, in their original order (candidate i is items[i]).
     Json list = args.nodes;
     Json items = Json::array();
     if (const Json* in = FindField(args.nodes, "items")) {
-      size_t k = 0;
-      for (const Json& item : *in) {
-        const Json* meta = FindField(item, "metadata");
-        std::string name = meta ? StringField(*meta, "name") : "";
-        // feasible keeps the input order, so one forward walk matches.
-        if (k < result.feasible.size() && result.feasible[k] == name) {
-          items.push_back(item);
-          ++k;
-        }
+      for (uint32_t k : result.feasible) {
+        if (k < in->size()) items.push_back((*in)[k]);
       }
     }
     list["items"] = std::move(items);
@@ -159,19 +170,37 @@ std::string EncodeFilterResult(const FilterResult& result, const ExtenderArgs& a
       out.push_back('[');
       for (size_t i = 0; i < result.feasible.size(); ++i) {
         if (i) out.push_back(',');
-        AppendJsonString(result.feasible[i], &out);
+        absl::string_view name = candidates.json(result.feasible[i]);
+        out.append(name.data(), name.size());
       }
       out.push_back(']');
     }
   }
+  std::vector<std::string> reasons_json(result.reasons.size());
+  for (size_t r = 0; r < reasons_json.size(); ++r) AppendJsonString(result.reasons[r], &reasons_json[r]);
   out.push_back(',');
-  AppendFailedMap("FailedNodes", result.failed, &out);
+  AppendFailures("FailedNodes", result.failed, reasons_json, candidates, &out);
   out.push_back(',');
-  AppendFailedMap("FailedAndUnresolvableNodes", result.unresolvable, &out);
+  AppendFailures("FailedAndUnresolvableNodes", result.unresolvable, reasons_json, candidates, &out);
   out.append(",\"Error\":");
   AppendJsonString(result.error, &out);
   out.push_back('}');
   return out;
+}
+
+std::vector<std::string> FeasibleNames(const FilterResult& result, const ExtenderArgs& args) {
+  std::vector<std::string> names;
+  for (uint32_t k : result.feasible) names.push_back(args.candidate_nodes().name(k));
+  return names;
+}
+
+std::map<std::string, std::string> FailureMap(const FilterResult& result, const ExtenderArgs& args,
+                                              bool unresolvable) {
+  std::map<std::string, std::string> m;
+  for (const FilterResult::Failure& f : unresolvable ? result.unresolvable : result.failed) {
+    m[args.candidate_nodes().name(f.candidate)] = result.reasons[f.reason];
+  }
+  return m;
 }
 
 std::string EncodeFilterError(absl::string_view error) {
@@ -181,16 +210,22 @@ std::string EncodeFilterError(absl::string_view error) {
   return out;
 }
 
-std::string EncodeHostPriorityList(const std::vector<HostPriority>& priorities) {
+std::string EncodeHostPriorityList(const CandidateNodes& candidates, const std::vector<int>& scores) {
   std::string out;
-  out.reserve(2 + priorities.size() * 32);
+  out.reserve(2 + candidates.size() * 40);
   out.push_back('[');
-  for (size_t i = 0; i < priorities.size(); ++i) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
     if (i) out.push_back(',');
     out.append("{\"Host\":");
-    AppendJsonString(priorities[i].host, &out);
+    absl::string_view name = candidates.json(i);
+    out.append(name.data(), name.size());
     out.append(",\"Score\":");
-    out.append(std::to_string(priorities[i].score));
+    const int score = i < scores.size() ? scores[i] : 0;
+    if (score >= 0 && score <= 9) {
+      out.push_back(static_cast<char>('0' + score));
+    } else {
+      out.append(std::to_string(score));
+    }
     out.push_back('}');
   }
   out.push_back(']');

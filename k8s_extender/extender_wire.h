@@ -7,49 +7,63 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "candidate_nodes.h"
 #include "json_fields.h"
 
 namespace rackwise::k8s {
-
-// Nesting deeper than this is refused before parsing (the parser recurses; a body of 10^6 '[' must not crash).
-inline constexpr int kMaxJsonDepth = 64;
 
 // Parses a request body into a DOM, refusing syntax errors, nesting deeper than kMaxJsonDepth and non-objects.
 absl::StatusOr<Json> ParseJsonObject(absl::string_view body);
 
 // ExtenderArgs: {"Pod": {...}, "Nodes": NodeList|null, "NodeNames": [..]|null}.
 struct ExtenderArgs {
-  Json pod = Json::object();           // core/v1 Pod, lowerCamel keys inside
-  bool has_node_names = false;         // NodeNames was an array (nodeCacheCapable: true)
-  bool has_nodes = false;              // Nodes was a NodeList (nodeCacheCapable: false)
-  std::vector<std::string> node_names; // candidate names: NodeNames, or Nodes.items[].metadata.name
-  Json nodes;                          // the NodeList as sent (only when has_nodes)
-};
-absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body);
+  Json pod = Json::object();  // core/v1 Pod, lowerCamel keys inside
+  bool has_node_names = false;  // NodeNames was an array (nodeCacheCapable: true)
+  bool has_nodes = false;       // Nodes was a NodeList (nodeCacheCapable: false)
+  // The candidates: NodeNames, or Nodes.items[].metadata.name in item order. Shared with the cache.
+  std::shared_ptr<const CandidateNodes> candidates;
+  Json nodes;  // the NodeList as sent (only when has_nodes)
 
-// ExtenderFilterResult. Feasible names must be a subset of the request's candidates.
+  const CandidateNodes& candidate_nodes() const;
+  // For tests and tools: candidates given as names, as if sent in NodeNames.
+  void SetNodeNames(std::vector<std::string> names);
+};
+// With a cache, NodeNames arrays seen before are not scanned again (see candidate_nodes.h).
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body, CandidateNodeCache* cache = nullptr);
+
+// ExtenderFilterResult, by candidate index: answers echo the request's names, so a 5,000-node answer copies
+// no strings. Feasible indexes keep the request's order.
 struct FilterResult {
-  std::vector<std::string> feasible;
-  std::map<std::string, std::string> failed;        // FailedNodes: may be retried (preemption, later)
-  std::map<std::string, std::string> unresolvable;  // FailedAndUnresolvableNodes: never on this cluster
-  std::string error;                                // non-empty: the whole call failed
+  struct Failure {
+    uint32_t candidate;
+    uint32_t reason;  // index into reasons
+  };
+  std::vector<uint32_t> feasible;
+  std::vector<Failure> failed;        // FailedNodes: may be retried (preemption, later)
+  std::vector<Failure> unresolvable;  // FailedAndUnresolvableNodes: never on this cluster
+  std::vector<std::string> reasons;   // the distinct reason texts
+  std::string error;                  // non-empty: the whole call failed
+
+  uint32_t AddReason(std::string text);
 };
 // Answers in the shape of the request: NodeNames when the request had NodeNames, a filtered NodeList in
 // `Nodes` when it had a NodeList (upstream reads the matching field), and null for the other.
 std::string EncodeFilterResult(const FilterResult& result, const ExtenderArgs& args);
+// The feasible names and the failures by name, for tests and tools.
+std::vector<std::string> FeasibleNames(const FilterResult& result, const ExtenderArgs& args);
+std::map<std::string, std::string> FailureMap(const FilterResult& result, const ExtenderArgs& args,
+                                              bool unresolvable);
 
-// HostPriorityList: a bare array of {"Host": name, "Score": 0..10}.
-struct HostPriority {
-  std::string host;
-  int64_t score = 0;
-};
+// HostPriorityList: a bare array of {"Host": name, "Score": 0..10}, one per candidate (scores[i] for
+// candidate i).
 inline constexpr int64_t kMaxExtenderPriority = 10;
-std::string EncodeHostPriorityList(const std::vector<HostPriority>& priorities);
+std::string EncodeHostPriorityList(const CandidateNodes& candidates, const std::vector<int>& scores);
 
 // ExtenderBindingArgs / ExtenderBindingResult.
 struct BindingArgs {

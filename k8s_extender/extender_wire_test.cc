@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace rackwise::k8s {
 namespace {
 
@@ -12,17 +14,17 @@ TEST(ExtenderWire, ParsesPascalCaseNodeNames) {
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_TRUE(args->has_node_names);
   EXPECT_FALSE(args->has_nodes);
-  EXPECT_EQ(args->node_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(args->candidate_nodes().names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(args->pod["metadata"]["name"], "p");
 }
 
 TEST(ExtenderWire, KeysMatchCaseInsensitivelyAsGoDoes) {
   auto args = ParseExtenderArgs(R"({"pod":{},"nodenames":["x"]})");
   ASSERT_TRUE(args.ok());
-  EXPECT_EQ(args->node_names, std::vector<std::string>{"x"});
+  EXPECT_EQ(args->candidate_nodes().names(), std::vector<std::string>{"x"});
   auto lower = ParseExtenderArgs(R"({"pod":{},"nodeNames":["y"]})");
   ASSERT_TRUE(lower.ok());
-  EXPECT_EQ(lower->node_names, std::vector<std::string>{"y"});
+  EXPECT_EQ(lower->candidate_nodes().names(), std::vector<std::string>{"y"});
 }
 
 TEST(ExtenderWire, NullEverythingMeansNoCandidates) {
@@ -40,10 +42,10 @@ TEST(ExtenderWire, NodeListModeAnswersWithFilteredNodeList) {
       R"({"Pod":{},"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]},"NodeNames":null})");
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_TRUE(args->has_nodes);
-  EXPECT_EQ(args->node_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(args->candidate_nodes().names(), (std::vector<std::string>{"a", "b"}));
   FilterResult r;
-  r.feasible = {"b"};
-  r.failed["a"] = "no";
+  r.feasible = {1};
+  r.failed.push_back({0, r.AddReason("no")});
   Json out = Json::parse(EncodeFilterResult(r, *args));
   ASSERT_EQ(out["Nodes"]["items"].size(), 1u);
   EXPECT_EQ(out["Nodes"]["items"][0]["metadata"]["name"], "b");
@@ -55,8 +57,8 @@ TEST(ExtenderWire, FilterResultRoundTripsThroughAParser) {
   auto args = ParseExtenderArgs(R"({"Pod":{},"NodeNames":["n\"1","n2"]})");
   ASSERT_TRUE(args.ok());
   FilterResult r;
-  r.feasible = {"n\"1"};
-  r.unresolvable["n2"] = "too \\ small\n";
+  r.feasible = {0};
+  r.unresolvable.push_back({1, r.AddReason("too \\ small\n")});
   Json out = Json::parse(EncodeFilterResult(r, *args));
   EXPECT_EQ(out["NodeNames"][0], "n\"1");
   EXPECT_EQ(out["FailedAndUnresolvableNodes"]["n2"], "too \\ small\n");
@@ -64,8 +66,9 @@ TEST(ExtenderWire, FilterResultRoundTripsThroughAParser) {
 }
 
 TEST(ExtenderWire, HostPriorityListIsABareArray) {
-  EXPECT_EQ(EncodeHostPriorityList({{"a", 10}, {"b", 0}}), R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
-  EXPECT_EQ(EncodeHostPriorityList({}), "[]");
+  EXPECT_EQ(EncodeHostPriorityList(CandidateNodes({"a", "b", "c"}), {10, 0, 7}),
+            R"([{"Host":"a","Score":10},{"Host":"b","Score":0},{"Host":"c","Score":7}])");
+  EXPECT_EQ(EncodeHostPriorityList(CandidateNodes(), {}), "[]");
 }
 
 TEST(ExtenderWire, BindingArgs) {
@@ -106,9 +109,15 @@ TEST(ExtenderWire, RefusesHostileInput) {
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod":[]})").ok());
   EXPECT_FALSE(ParseExtenderArgs(R"({"Nodes":{"items":[{}]}})").ok());
   std::string deep(200000, '[');
-  auto s = ParseExtenderArgs(deep);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("nested deeper"), std::string::npos);
+  EXPECT_FALSE(ParseExtenderArgs(deep).ok());
+  for (const char* key : {"Pod", "Nodes", "Unknown"}) {
+    auto s = ParseExtenderArgs(absl::StrCat("{\"", key, "\":", deep));
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("nested deeper"), std::string::npos) << key << ": " << s.status();
+  }
+  // 63 levels inside the top-level object are fine (64 in all).
+  EXPECT_TRUE(ParseExtenderArgs(absl::StrCat("{\"Unknown\":", std::string(63, '['), std::string(63, ']'), "}")).ok());
+  EXPECT_FALSE(ParseExtenderArgs(absl::StrCat("{\"Unknown\":", std::string(64, '['), std::string(64, ']'), "}")).ok());
   auto syntax = ParseExtenderArgs(R"({"NodeNames":[)");
   ASSERT_FALSE(syntax.ok());
   EXPECT_NE(syntax.status().message().find("byte"), std::string::npos);
@@ -132,10 +141,10 @@ TEST(ExtenderWire, ScannerDecodesEscapesAndKeepsOtherKeys) {
       "{\"Extra\":{\"a\":[1,{\"b\":\"]}\"}]},\"NodeNames\":[\"n\\u00e9\\\"1\",\"\\ud83d\\ude00\",\"a\\/b\"],"
       "\"Pod\":{\"metadata\":{\"name\":\"p}\"}}}");
   ASSERT_TRUE(args.ok()) << args.status();
-  ASSERT_EQ(args->node_names.size(), 3u);
-  EXPECT_EQ(args->node_names[0], "n\xc3\xa9\"1");
-  EXPECT_EQ(args->node_names[1], "\xf0\x9f\x98\x80");
-  EXPECT_EQ(args->node_names[2], "a/b");
+  ASSERT_EQ(args->candidate_nodes().names().size(), 3u);
+  EXPECT_EQ(args->candidate_nodes().names()[0], "n\xc3\xa9\"1");
+  EXPECT_EQ(args->candidate_nodes().names()[1], "\xf0\x9f\x98\x80");
+  EXPECT_EQ(args->candidate_nodes().names()[2], "a/b");
   EXPECT_EQ(args->pod["metadata"]["name"], "p}");
 }
 

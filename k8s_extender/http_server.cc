@@ -20,7 +20,9 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 void Reply(httplib::Response& res, int status, std::string body, const char* type) {
   res.status = status;
-  res.set_content(std::move(body), type);
+  // What set_content does, without its copy of a body that may be hundreds of kilobytes.
+  res.body = std::move(body);
+  res.set_header("Content-Type", type);
 }
 
 std::string ErrorBody(absl::string_view message) {
@@ -119,7 +121,7 @@ void ExtenderHttpServer::Install() {
   // The verbs. urlPrefix may carry a path ("http://host:8888/rackwise"), so match any prefix.
   s.Post(R"((/[^?]*)?/filter)", [svc, now](const httplib::Request& req, httplib::Response& res) {
     auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
+    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body, svc->candidate_cache());
     if (!args.ok()) {
       svc->metrics().CountHttpError(400);
       svc->metrics().CountDecision(Verb::kFilter, "bad_request");
@@ -132,20 +134,20 @@ void ExtenderHttpServer::Install() {
   });
   s.Post(R"((/[^?]*)?/prioritize)", [svc, now](const httplib::Request& req, httplib::Response& res) {
     auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
+    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body, svc->candidate_cache());
     if (!args.ok()) {
       svc->metrics().CountHttpError(400);
       svc->metrics().CountDecision(Verb::kPrioritize, "bad_request");
       Reply(res, 400, ErrorBody(absl::StrCat("rackwise: bad ExtenderArgs: ", args.status().message())), kJson);
       return;
     }
-    absl::StatusOr<std::vector<HostPriority>> scores = svc->Prioritize(*args, now());
+    absl::StatusOr<std::vector<int>> scores = svc->Prioritize(*args, now());
     if (!scores.ok()) {
       svc->metrics().CountHttpError(400);
       Reply(res, 400, ErrorBody(absl::StrCat("rackwise: ", scores.status().message())), kJson);
       return;
     }
-    Reply(res, 200, EncodeHostPriorityList(*scores), kJson);
+    Reply(res, 200, EncodeHostPriorityList(args->candidate_nodes(), *scores), kJson);
     svc->metrics().ObserveLatency(Verb::kPrioritize, Seconds(start));
   });
   s.Post(R"((/[^?]*)?/bind)", [svc, now](const httplib::Request& req, httplib::Response& res) {

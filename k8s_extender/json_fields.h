@@ -14,6 +14,9 @@ namespace rackwise::k8s {
 
 using Json = nlohmann::json;
 
+// Nesting deeper than this is refused before parsing (the parser recurses; a body of 10^6 '[' must not crash).
+inline constexpr int kMaxJsonDepth = 64;
+
 // The value under `key` in `object`, or nullptr when `object` is not an object, the key is absent, or its value
 // is null. Exact matches win over case-insensitive ones, as in Go.
 const Json* FindField(const Json& object, absl::string_view key);

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   std::string tls_cert, tls_key, client_ca, grpc_cert, grpc_key, grpc_admin_ca, admin_token_file;
   std::vector<std::string> admin_cns;
   double reservation_ttl_s = 120;
-  size_t max_body = 64u << 20;
+  size_t max_body = 64u << 20, candidate_cache = ExtenderOptions{}.candidate_cache_entries;
   int threads = 32, read_timeout_ms = 5000;
   app.add_option("--cluster", cluster, "cluster description (rackwise.yaml)")->required();
   app.add_option("--listen", listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--admin-token-file", admin_token_file, "bearer token that makes a gRPC caller an admin");
   app.add_option("--reservation-ttl", reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
       ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--candidate-cache", candidate_cache,
+                 "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--max-body-bytes", max_body, "largest request body accepted (413 beyond)");
   app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 256));
   app.add_option("--read-timeout-ms", read_timeout_ms, "drop a client that stalls this long mid-request")
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   ExtenderMetrics metrics;
   ExtenderOptions options;
   options.reservation_ttl_ms = static_cast<int64_t>(reservation_ttl_s * 1000);
+  options.candidate_cache_entries = candidate_cache;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
   if (!client) service.SetSynced(true);
 

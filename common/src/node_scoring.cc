@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "rackwise/placer.h"
 #include "request_setup.h"
@@ -12,10 +14,29 @@ namespace rackwise {
 
 namespace {
 
-int ScoreWithSetup(const Ledger& ledger, const PlacementRequest& request, const internal::RequestSetup& setup,
-                   NodeId node) {
-  if (node < 0 || node >= static_cast<NodeId>(ledger.topology().nodes().size())) return 0;
-  if (internal::NodeBlock(ledger, request, setup, node)) return 0;
+// What a score needs to know about a node's rack; the same for every node of the rack, so ScoreNodes works
+// it out once per rack rather than once per node.
+struct RackTerms {
+  double packing = 0;         // share of the rack's GPUs in use
+  Milliwatts headroom = 0;    // room left under the rack's and its power domains' caps
+  Milliwatts cap = 1;
+};
+
+RackTerms RackTermsFor(const Ledger& ledger, RackId rack) {
+  const Topology& t = ledger.topology();
+  int rack_gpus = 0, rack_free = 0;
+  for (NodeId m : t.racks()[rack].nodes) {
+    rack_gpus += t.nodes()[m].gpus;
+    rack_free += ledger.free_gpu_count(m);
+  }
+  RackTerms terms;
+  terms.packing = rack_gpus > 0 ? 1.0 - static_cast<double>(rack_free) / rack_gpus : 0;
+  terms.headroom = ledger.RackHeadroom(rack, t.policy().power_reserve_fraction);
+  terms.cap = std::max<Milliwatts>(1, ledger.rack_cap(rack));
+  return terms;
+}
+
+int ScoreWithRack(const Ledger& ledger, const PlacementRequest& request, NodeId node, const RackTerms& rack) {
   const Topology& t = ledger.topology();
   const Node& n = t.nodes()[node];
   const NvlinkDomain& dom = t.domains()[n.domain];
@@ -30,13 +51,6 @@ int ScoreWithSetup(const Ledger& ledger, const PlacementRequest& request, const 
   } else {
     domain_packing = 0.5 * static_cast<double>(domain_free) / std::max(1, job_in_domain);  // spills over
   }
-  // Rack packing: share of the rack's GPUs already in use.
-  int rack_gpus = 0, rack_free = 0;
-  for (NodeId m : t.racks()[n.rack].nodes) {
-    rack_gpus += t.nodes()[m].gpus;
-    rack_free += ledger.free_gpu_count(m);
-  }
-  const double rack_packing = rack_gpus > 0 ? 1.0 - static_cast<double>(rack_free) / rack_gpus : 0;
   // Rail alignment: the aligned block of `want` indices (0..want-1, want..2want-1, ...) is free on this node,
   // so pods of one job that each take `want` GPUs can share rails.
   double rail = 0;
@@ -49,14 +63,12 @@ int ScoreWithSetup(const Ledger& ledger, const PlacementRequest& request, const 
     rail = std::popcount(free) >= n.gpus ? 1 : 0;
   }
   // Power headroom after placing `want` GPUs here, as a share of the rack's cap.
-  const Milliwatts cap = std::max<Milliwatts>(1, ledger.rack_cap(n.rack));
-  const Milliwatts after = ledger.RackHeadroom(n.rack, t.policy().power_reserve_fraction) -
-                           want * internal::PerGpuFor(t, request, n.type);
-  const double headroom = std::clamp(static_cast<double>(after) / static_cast<double>(cap), 0.0, 1.0);
+  const Milliwatts after = rack.headroom - want * internal::PerGpuFor(t, request, n.type);
+  const double headroom = std::clamp(static_cast<double>(after) / static_cast<double>(rack.cap), 0.0, 1.0);
 
   const PlacementWeights& w = t.policy().weights;
   const double total = w.domain_packing + w.rack_packing + w.rail_alignment + w.power_headroom;
-  const double score = (w.domain_packing * domain_packing + w.rack_packing * rack_packing +
+  const double score = (w.domain_packing * domain_packing + w.rack_packing * rack.packing +
                         w.rail_alignment * rail + w.power_headroom * headroom) / total;
   return std::clamp(static_cast<int>(std::lround(score * 10.0)), 0, 10);
 }
@@ -66,7 +78,11 @@ int ScoreWithSetup(const Ledger& ledger, const PlacementRequest& request, const 
 int Placer::ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
   if (!setup.ok()) return 0;
-  return ScoreWithSetup(ledger, request, *setup, node);
+  if (node < 0 || node >= static_cast<NodeId>(ledger.topology().nodes().size()) ||
+      internal::NodeBlock(ledger, request, *setup, node)) {
+    return 0;
+  }
+  return ScoreWithRack(ledger, request, node, RackTermsFor(ledger, ledger.topology().nodes()[node].rack));
 }
 
 void Placer::ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
@@ -74,7 +90,16 @@ void Placer::ScoreNodes(const Ledger& ledger, const PlacementRequest& request, a
   out->assign(nodes.size(), 0);
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
   if (!setup.ok()) return;
-  for (size_t i = 0; i < nodes.size(); ++i) (*out)[i] = ScoreWithSetup(ledger, request, *setup, nodes[i]);
+  std::vector<std::optional<NodeReason>> blocks;
+  internal::NodeBlocks(ledger, request, *setup, nodes, &blocks);
+  std::vector<std::optional<RackTerms>> racks(ledger.topology().racks().size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (blocks[i]) continue;  // also unknown ids
+    const RackId rack_id = ledger.topology().nodes()[nodes[i]].rack;
+    std::optional<RackTerms>& rack = racks[rack_id];
+    if (!rack) rack = RackTermsFor(ledger, rack_id);
+    (*out)[i] = ScoreWithRack(ledger, request, nodes[i], *rack);
+  }
 }
 
 }  // namespace rackwise

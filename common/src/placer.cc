@@ -97,12 +97,12 @@ std::optional<NodeReason> Placer::FilterNode(const Ledger& ledger, const Placeme
 
 void Placer::FilterNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
                          std::vector<std::optional<NodeReason>>* out) {
-  out->assign(nodes.size(), NodeReason::kNotAllowed);
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
-  if (!setup.ok()) return;
-  const NodeId count = static_cast<NodeId>(ledger.topology().nodes().size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i] >= 0 && nodes[i] < count) (*out)[i] = internal::NodeBlock(ledger, request, *setup, nodes[i]);
+  if (!setup.ok()) {
+    out->assign(nodes.size(), NodeReason::kNotAllowed);
+    return;
+  }
+  internal::NodeBlocks(ledger, request, *setup, nodes, out);
 }
 
 }  // namespace rackwise

@@ -1,6 +1,8 @@
 // Request checking and the per-node verdict. See request_setup.h.
 #include "request_setup.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 
@@ -57,7 +59,11 @@ Milliwatts PerGpuFor(const Topology& t, const PlacementRequest& r, NodeTypeId ty
   return r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu) : t.node_types()[type].per_gpu;
 }
 
-std::optional<NodeReason> NodeBlock(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeId n) {
+namespace {
+
+// The checks that need no power figures. Sets *need to what the node's smallest share would draw.
+std::optional<NodeReason> NodeLevelBlock(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
+                                         NodeId n, Milliwatts* need) {
   const Topology& t = ledger.topology();
   const Node& node = t.nodes()[n];
   if (std::find(s.types.begin(), s.types.end(), node.type) == s.types.end()) return NodeReason::kWrongNodeType;
@@ -67,12 +73,55 @@ std::optional<NodeReason> NodeBlock(const Ledger& ledger, const PlacementRequest
   if (ledger.node_health(n) == NodeHealth::kDrained) return NodeReason::kNodeDrained;
   const int least = std::max(r.gpus_per_node, 1);
   if (ledger.free_gpu_count(n) < least) return NodeReason::kInsufficientGpus;
-  const Milliwatts need = least * PerGpuFor(t, r, node.type);
+  *need = least * PerGpuFor(t, r, node.type);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<NodeReason> NodeBlock(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeId n) {
+  Milliwatts need = 0;
+  if (std::optional<NodeReason> why = NodeLevelBlock(ledger, r, s, n, &need)) return why;
+  const Topology& t = ledger.topology();
+  const RackId rack = t.nodes()[n].rack;
   const double reserve = t.policy().power_reserve_fraction;
-  if (ledger.RackRoom(node.rack, reserve) < need) return NodeReason::kRackPower;
-  for (PowerDomainId p : t.racks()[node.rack].power_chain)
+  if (ledger.RackRoom(rack, reserve) < need) return NodeReason::kRackPower;
+  for (PowerDomainId p : t.racks()[rack].power_chain)
     if (ledger.PowerDomainRoom(p, reserve) < need) return NodeReason::kPowerDomainPower;
   return std::nullopt;
+}
+
+RackPowerRoom PowerRoomOf(const Ledger& ledger, RackId rack) {
+  const Topology& t = ledger.topology();
+  const double reserve = t.policy().power_reserve_fraction;
+  RackPowerRoom room;
+  room.rack = ledger.RackRoom(rack, reserve);
+  room.chain = std::numeric_limits<Milliwatts>::max();
+  for (PowerDomainId p : t.racks()[rack].power_chain) room.chain = std::min(room.chain, ledger.PowerDomainRoom(p, reserve));
+  return room;
+}
+
+std::optional<NodeReason> NodeBlockInRack(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
+                                          NodeId n, const RackPowerRoom& room) {
+  Milliwatts need = 0;
+  if (std::optional<NodeReason> why = NodeLevelBlock(ledger, r, s, n, &need)) return why;
+  if (room.rack < need) return NodeReason::kRackPower;
+  if (room.chain < need) return NodeReason::kPowerDomainPower;
+  return std::nullopt;
+}
+
+void NodeBlocks(const Ledger& ledger, const PlacementRequest& request, const RequestSetup& setup,
+                absl::Span<const NodeId> nodes, std::vector<std::optional<NodeReason>>* out) {
+  const Topology& t = ledger.topology();
+  const NodeId count = static_cast<NodeId>(t.nodes().size());
+  out->assign(nodes.size(), NodeReason::kNotAllowed);
+  std::vector<std::optional<RackPowerRoom>> rooms(t.racks().size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < 0 || nodes[i] >= count) continue;
+    std::optional<RackPowerRoom>& room = rooms[t.nodes()[nodes[i]].rack];
+    if (!room) room = PowerRoomOf(ledger, t.nodes()[nodes[i]].rack);
+    (*out)[i] = NodeBlockInRack(ledger, request, setup, nodes[i], *room);
+  }
 }
 
 }  // namespace rackwise::internal

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
@@ -27,5 +28,22 @@ Milliwatts PerGpuFor(const Topology& topology, const PlacementRequest& request, 
 // Why node `n` cannot take any share of the request now, or nullopt if it could.
 std::optional<NodeReason> NodeBlock(const Ledger& ledger, const PlacementRequest& request, const RequestSetup& setup,
                                     NodeId n);
+
+// The power room of a rack for checking many of its nodes at once: the rack's own room and the least room of
+// the power domains above it (both after the policy's reserve).
+struct RackPowerRoom {
+  Milliwatts rack = 0;
+  Milliwatts chain = 0;
+};
+RackPowerRoom PowerRoomOf(const Ledger& ledger, RackId rack);
+
+// NodeBlock with the rack's power room worked out beforehand: the same verdict, for batch callers
+// (FilterNodes, ScoreNodes) that see every node of a rack.
+std::optional<NodeReason> NodeBlockInRack(const Ledger& ledger, const PlacementRequest& request,
+                                          const RequestSetup& setup, NodeId n, const RackPowerRoom& room);
+
+// Verdicts for many nodes, sharing each rack's power room; `out` gets one per node, kNotAllowed for unknown ids.
+void NodeBlocks(const Ledger& ledger, const PlacementRequest& request, const RequestSetup& setup,
+                absl::Span<const NodeId> nodes, std::vector<std::optional<NodeReason>>* out);
 
 }  // namespace rackwise::internal

@@ -168,7 +168,8 @@ TEST_F(HttpExtenderTest, HealthAndMetrics) {
         "rackwise_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"} 1",
         "rackwise_request_duration_seconds_count{verb=\"bind\"} 1", "rackwise_rack_draw_watts{rack=\"b0-r0000\"} 17700",
         "rackwise_rack_cap_watts{rack=\"b0-r0000\"} 30000", "rackwise_domain_free_gpus{domain=\"b0-r0000-n01\"",
-        "rackwise_gang_reservations 0", "# TYPE rackwise_request_duration_seconds histogram"}) {
+        "rackwise_gang_reservations 0", "rackwise_candidate_list_cache_total{result=\"miss\"} 1",
+        "# TYPE rackwise_request_duration_seconds histogram"}) {
     EXPECT_NE(m->body.find(needle), std::string::npos) << needle;
   }
 }

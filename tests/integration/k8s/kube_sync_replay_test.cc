@@ -207,8 +207,7 @@ TEST(KubeSyncReplay, FailedBindingUndoesTheBooking) {
   service.SetSynced(true);
   ExtenderArgs args;
   args.pod = MakePod("conflict", 8);
-  args.node_names = {"b0-r0000-n01"};
-  args.has_node_names = true;
+  args.SetNodeNames({"b0-r0000-n01"});
   ASSERT_EQ(service.Filter(args, 0).feasible.size(), 1u);
   std::string err = service.Bind({"conflict", "ml", "uid-ml-conflict", "b0-r0000-n01"}, 0);
   EXPECT_NE(err.find("already assigned"), std::string::npos) << err;
