@@ -237,26 +237,7 @@ TEST_F(HttpExtenderTest, KeepAliveServesManyRequestsOnOneConnection) {
   }
 }
 
-TEST_F(HttpExtenderTest, HttpsWhenCertificateGiven) {
-  std::string dir = ::testing::TempDir() + "tls-" + std::to_string(::getpid());
-  std::string cmd = "mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-                    "-keyout " + dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl CLI not available";
-  HttpServerOptions http;
-  http.cert_file = dir + "/cert.pem";
-  http.key_file = dir + "/key.pem";
-  StartExtender(true, nullptr, http);
-  ASSERT_TRUE(server_->https());
-  httplib::SSLClient tls("127.0.0.1", server_->port());
-  tls.set_ca_cert_path(http.cert_file);
-  tls.enable_server_certificate_verification(false);  // self-signed for localhost; the channel is still TLS
-  auto res = tls.Post("/filter", ReadTestData("filter_args_lowercase.json"), "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
-  // Plain HTTP to the TLS port gets nothing useful.
-  auto plain = client_->Get("/healthz");
-  EXPECT_TRUE(!plain || plain->status != 200);
-}
+// HTTPS (server certificate and client certificates) is tested in tls_credentials_test.cc.
 
 }  // namespace
 }  // namespace rackwise::k8s::testing
