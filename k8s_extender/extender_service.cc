@@ -74,6 +74,20 @@ const std::vector<NodeId>& ExtenderService::CandidateIds(const CandidateNodes& c
   return *scratch;
 }
 
+int64_t ExtenderService::GroupFirstTry(const std::string& group, int64_t now_ms) {
+  if (group_first_try_ms_.size() >= options_.max_pending_pods) {
+    for (auto it = group_first_try_ms_.begin(); it != group_first_try_ms_.end();) {
+      if (now_ms - it->second > options_.pending_ttl_ms) {
+        group_first_try_ms_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    if (group_first_try_ms_.size() >= options_.max_pending_pods) group_first_try_ms_.clear();
+  }
+  return group_first_try_ms_.try_emplace(group, now_ms).first->second;
+}
+
 FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   FilterResult result;
   const CandidateNodes& candidates = args.candidate_nodes();
@@ -158,6 +172,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
       metrics_->CountDecision(Verb::kFilter, "none_feasible");
       return result;
     }
+    per_pod.waited_seconds = static_cast<double>(now_ms - GroupFirstTry(pod.group, now_ms)) / 1000.0;
     absl::StatusOr<PlacementOutcome> outcome =
         gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
     if (!outcome.ok()) {
@@ -175,6 +190,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
       metrics_->CountDecision(Verb::kFilter, refusal->unresolvable ? "group_unresolvable" : "group_refused");
       return result;
     }
+    group_first_try_ms_.erase(pod.group);
     metrics_->CountDecision(Verb::kFilter, "group_reserved");
     r = gangs_.Find(pod.group);
     own = r ? r->SlotOf(key) : nullptr;

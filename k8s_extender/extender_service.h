@@ -135,6 +135,8 @@ class ExtenderService {
   GpuMask PickFreeGpus(NodeId node, int count) const;
   void RefreshHealth(NodeId node);
   FilterResult FilterGroup(const PodInfo& pod, const std::vector<NodeId>& ids, int64_t now_ms);
+  // When the group was first tried (now, the first time); bounded like pending_.
+  int64_t GroupFirstTry(const std::string& group, int64_t now_ms);
   // The candidates' ids: the cached resolution, or one made now into *scratch.
   const std::vector<NodeId>& CandidateIds(const CandidateNodes& candidates, std::vector<NodeId>* scratch) const;
 
@@ -151,6 +153,10 @@ class ExtenderService {
   absl::flat_hash_map<std::string, PodRecord> pods_;        // by "namespace/name"
   absl::flat_hash_map<std::string, std::string> uid_to_key_;
   absl::flat_hash_map<std::string, PendingPod> pending_;    // seen by filter, not yet bound
+  // When filter first tried to plan a group that has no reservation yet: how long it has waited, for the
+  // policy's preferred_wait_s. Monotonic, so a restart starts the clock again (the group waits longer, never
+  // shorter than the policy says).
+  absl::flat_hash_map<std::string, int64_t> group_first_try_ms_;
   absl::flat_hash_map<std::string, bool> operator_ids_;     // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
   int64_t unknown_node_pods_ = 0;

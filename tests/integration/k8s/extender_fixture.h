@@ -68,8 +68,8 @@ inline std::string FilterBody(const Json& pod, const std::vector<std::string>& n
 class ExtenderHttpFixture : public ::testing::Test {
  protected:
   void StartExtender(bool synced = true, PodBinder* binder = nullptr, HttpServerOptions http = {},
-                     ExtenderOptions options = {}) {
-    auto topology = Topology::Build(MixedCluster());
+                     ExtenderOptions options = {}, const v1::ClusterDescription& description = MixedCluster()) {
+    auto topology = Topology::Build(description);
     ASSERT_TRUE(topology.ok()) << topology.status();
     service_ = std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*topology)), options, binder,
                                                  &metrics_);

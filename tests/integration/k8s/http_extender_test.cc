@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "extender_fixture.h"
 
 namespace rackwise::k8s::testing {
@@ -111,6 +112,39 @@ TEST_F(HttpExtenderTest, GroupIsReservedWholeAndLaterPodsFollowIt) {
   EXPECT_GE(metrics_.decisions(Verb::kFilter, "group_reserved"), 1u);
   // A seventh pod beyond the declared size gets a slot planned for it.
   EXPECT_FALSE(Schedule(MakePod("llm-6", 4, ann), nodes).empty());
+}
+
+// policy.preferred_wait_s: a `preferred` group that cannot have its fewest NVLink domains now is refused (and
+// retried by kube-scheduler) until it has waited that long since its first try; then it may spread.
+TEST_F(HttpExtenderTest, PreferredGroupWaitsForOneDomainThenSpreads) {
+  v1::ClusterDescription description = MixedCluster();
+  description.mutable_policy()->set_preferred_wait_s(600);
+  StartExtender(true, nullptr, {}, {}, description);
+  // 12 GPUs busy in each NVL72 rack: 60 free in each, so 64 GPUs fit only across both.
+  for (const char* rack : {"b1-r0000", "b1-r0001"}) {
+    for (int k = 0; k < 3; ++k) {
+      std::string node = absl::StrCat(rack, "-n", k < 9 ? "0" : "", k + 1);
+      ASSERT_FALSE(Schedule(MakePod(absl::StrCat("busy-", node), 4), {node}).empty()) << node;
+    }
+  }
+  Json ann = {{"rackwise.io/group", "big"}, {"rackwise.io/group-size", "16"}, {"rackwise.io/nvlink", "preferred"}};
+  std::vector<std::string> nvl;
+  for (const std::string& n : AllNodes()) {
+    if (n.rfind("b1-", 0) == 0) nvl.push_back(n);
+  }
+  auto try_first = [&](const char* pod) {
+    Json f = Post("/filter", FilterBody(MakePod(pod, 4, ann), nvl));
+    return f["NodeNames"].is_array() ? f["NodeNames"].size() : 0u;
+  };
+  EXPECT_EQ(try_first("big-0"), 0u);
+  Json f = Post("/filter", FilterBody(MakePod("big-1", 4, ann), nvl));
+  ASSERT_TRUE(f["FailedNodes"].is_object()) << f.dump();  // retryable, not unresolvable
+  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find("big"), std::string::npos);
+  now_ms_ += 599'000;
+  EXPECT_EQ(try_first("big-0"), 0u);
+  now_ms_ += 2'000;  // 601 s after the group's first try
+  EXPECT_GT(try_first("big-0"), 0u);
+  EXPECT_EQ(service_->WithLedger([](const Ledger& l) { return l.allocation_count(); }), 6u + 16u);
 }
 
 TEST_F(HttpExtenderTest, ExpiredReservationIsReleased) {
