@@ -86,6 +86,11 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     if (best->domains == 1) break;  // nothing can beat one domain in one rack
   }
   if (best) return PlacementOutcome{std::move(*best)};
+  if (!request.report_refusal) {
+    PlacementRefusal quiet;
+    quiet.total_nodes = static_cast<int>(t.nodes().size());
+    return PlacementOutcome{std::move(quiet)};
+  }
   return PlacementOutcome{internal::BuildRefusal(ledger, request, *setup, locality_blocked)};
 }
 

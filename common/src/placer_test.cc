@@ -223,6 +223,22 @@ TEST(PlacerTest, LocalityNoneTakesAPartlyUsedDomainThatHoldsItWhole) {
   for (const NodeGpus& ng : d.nodes) EXPECT_NE(ng.node, 3);
 }
 
+TEST(PlacerTest, QuietRefusalSaysNoWithoutTheReport) {
+  Topology t = Hgx(1);
+  Ledger l(t);
+  PlacementRequest r = Req(64);  // 32 GPUs in the cluster
+  r.report_refusal = false;
+  PlacementRefusal quiet = MustRefuse(l, r);
+  EXPECT_FALSE(quiet.unresolvable);  // not worked out
+  EXPECT_TRUE(quiet.detail.empty());
+  for (int c : quiet.counts) EXPECT_EQ(c, 0);
+  r.report_refusal = true;
+  EXPECT_TRUE(MustRefuse(l, r).unresolvable);
+  r = Req(8);
+  r.report_refusal = false;
+  EXPECT_EQ(MustPlace(l, r).domains, 1);  // decisions do not change
+}
+
 TEST(PlacerTest, UnhealthyHardwareIsNeverUsed) {
   Topology t = Hgx(1);
   Ledger l(t);
