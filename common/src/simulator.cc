@@ -34,7 +34,8 @@ class Replay {
         ledger_(t),
         meter_(ledger_),
         policy_(sim::MakePolicy(options.policy, t, options)),
-        state_(jobs.size()) {
+        state_(jobs.size()),
+        head_since_(jobs.size(), -1) {
     free_gpus_ = 0;
     for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) free_gpus_ += ledger_.free_gpu_count(n);
   }
@@ -63,10 +64,6 @@ class Replay {
       }
       if (released) failed_shapes_.clear();
       while (next < order.size() && jobs_[order[next]].submit <= now) {
-        const TraceJob& job = jobs_[order[next]];
-        const double wait = t_.policy().preferred_wait_seconds;
-        if (wait > 0 && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred)
-          wakeups_.insert(job.submit + wait);
         queue_.push_back(order[next++]);
       }
       if (next == order.size() && !arrivals_done_) {
@@ -84,28 +81,44 @@ class Replay {
 
  private:
   using Shape = std::pair<uint64_t, int64_t>;
-  // How long a job has waited, for `preferred` locality. On an idle cluster there is nothing to wait for.
-  double Waited(const TraceJob& j, double now) const {
-    return running_.empty() ? std::numeric_limits<double>::max() : now - j.submit;
+  // How long a job has waited, for `preferred` locality: since it reached the head of the queue (before that it
+  // can only be backfilled, and a backfilled `preferred` job only takes its fewest domains). The policy's
+  // preferred_wait_s is how long the head holds out for its fewest domains, protected by its reservation, before
+  // it may start spread out. On an idle cluster there is nothing to wait for.
+  double Waited(int j, double now) const {
+    if (running_.empty()) return std::numeric_limits<double>::max();
+    return head_since_[j] < 0 ? 0 : now - head_since_[j];
+  }
+  bool Relaxed(int j, double now) const { return Waited(j, now) >= t_.policy().preferred_wait_seconds; }
+
+  void MarkHead(int j, double now) {
+    if (head_since_[j] >= 0) return;
+    head_since_[j] = now;
+    const double wait = t_.policy().preferred_wait_seconds;
+    if (wait > 0 && jobs_[j].locality.value_or(t_.policy().default_locality) == Locality::kPreferred)
+      wakeups_.insert(now + wait);
   }
 
   // Jobs of one shape fare alike within a pass; a `preferred` job past the policy's wait is another shape.
-  Shape ShapeOf(const TraceJob& j, double now, bool backfill) const {
+  Shape ShapeOf(int index, double now, bool backfill, bool fence) const {
+    const TraceJob& j = jobs_[index];
     uint64_t loc = j.locality ? static_cast<uint64_t>(*j.locality) + 1 : 0;
-    if (Waited(j, now) >= t_.policy().preferred_wait_seconds) loc |= 8;
-    if (fenced_) loc |= 16;
+    if (Relaxed(index, now)) loc |= 8;
+    if (fence) loc |= 16;
     if (backfill) loc |= 32;
     return {static_cast<uint64_t>(j.gpus) << 16 | static_cast<uint64_t>(j.gpus_per_node) << 8 | loc,
             WattsToMilliwatts(j.watts_per_gpu)};
   }
 
-  absl::StatusOr<Try> TryStart(int j, double now, bool backfill) {
+  // `fence`: keep the job off the head's reserved nodes.
+  absl::StatusOr<Try> TryStart(int j, double now, bool backfill, bool fence) {
     const TraceJob& job = jobs_[j];
-    const Shape shape = ShapeOf(job, now, backfill);
+    const Shape shape = ShapeOf(j, now, backfill, fence);
     if (failed_shapes_.contains(shape)) return Try::kWaiting;
+    Fence(fence);
     ++attempts_;
     sim::Choice choice;
-    switch (policy_->Choose(ledger_, job, Waited(job, now), backfill, &choice)) {
+    switch (policy_->Choose(ledger_, job, Waited(j, now), backfill, &choice)) {
       case sim::Outcome::kNever: ++rejected_; return Try::kRejected;
       case sim::Outcome::kWait: failed_shapes_.insert(shape); return Try::kWaiting;
       case sim::Outcome::kStart: break;
@@ -162,7 +175,8 @@ class Replay {
   absl::Status Schedule(double now) {
     // FIFO: start the head while it fits. A head that cannot start on an otherwise idle cluster never will.
     while (!queue_.empty()) {
-      absl::StatusOr<Try> r = TryStart(queue_.front(), now, /*backfill=*/false);
+      MarkHead(queue_.front(), now);
+      absl::StatusOr<Try> r = TryStart(queue_.front(), now, /*backfill=*/false, /*fence=*/false);
       if (!r.ok()) return r.status();
       if (*r == Try::kWaiting && running_.empty()) {
         ++rejected_;
@@ -177,7 +191,7 @@ class Replay {
     // nodes it would be placed on at its shadow time; a later job may start now if it fits and either ends by
     // the shadow time or stays off those nodes (they are fenced, drained, while it is tried).
     const int head = queue_.front();
-    if (reservation_.job != head || now >= reservation_.shadow) {
+    if (reservation_.job != head || now >= reservation_.shadow || reservation_.relaxed != Relaxed(head, now)) {
       if (absl::Status s = Reserve(head, now); !s.ok()) return s;
     }
     int depth = 0;
@@ -189,8 +203,7 @@ class Replay {
         ++it;
         continue;
       }
-      Fence(now + job.duration > reservation_.shadow);
-      absl::StatusOr<Try> r = TryStart(*it, now, /*backfill=*/true);
+      absl::StatusOr<Try> r = TryStart(*it, now, /*backfill=*/true, now + job.duration > reservation_.shadow);
       if (!r.ok()) {
         Fence(false);
         return r.status();
@@ -221,6 +234,7 @@ class Replay {
     EndReservation(now);
     reservation_.job = head;
     reservation_.made = now;
+    reservation_.relaxed = Relaxed(head, now);
     const TraceJob& job = jobs_[head];
     std::vector<int> released;
     long long avail = free_gpus_;
@@ -233,7 +247,8 @@ class Replay {
       if (avail < job.gpus || (next != running_.end() && next->first == it->first)) continue;
       sim::Choice choice;
       ++attempts_;
-      if (policy_->Choose(ledger_, job, it->first - job.submit, /*backfill=*/false, &choice) == sim::Outcome::kStart) {
+      if (policy_->Choose(ledger_, job, it->first - head_since_[head], /*backfill=*/false, &choice) ==
+          sim::Outcome::kStart) {
         reservation_.shadow = it->first;
         for (const NodeGpus& ng : choice.nodes) reservation_.nodes.push_back(ng.node);
         std::sort(reservation_.nodes.begin(), reservation_.nodes.end());
@@ -266,6 +281,7 @@ class Replay {
     double made = 0;
     double shadow = std::numeric_limits<double>::infinity();
     std::vector<NodeId> nodes;  // sorted
+    bool relaxed = false;       // made when the head (if `preferred`) had waited out the policy's hold-out
   };
 
   const Topology& t_;
@@ -275,6 +291,7 @@ class Replay {
   sim::Meter meter_;
   std::unique_ptr<sim::Policy> policy_;
   std::vector<JobState> state_;
+  std::vector<double> head_since_;  // per job: when it first reached the head of the queue (-1: not yet)
   std::vector<SimPlacement> placements_;
   std::list<int> queue_;
   std::set<std::pair<double, int>> running_;

@@ -128,6 +128,8 @@ class RackwisePolicy : public Policy {
     // that the jobs behind it, and it itself once at the head with a reservation, can have whole.
     const bool hold_out = backfill && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
     if (hold_out) r.locality = Locality::kRequired;
+    // Whether a shape can ever run is decided once, by the full refusal; later refusals only need to say no.
+    r.report_refusal = !hold_out && !seen_shapes_.contains(shape);
     absl::StatusOr<PlacementOutcome> out = Placer::Place(ledger, r);
     const PlacementRefusal* refusal = out.ok() ? std::get_if<PlacementRefusal>(&*out) : nullptr;
     // Malformed for this cluster (e.g. watts beyond the policy), or too large for it: never. Held out, the job

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "rackwise/sizing.h"
 
 namespace rackwise {
@@ -197,6 +199,35 @@ TEST(SimulatorTest, BackfilledPreferredJobWaitsForItsFewestDomains) {
   ASSERT_TRUE(p);
   EXPECT_EQ(p->start, 2);
   EXPECT_EQ(p->domains, 2);
+}
+
+TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySays) {
+  // Three NVL72 racks, 32 GPUs free in each. `h` (a whole rack) runs on rack 1 from 1000 to 1100. `p` (48 GPUs,
+  // preferred, submitted at 2) reaches the head at 1000, when 64 GPUs are free over two racks and none holds it.
+  // The hold-out counts from then, not from its submit (long past): with 600 s it waits for rack 1 at 1100; with
+  // 50 s it spreads at 1050.
+  SizingParams sp = DefaultSizingParams(SizingSystem::kGb200Nvl72);
+  sp.gpus = 216;
+  absl::StatusOr<SizingResult> s = SizeCluster(sp);
+  ASSERT_TRUE(s.ok());
+  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
+                                Local("b", 0, 5000, 40, Locality::kRequired),
+                                Local("c", 0, 1300, 40, Locality::kRequired),
+                                Local("h", 1, 100, 72, Locality::kRequired),
+                                Local("p", 2, 100, 48, Locality::kPreferred)};
+  for (const auto& [wait, start, domains] : {std::tuple{600.0, 1100.0, 1}, std::tuple{50.0, 1050.0, 2}}) {
+    SCOPED_TRACE(wait);
+    v1::ClusterDescription d = SizingToClusterDescription(sp, *s);
+    d.mutable_policy()->set_preferred_wait_s(wait);
+    absl::StatusOr<Topology> t = Topology::Build(d);
+    ASSERT_TRUE(t.ok()) << t.status();
+    SimResult r = Replay(*t, jobs, SimPolicy::kRackwise);
+    EXPECT_EQ(StartOf(r, jobs, "h"), 1000);
+    const SimPlacement* p = PlacementOf(r, jobs, "p");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->start, start);
+    EXPECT_EQ(p->domains, domains);
+  }
 }
 
 TEST(SimulatorTest, PlacementLineAndDeterminism) {

@@ -44,7 +44,33 @@ v1::ClusterDescription RandomCluster(std::mt19937& rng, bool caps_bind = true) {
   }
   spec.hall_cap_kw =
       std::round(total_cap * std::uniform_real_distribution<double>(caps_bind ? 0.6 : 1.0, 1.1)(rng));
-  return BuildSyntheticCluster(spec);
+  v1::ClusterDescription d = BuildSyntheticCluster(spec);
+  // Half the clusters let `preferred` heads hold out for their fewest domains (policy.preferred_wait_s).
+  const double waits[] = {0, 0, 300, 1800};
+  d.mutable_policy()->set_preferred_wait_s(waits[rng() % 4]);
+  return d;
+}
+
+// A random trace for a cluster of `gpus` GPUs: a random mix, overloaded (load 1.5).
+absl::StatusOr<std::vector<TraceJob>> RandomTrace(std::mt19937& rng, int seed, int gpus, int jobs,
+                                                   double watts_fraction, double watts_per_gpu) {
+  TraceGeneratorParams tp;
+  tp.mix = static_cast<TraceMix>(rng() % 3);
+  tp.jobs = jobs;
+  tp.seed = seed;
+  tp.cluster_gpus = gpus;
+  tp.node_gpus = rng() % 2 ? 8 : 4;
+  tp.load = 1.5;
+  tp.watts_fraction = watts_fraction;
+  tp.watts_per_gpu = watts_per_gpu;
+  return GenerateTrace(tp);
+}
+
+absl::StatusOr<SimResult> SimulateRecorded(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy) {
+  SimOptions o;
+  o.policy = policy;
+  o.record_placements = true;
+  return Simulate(t, jobs, o);
 }
 
 std::string Jsonl(const Topology& t, const std::vector<TraceJob>& jobs, const SimResult& r) {
@@ -109,23 +135,11 @@ TEST(SimulatorPropertyTest, CheckerAgreesAndRackwiseNeverExceedsACap) {
     if (!ValidateClusterDescription(d, "random", &diags)) continue;
     absl::StatusOr<Topology> t = Topology::Build(d);
     ASSERT_TRUE(t.ok()) << t.status();
-    TraceGeneratorParams tp;
-    tp.mix = static_cast<TraceMix>(rng() % 3);
-    tp.jobs = 150;
-    tp.seed = seed;
-    tp.cluster_gpus = t->total_gpus();
-    tp.node_gpus = rng() % 2 ? 8 : 4;
-    tp.load = 1.5;
-    tp.watts_fraction = 0.2;
-    tp.watts_per_gpu = 400;
-    absl::StatusOr<std::vector<TraceJob>> jobs = GenerateTrace(tp);
+    absl::StatusOr<std::vector<TraceJob>> jobs = RandomTrace(rng, seed, t->total_gpus(), 150, 0.2, 400);
     ASSERT_TRUE(jobs.ok()) << jobs.status();
     for (SimPolicy policy : AllSimPolicies()) {
       SCOPED_TRACE(std::string(SimPolicyName(policy)) + " seed " + std::to_string(seed));
-      SimOptions o;
-      o.policy = policy;
-      o.record_placements = true;
-      absl::StatusOr<SimResult> r = Simulate(*t, *jobs, o);
+      absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, policy);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->metrics.completed + r->metrics.rejected, r->metrics.jobs);
       EXPECT_LE(r->metrics.gpu_utilization, 1.0 + 1e-9);
@@ -167,21 +181,11 @@ TEST(SimulatorPropertyTest, BackfillNeverDelaysTheHeadsReservation) {
     absl::StatusOr<Topology> t = Topology::Build(d);
     ASSERT_TRUE(t.ok()) << t.status();
     ASSERT_FALSE(capped_by_power(d));
-    TraceGeneratorParams tp;
-    tp.mix = static_cast<TraceMix>(rng() % 3);
-    tp.jobs = 200;
-    tp.seed = seed;
-    tp.cluster_gpus = t->total_gpus();
-    tp.node_gpus = rng() % 2 ? 8 : 4;
-    tp.load = 1.5;
-    absl::StatusOr<std::vector<TraceJob>> jobs = GenerateTrace(tp);
+    absl::StatusOr<std::vector<TraceJob>> jobs = RandomTrace(rng, seed, t->total_gpus(), 200, 0, 0);
     ASSERT_TRUE(jobs.ok());
     for (SimPolicy policy : AllSimPolicies()) {
       SCOPED_TRACE(std::string(SimPolicyName(policy)) + " seed " + std::to_string(seed));
-      SimOptions o;
-      o.policy = policy;
-      o.record_placements = true;
-      absl::StatusOr<SimResult> r = Simulate(*t, *jobs, o);
+      absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, policy);
       ASSERT_TRUE(r.ok()) << r.status();
       // static-cap's per-rack GPU limits are computed at the highest watts per GPU under a shared power domain,
       // so on mixed clusters they bind like caps even here: its reserved nodes hold, its shadow times may slip.
@@ -236,16 +240,7 @@ TEST(SimulatorPropertyTest, PlacerBoundChangesNothing) {
     if (!ValidateClusterDescription(d, "random", &diags)) continue;
     absl::StatusOr<Topology> t = Topology::Build(d);
     ASSERT_TRUE(t.ok());
-    TraceGeneratorParams tp;
-    tp.mix = static_cast<TraceMix>(rng() % 3);
-    tp.jobs = 200;
-    tp.seed = seed;
-    tp.cluster_gpus = t->total_gpus();
-    tp.node_gpus = rng() % 2 ? 8 : 4;
-    tp.load = 1.5;
-    tp.watts_fraction = 0.3;
-    tp.watts_per_gpu = 500;
-    absl::StatusOr<std::vector<TraceJob>> jobs = GenerateTrace(tp);
+    absl::StatusOr<std::vector<TraceJob>> jobs = RandomTrace(rng, seed, t->total_gpus(), 200, 0.3, 500);
     ASSERT_TRUE(jobs.ok());
     SimOptions with, without;
     with.record_placements = without.record_placements = true;
