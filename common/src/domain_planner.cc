@@ -62,7 +62,7 @@ void SortByCapacity(std::vector<Candidate>* v) {
 
 }  // namespace
 
-std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx) {
+std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool partly_used_only) {
   const int g = ctx.gpus();
   if (g > ctx.EffectiveDomainSize()) return std::nullopt;
   const int max_f = MaxBucket(ctx);
@@ -71,6 +71,7 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx) {
     double best_score = 0;
     int examined = 0;
     for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
+      if (partly_used_only && ctx.ledger().domain_free_gpus(d) >= ctx.topology().domains()[d].gpus) continue;
       if (ctx.DomainCapacity(d) < g) continue;
       const double score = TieBreakScore(ctx, d, g);
       if (best == kNoId || score > best_score + 1e-12 || (score > best_score - 1e-12 && d < best)) {

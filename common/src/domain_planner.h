@@ -22,8 +22,9 @@ struct DomainPlan {
   GpuMask rail_set = 0;  // the GPU indices every node should use, when rail alignment applies (else 0)
 };
 
-// The best single domain holding the whole job, or nullopt.
-std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx);
+// The best single domain holding the whole job, or nullopt. `partly_used_only`: only domains that already have
+// GPUs in use (or missing), so that whole domains stay free (locality none).
+std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool partly_used_only = false);
 
 // Several domains (fewest first for required/preferred; smallest fragments first for none), or nullopt when
 // the free, powered GPUs do not add up to the job.

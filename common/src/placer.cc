@@ -67,9 +67,10 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     PlacementContext ctx(ledger, request, setup->locality, type, internal::PerGpuFor(t, request, type),
                          setup->allowed);
     if (ctx.EffectiveDomainSize() <= 0) continue;
-    // Locality none goes straight to the smallest fragments, wherever they are, to keep whole domains free.
-    std::optional<DomainPlan> plan;
-    if (setup->locality != Locality::kNone) plan = internal::PlanSingleDomain(ctx);
+    // Locality none keeps whole domains free: the tightest partly used domain that holds the job whole (no
+    // needless NVLink crossing), else the smallest fragments, wherever they are.
+    std::optional<DomainPlan> plan =
+        internal::PlanSingleDomain(ctx, /*partly_used_only=*/setup->locality == Locality::kNone);
     if (!plan) {
       if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
       plan = internal::PlanMultiDomain(ctx, &*scratch);
@@ -85,6 +86,11 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     if (best->domains == 1) break;  // nothing can beat one domain in one rack
   }
   if (best) return PlacementOutcome{std::move(*best)};
+  if (!request.report_refusal) {
+    PlacementRefusal quiet;
+    quiet.total_nodes = static_cast<int>(t.nodes().size());
+    return PlacementOutcome{std::move(quiet)};
+  }
   return PlacementOutcome{internal::BuildRefusal(ledger, request, *setup, locality_blocked)};
 }
 

@@ -209,6 +209,38 @@ TEST(PlacerTest, LocalityNoneFillsFragmentsFirst) {
   EXPECT_EQ(MustPlace(l, Req(4)).domains, 1);
 }
 
+TEST(PlacerTest, LocalityNoneTakesAPartlyUsedDomainThatHoldsItWhole) {
+  Topology t = Hgx(1);
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"a", {{0, 0x3f}}, 0}).ok());  // node 0: 2 free
+  ASSERT_TRUE(l.Commit({"b", {{1, 0x3f}}, 0}).ok());  // node 1: 2 free
+  ASSERT_TRUE(l.Commit({"c", {{2, 0x0f}}, 0}).ok());  // node 2: 4 free; node 3 whole
+  PlacementDecision d = MustPlace(l, Req(4, 0, Locality::kNone));
+  ASSERT_EQ(d.nodes.size(), 1u);  // not 2 + 2 over nodes 0 and 1
+  EXPECT_EQ(d.nodes[0].node, 2);
+  EXPECT_EQ(d.domains, 1);
+  // A job no partly used domain holds still fills fragments and leaves the whole node free.
+  d = MustPlace(l, Req(6, 0, Locality::kNone));
+  EXPECT_EQ(d.domains, 3);  // 2 + 2 + 2
+  for (const NodeGpus& ng : d.nodes) EXPECT_NE(ng.node, 3);
+}
+
+TEST(PlacerTest, QuietRefusalSaysNoWithoutTheReport) {
+  Topology t = Hgx(1);
+  Ledger l(t);
+  PlacementRequest r = Req(64);  // 32 GPUs in the cluster
+  r.report_refusal = false;
+  PlacementRefusal quiet = MustRefuse(l, r);
+  EXPECT_FALSE(quiet.unresolvable);  // not worked out
+  EXPECT_TRUE(quiet.detail.empty());
+  for (int c : quiet.counts) EXPECT_EQ(c, 0);
+  r.report_refusal = true;
+  EXPECT_TRUE(MustRefuse(l, r).unresolvable);
+  r = Req(8);
+  r.report_refusal = false;
+  EXPECT_EQ(MustPlace(l, r).domains, 1);  // decisions do not change
+}
+
 TEST(PlacerTest, UnhealthyHardwareIsNeverUsed) {
   Topology t = Hgx(1);
   Ledger l(t);

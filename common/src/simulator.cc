@@ -34,7 +34,8 @@ class Replay {
         ledger_(t),
         meter_(ledger_),
         policy_(sim::MakePolicy(options.policy, t, options)),
-        state_(jobs.size()) {
+        state_(jobs.size()),
+        head_since_(jobs.size(), -1) {
     free_gpus_ = 0;
     for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) free_gpus_ += ledger_.free_gpu_count(n);
   }
@@ -63,10 +64,6 @@ class Replay {
       }
       if (released) failed_shapes_.clear();
       while (next < order.size() && jobs_[order[next]].submit <= now) {
-        const TraceJob& job = jobs_[order[next]];
-        const double wait = t_.policy().preferred_wait_seconds;
-        if (wait > 0 && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred)
-          wakeups_.insert(job.submit + wait);
         queue_.push_back(order[next++]);
       }
       if (next == order.size() && !arrivals_done_) {
@@ -76,6 +73,7 @@ class Replay {
       }
       if (absl::Status s = Schedule(now); !s.ok()) return s;
     }
+    EndReservation(now);
     return absl::OkStatus();
   }
 
@@ -83,26 +81,44 @@ class Replay {
 
  private:
   using Shape = std::pair<uint64_t, int64_t>;
-  // How long a job has waited, for `preferred` locality. On an idle cluster there is nothing to wait for.
-  double Waited(const TraceJob& j, double now) const {
-    return running_.empty() ? std::numeric_limits<double>::max() : now - j.submit;
+  // How long a job has waited, for `preferred` locality: since it reached the head of the queue (before that it
+  // can only be backfilled, and a backfilled `preferred` job only takes its fewest domains). The policy's
+  // preferred_wait_s is how long the head holds out for its fewest domains, protected by its reservation, before
+  // it may start spread out. On an idle cluster there is nothing to wait for.
+  double Waited(int j, double now) const {
+    if (running_.empty()) return std::numeric_limits<double>::max();
+    return head_since_[j] < 0 ? 0 : now - head_since_[j];
+  }
+  bool Relaxed(int j, double now) const { return Waited(j, now) >= t_.policy().preferred_wait_seconds; }
+
+  void MarkHead(int j, double now) {
+    if (head_since_[j] >= 0) return;
+    head_since_[j] = now;
+    const double wait = t_.policy().preferred_wait_seconds;
+    if (wait > 0 && jobs_[j].locality.value_or(t_.policy().default_locality) == Locality::kPreferred)
+      wakeups_.insert(now + wait);
   }
 
   // Jobs of one shape fare alike within a pass; a `preferred` job past the policy's wait is another shape.
-  Shape ShapeOf(const TraceJob& j, double now) const {
+  Shape ShapeOf(int index, double now, bool backfill, bool fence) const {
+    const TraceJob& j = jobs_[index];
     uint64_t loc = j.locality ? static_cast<uint64_t>(*j.locality) + 1 : 0;
-    if (Waited(j, now) >= t_.policy().preferred_wait_seconds) loc |= 8;
+    if (Relaxed(index, now)) loc |= 8;
+    if (fence) loc |= 16;
+    if (backfill) loc |= 32;
     return {static_cast<uint64_t>(j.gpus) << 16 | static_cast<uint64_t>(j.gpus_per_node) << 8 | loc,
             WattsToMilliwatts(j.watts_per_gpu)};
   }
 
-  absl::StatusOr<Try> TryStart(int j, double now) {
+  // `fence`: keep the job off the head's reserved nodes.
+  absl::StatusOr<Try> TryStart(int j, double now, bool backfill, bool fence) {
     const TraceJob& job = jobs_[j];
-    const Shape shape = ShapeOf(job, now);
+    const Shape shape = ShapeOf(j, now, backfill, fence);
     if (failed_shapes_.contains(shape)) return Try::kWaiting;
+    Fence(fence);
     ++attempts_;
     sim::Choice choice;
-    switch (policy_->Choose(ledger_, job, Waited(job, now), &choice)) {
+    switch (policy_->Choose(ledger_, job, Waited(j, now), backfill, &choice)) {
       case sim::Outcome::kNever: ++rejected_; return Try::kRejected;
       case sim::Outcome::kWait: failed_shapes_.insert(shape); return Try::kWaiting;
       case sim::Outcome::kStart: break;
@@ -159,55 +175,114 @@ class Replay {
   absl::Status Schedule(double now) {
     // FIFO: start the head while it fits. A head that cannot start on an otherwise idle cluster never will.
     while (!queue_.empty()) {
-      absl::StatusOr<Try> r = TryStart(queue_.front(), now);
+      MarkHead(queue_.front(), now);
+      absl::StatusOr<Try> r = TryStart(queue_.front(), now, /*backfill=*/false, /*fence=*/false);
       if (!r.ok()) return r.status();
       if (*r == Try::kWaiting && running_.empty()) {
         ++rejected_;
         r = Try::kRejected;
       }
       if (*r == Try::kWaiting) break;
+      if (queue_.front() == reservation_.job) EndReservation(now);
       queue_.pop_front();
     }
     if (queue_.empty() || !options_.backfill) return absl::OkStatus();
-    // EASY: the head's reservation, counted in GPUs.
-    const int need = jobs_[queue_.front()].gpus;
-    double shadow = std::numeric_limits<double>::infinity();
-    long long extra = 0;
-    long long avail = free_gpus_;
-    if (avail >= need) {
-      shadow = running_.begin()->first;  // blocked by topology or power: hold until the next release
-      extra = avail - need;
-    } else {
-      for (const auto& [end, j] : running_) {
-        avail += jobs_[j].gpus;
-        if (avail >= need) {
-          shadow = end;
-          extra = avail - need;
-          break;
-        }
-      }
+    // EASY with a topology-aware reservation (as Slurm's backfill does with node bitmaps): the head gets the
+    // nodes it would be placed on at its shadow time; a later job may start now if it fits and either ends by
+    // the shadow time or stays off those nodes (they are fenced, drained, while it is tried).
+    const int head = queue_.front();
+    if (reservation_.job != head || now >= reservation_.shadow || reservation_.relaxed != Relaxed(head, now)) {
+      if (absl::Status s = Reserve(head, now); !s.ok()) return s;
     }
     int depth = 0;
     for (auto it = std::next(queue_.begin()); it != queue_.end() && depth < options_.backfill_depth;) {
       if (free_gpus_ == 0) break;
       ++depth;
       const TraceJob& job = jobs_[*it];
-      const bool ends_in_time = now + job.duration <= shadow;
-      if (job.gpus > free_gpus_ || (!ends_in_time && job.gpus > extra)) {
+      if (job.gpus > free_gpus_) {
         ++it;
         continue;
       }
-      absl::StatusOr<Try> r = TryStart(*it, now);
-      if (!r.ok()) return r.status();
+      absl::StatusOr<Try> r = TryStart(*it, now, /*backfill=*/true, now + job.duration > reservation_.shadow);
+      if (!r.ok()) {
+        Fence(false);
+        return r.status();
+      }
       if (*r == Try::kWaiting) {
         ++it;
         continue;
       }
-      if (*r == Try::kStarted && !ends_in_time) extra -= job.gpus;
       it = queue_.erase(it);
     }
+    Fence(false);
     return absl::OkStatus();
   }
+
+  Allocation AllocationOf(int j) const {
+    const SimPlacement& p = placements_[state_[j].placement];
+    Allocation a;
+    a.id = absl::StrCat("j", j);  // trace ids may repeat across files; the index is unique
+    a.nodes = p.nodes;
+    a.per_gpu = p.per_gpu;
+    return a;
+  }
+
+  // The head's reservation: release running jobs in end order (on the ledger itself, restored afterwards) until
+  // the policy can place the head; that end is the shadow time and the chosen nodes are reserved. With no such
+  // time (the head cannot run even on the emptied cluster) there is no reservation and backfill is unrestricted.
+  absl::Status Reserve(int head, double now) {
+    EndReservation(now);
+    reservation_.job = head;
+    reservation_.made = now;
+    reservation_.relaxed = Relaxed(head, now);
+    const TraceJob& job = jobs_[head];
+    std::vector<int> released;
+    long long avail = free_gpus_;
+    for (auto it = running_.begin(); it != running_.end(); ++it) {
+      const int j = it->second;
+      ledger_.Release(absl::StrCat("j", j));
+      released.push_back(j);
+      avail += jobs_[j].gpus;
+      const auto next = std::next(it);
+      if (avail < job.gpus || (next != running_.end() && next->first == it->first)) continue;
+      sim::Choice choice;
+      ++attempts_;
+      if (policy_->Choose(ledger_, job, it->first - head_since_[head], /*backfill=*/false, &choice) ==
+          sim::Outcome::kStart) {
+        reservation_.shadow = it->first;
+        for (const NodeGpus& ng : choice.nodes) reservation_.nodes.push_back(ng.node);
+        std::sort(reservation_.nodes.begin(), reservation_.nodes.end());
+        break;
+      }
+    }
+    for (auto j = released.rbegin(); j != released.rend(); ++j) {
+      if (absl::Status s = ledger_.Commit(AllocationOf(*j), CommitMode::kRecover); !s.ok()) return s;
+    }
+    failed_shapes_.clear();  // the fenced nodes changed
+    return absl::OkStatus();
+  }
+
+  void EndReservation(double now) {
+    if (reservation_.job >= 0 && options_.record_placements) {
+      reservations_.push_back({reservation_.job, reservation_.made, now, reservation_.shadow, reservation_.nodes});
+    }
+    reservation_ = Reservation{};
+  }
+
+  // Drains (or restores) the reserved nodes, so that no policy places a job there.
+  void Fence(bool on) {
+    if (on == fenced_) return;
+    fenced_ = on;
+    for (NodeId n : reservation_.nodes) ledger_.SetNodeHealth(n, on ? NodeHealth::kDrained : NodeHealth::kUp);
+  }
+
+  struct Reservation {
+    int job = -1;
+    double made = 0;
+    double shadow = std::numeric_limits<double>::infinity();
+    std::vector<NodeId> nodes;  // sorted
+    bool relaxed = false;       // made when the head (if `preferred`) had waited out the policy's hold-out
+  };
 
   const Topology& t_;
   const std::vector<TraceJob>& jobs_;
@@ -216,11 +291,15 @@ class Replay {
   sim::Meter meter_;
   std::unique_ptr<sim::Policy> policy_;
   std::vector<JobState> state_;
+  std::vector<double> head_since_;  // per job: when it first reached the head of the queue (-1: not yet)
   std::vector<SimPlacement> placements_;
   std::list<int> queue_;
   std::set<std::pair<double, int>> running_;
   absl::flat_hash_set<Shape> failed_shapes_;
-  std::multiset<double> wakeups_;  // when waiting `preferred` jobs may start spread out
+  std::multiset<double> wakeups_;
+  Reservation reservation_;
+  bool fenced_ = false;  // the reserved nodes are drained while a job that would outlast the shadow is tried
+  std::vector<SimReservation> reservations_;  // when waiting `preferred` jobs may start spread out
   long long free_gpus_ = 0;
   long long attempts_ = 0;
   bool arrivals_done_ = false;
@@ -283,6 +362,7 @@ SimResult Replay::Result() const {
   if (m.energy_mwh > 0) m.gpu_hours_per_mwh = m.gpu_hours / m.energy_mwh;
   if (options_.record_placements) {
     out.placements = placements_;
+    out.reservations = reservations_;
     std::stable_sort(out.placements.begin(), out.placements.end(),
                      [](const SimPlacement& a, const SimPlacement& b) { return a.start < b.start; });
   }

@@ -108,7 +108,7 @@ class RackwisePolicy : public Policy {
     }
   }
 
-  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) override {
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill, Choice* choice) override {
     // Whether a request can ever be placed does not depend on the cluster's state: the placer says so the first
     // time a request of this shape is seen, and from then on the cheap bound may answer "wait" in its place.
     const auto shape = std::make_tuple(job.gpus, job.gpus_per_node, job.locality ? static_cast<int>(*job.locality) : -1,
@@ -124,22 +124,34 @@ class RackwisePolicy : public Policy {
     r.locality = job.locality;
     r.watts_per_gpu = job.watts_per_gpu;
     r.waited_seconds = waited_s;
+    // A backfilled `preferred` job only takes its fewest domains: spreading it now would fragment the domains
+    // that the jobs behind it, and it itself once at the head with a reservation, can have whole.
+    const bool hold_out = backfill && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
+    if (hold_out) r.locality = Locality::kRequired;
+    // Whether a shape can ever run is decided once, by the full refusal; later refusals only need to say no.
+    r.report_refusal = !hold_out && !seen_shapes_.contains(shape);
     absl::StatusOr<PlacementOutcome> out = Placer::Place(ledger, r);
     const PlacementRefusal* refusal = out.ok() ? std::get_if<PlacementRefusal>(&*out) : nullptr;
-    // Malformed for this cluster (e.g. watts beyond the policy), or too large for it: never.
+    // Malformed for this cluster (e.g. watts beyond the policy), or too large for it: never. Held out, the job
+    // may still run spread out as the head, so "never" is only decided as asked.
     const bool never = !out.ok() || (refusal && refusal->unresolvable);
+    if (hold_out) return !out.ok() ? Outcome::kNever : refusal ? Outcome::kWait : Start(*out, choice);
     seen_shapes_[shape] = !never;
     if (never) return Outcome::kNever;
     if (refusal) return Outcome::kWait;
-    const auto& d = std::get<PlacementDecision>(*out);
+    return Start(*out, choice);
+  }
+  CommitMode commit_mode() const override { return CommitMode::kEnforce; }
+
+ private:
+  static Outcome Start(const PlacementOutcome& out, Choice* choice) {
+    const auto& d = std::get<PlacementDecision>(out);
     choice->nodes = d.nodes;
     choice->per_gpu = d.per_gpu;
     choice->min_domains = d.min_domains;
     return Outcome::kStart;
   }
-  CommitMode commit_mode() const override { return CommitMode::kEnforce; }
 
- private:
   // A necessary condition for any placement within the caps, in O(racks + domains), so that the placer (and its
   // node-by-node refusal report) is only asked when the job might fit. Rack r can take at most
   // g_r = min(usable free GPUs, room under its cap / watts per GPU); a power domain at most
@@ -206,7 +218,7 @@ class NodeListPolicy : public Policy {
     }
   }
 
-  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) override {
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill, Choice* choice) override {
     bool ever = false;
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(by_type_.size()); ++type) {
       if (job.gpus_per_node > t_.node_types()[type].gpus) continue;

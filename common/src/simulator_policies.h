@@ -28,7 +28,10 @@ class Policy {
  public:
   virtual ~Policy() = default;
   // `waited_s`: how long the job has been pending (rackwise's preferred locality may hold out for a while).
-  virtual Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) = 0;
+  // `backfill`: the job is not the queue head but a backfill candidate (rackwise starts a `preferred` one only
+  // in its fewest NVLink domains: it will get a reservation for them when it reaches the head).
+  virtual Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill,
+                         Choice* choice) = 0;
   // How the simulator commits: kEnforce (the policy promises to respect caps) or kRecover (power-unaware).
   virtual CommitMode commit_mode() const { return CommitMode::kRecover; }
 };

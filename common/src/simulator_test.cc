@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "rackwise/sizing.h"
 
 namespace rackwise {
@@ -132,6 +134,100 @@ TEST(SimulatorTest, LocalityAndRails) {
   SimResult sp = Replay(*t, jobs, SimPolicy::kSpread);
   EXPECT_LT(sp.metrics.min_domain_pct, 100);
   EXPECT_GT(sp.metrics.mean_domains_per_job, 1);
+}
+
+Topology Nvl72Racks(int racks) {
+  SizingParams p = DefaultSizingParams(SizingSystem::kGb200Nvl72);
+  p.gpus = 72 * racks;
+  absl::StatusOr<SizingResult> s = SizeCluster(p);
+  EXPECT_TRUE(s.ok());
+  absl::StatusOr<Topology> t = Topology::Build(SizingToClusterDescription(p, *s));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+TraceJob Local(std::string id, double submit, double duration, int gpus, Locality locality) {
+  TraceJob j = Job(std::move(id), submit, duration, gpus, 4);
+  j.locality = locality;
+  return j;
+}
+
+const SimPlacement* PlacementOf(const SimResult& r, const std::vector<TraceJob>& jobs, const std::string& id) {
+  for (const SimPlacement& p : r.placements)
+    if (jobs[p.job].id == id) return &p;
+  return nullptr;
+}
+
+TEST(SimulatorTest, ReservationKeepsTheHeadsNvlinkDomainFromLongBackfill) {
+  // Two NVL72 racks, 32 GPUs free in each. The head needs a whole rack: rack 1 once `a` ends at 100. `s` (32
+  // GPUs, until 502) fits either rack and, counted in GPUs only, fits the head's spare GPUs at its shadow time;
+  // in rack 1 it would hold the head back to 502. The reservation keeps it on rack 2.
+  Topology t = Nvl72Racks(2);
+  std::vector<TraceJob> jobs = {Local("a", 0, 100, 40, Locality::kRequired),
+                                Local("b", 0, 1000, 40, Locality::kRequired),
+                                Local("h", 1, 100, 72, Locality::kRequired),
+                                Local("s", 2, 500, 32, Locality::kRequired)};
+  SimResult r = Replay(t, jobs, SimPolicy::kRackwise);
+  const SimPlacement *a = PlacementOf(r, jobs, "a"), *s = PlacementOf(r, jobs, "s"), *h = PlacementOf(r, jobs, "h");
+  ASSERT_TRUE(a && s && h);
+  EXPECT_EQ(s->start, 2);
+  EXPECT_NE(s->racks, a->racks);
+  EXPECT_EQ(h->start, 100);
+  EXPECT_EQ(h->racks, a->racks);
+  ASSERT_FALSE(r.reservations.empty());
+  EXPECT_EQ(jobs[r.reservations.front().job].id, "h");
+  EXPECT_EQ(r.reservations.front().shadow, 100);
+  EXPECT_EQ(r.reservations.front().nodes.size(), 18u);
+}
+
+TEST(SimulatorTest, BackfilledPreferredJobWaitsForItsFewestDomains) {
+  // 32 GPUs free in each of two racks; the head waits for a whole rack until 1000. `p` (48 GPUs, preferred)
+  // could backfill now over both racks; it waits and runs in one rack instead. As the head it would spread.
+  Topology t = Nvl72Racks(2);
+  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
+                                Local("b", 0, 1000, 40, Locality::kRequired),
+                                Local("h", 1, 100, 72, Locality::kRequired),
+                                Local("p", 2, 100, 48, Locality::kPreferred)};
+  SimResult r = Replay(t, jobs, SimPolicy::kRackwise);
+  const SimPlacement* p = PlacementOf(r, jobs, "p");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->domains, 1);
+  EXPECT_EQ(p->start, 1000);
+  jobs.erase(jobs.begin() + 2);  // no head in front of it: `p` is the head and starts spread out at once
+  r = Replay(t, jobs, SimPolicy::kRackwise);
+  p = PlacementOf(r, jobs, "p");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->start, 2);
+  EXPECT_EQ(p->domains, 2);
+}
+
+TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySays) {
+  // Three NVL72 racks, 32 GPUs free in each. `h` (a whole rack) runs on rack 1 from 1000 to 1100. `p` (48 GPUs,
+  // preferred, submitted at 2) reaches the head at 1000, when 64 GPUs are free over two racks and none holds it.
+  // The hold-out counts from then, not from its submit (long past): with 600 s it waits for rack 1 at 1100; with
+  // 50 s it spreads at 1050.
+  SizingParams sp = DefaultSizingParams(SizingSystem::kGb200Nvl72);
+  sp.gpus = 216;
+  absl::StatusOr<SizingResult> s = SizeCluster(sp);
+  ASSERT_TRUE(s.ok());
+  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
+                                Local("b", 0, 5000, 40, Locality::kRequired),
+                                Local("c", 0, 1300, 40, Locality::kRequired),
+                                Local("h", 1, 100, 72, Locality::kRequired),
+                                Local("p", 2, 100, 48, Locality::kPreferred)};
+  for (const auto& [wait, start, domains] : {std::tuple{600.0, 1100.0, 1}, std::tuple{50.0, 1050.0, 2}}) {
+    SCOPED_TRACE(wait);
+    v1::ClusterDescription d = SizingToClusterDescription(sp, *s);
+    d.mutable_policy()->set_preferred_wait_s(wait);
+    absl::StatusOr<Topology> t = Topology::Build(d);
+    ASSERT_TRUE(t.ok()) << t.status();
+    SimResult r = Replay(*t, jobs, SimPolicy::kRackwise);
+    EXPECT_EQ(StartOf(r, jobs, "h"), 1000);
+    const SimPlacement* p = PlacementOf(r, jobs, "p");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->start, start);
+    EXPECT_EQ(p->domains, domains);
+  }
 }
 
 TEST(SimulatorTest, PlacementLineAndDeterminism) {

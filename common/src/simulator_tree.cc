@@ -31,7 +31,7 @@ class TreePolicy : public Policy {
     }
   }
 
-  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, Choice* choice) override {
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill, Choice* choice) override {
     const int k = job.gpus_per_node;
     bool ever = false;
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t_.node_types().size()); ++type) {

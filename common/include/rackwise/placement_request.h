@@ -21,6 +21,9 @@ struct PlacementRequest {
   std::optional<NodeTypeId> node_type;  // unset: any type (a job never mixes types)
   double waited_seconds = 0;            // how long the job has been pending (see preferred_wait_seconds); the
                                         // core reads no clock, so faces pass it in
+  bool report_refusal = true;           // false: a refusal is only "not now" (no per-node counts, no detail, and
+                                        // `unresolvable` is not worked out); for callers that only need yes or
+                                        // no, such as the simulator's backfill and reservations
 };
 
 }  // namespace rackwise

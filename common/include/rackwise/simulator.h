@@ -1,12 +1,13 @@
 // Trace replay: runs a job trace against a cluster, event by event, under one placement policy, and measures what
 // an operator cares about (utilisation, waits, NVLink locality, rail alignment, power over the caps, energy).
 //
-// Scheduling is FIFO with EASY backfill, as Slurm's sched/backfill does: the queue head starts as soon as it
-// fits; when it cannot, it gets a reservation at the "shadow time" (the earliest time at which enough GPUs will
-// have been released, walking the running jobs by end time, with the trace duration as the run-time estimate), and
-// later jobs may start now if they fit and either end by the shadow time or use only GPUs the head will not
-// need. Up to `backfill_depth` queued jobs are tried per pass. Placement topology and power can still delay the
-// head beyond its shadow time (the reservation counts GPUs); that is the usual EASY approximation.
+// Scheduling is FIFO with EASY backfill, as Slurm's sched/backfill does with node bitmaps: the queue head starts
+// as soon as it fits; when it cannot, it gets a reservation: walking the running jobs by end time (the trace
+// duration is the run-time estimate), the first end at which the policy could place the head is its "shadow
+// time", and the nodes the policy would give it then are reserved. Later jobs may start now if they fit and either
+// end by the shadow time or stay off the reserved nodes. Up to `backfill_depth` queued jobs are tried per pass.
+// Power drawn by backfilled jobs on other nodes of a shared rack or row can still delay the head past its shadow
+// time when caps bind (the reservation holds nodes, not watts).
 //
 // Policies:
 //   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce.
@@ -98,9 +99,21 @@ struct SimMetrics {
   long long placement_attempts = 0;
 };
 
+// The queue head's backfill reservation: the nodes it would get at its shadow time. While it is in force
+// (from `made` to `until`: the head started, or the reservation was recomputed), a job that starts before the
+// shadow time and ends after it is kept off these nodes.
+struct SimReservation {
+  int job = 0;  // index into the trace
+  double made = 0;
+  double until = 0;
+  double shadow = 0;  // infinity: the head could not be placed even with every running job gone
+  std::vector<NodeId> nodes;  // sorted
+};
+
 struct SimResult {
   SimMetrics metrics;
-  std::vector<SimPlacement> placements;  // when record_placements, in start order
+  std::vector<SimPlacement> placements;      // when record_placements, in start order
+  std::vector<SimReservation> reservations;  // when record_placements, in the order they ended
 };
 
 // Replays `jobs` (any order; sorted by submit time, ties by position). Errors: InvalidArgument for an empty
