@@ -123,6 +123,7 @@ class Replay {
       case sim::Outcome::kWait: failed_shapes_.insert(shape); return Try::kWaiting;
       case sim::Outcome::kStart: break;
     }
+    Fence(false);  // commit (and meter) against the real caps; the choice kept within the lowered ones
     Allocation a;
     a.id = absl::StrCat("j", j);  // trace ids may repeat across files; the index is unique
     a.nodes = std::move(choice.nodes);
@@ -155,6 +156,7 @@ class Replay {
     std::sort(p.racks.begin(), p.racks.end());
     p.racks.erase(std::unique(p.racks.begin(), p.racks.end()), p.racks.end());
     p.nodes = std::move(a.nodes);
+    if (fence) Spend(p);
     meter_.Changed(p.racks, gpus);
     free_gpus_ -= gpus;
     state_[j].start = p.start;
@@ -252,6 +254,7 @@ class Replay {
         reservation_.shadow = it->first;
         for (const NodeGpus& ng : choice.nodes) reservation_.nodes.push_back(ng.node);
         std::sort(reservation_.nodes.begin(), reservation_.nodes.end());
+        if (policy_->commit_mode() == CommitMode::kEnforce) Budget(choice);
         break;
       }
     }
@@ -262,6 +265,40 @@ class Replay {
     return absl::OkStatus();
   }
 
+  // For a policy that keeps to the caps: the watts each rack and power domain the head will draw from can spare
+  // for jobs that outlast the shadow time (its room then, less what the head adds). Ledger in the shadow state.
+  void Budget(const sim::Choice& choice) {
+    const double reserve = t_.policy().power_reserve_fraction;
+    for (const NodeGpus& ng : choice.nodes) {
+      const RackId r = t_.nodes()[ng.node].rack;
+      const Milliwatts w =
+          std::popcount(ng.gpus) * (choice.per_gpu > 0 ? choice.per_gpu : t_.type_of(ng.node).per_gpu);
+      AddNeed(&reservation_.racks, r, w, ledger_.RackRoom(r, reserve));
+      for (PowerDomainId pd : t_.racks()[r].power_chain)
+        AddNeed(&reservation_.power_domains, pd, w, ledger_.PowerDomainRoom(pd, reserve));
+    }
+  }
+  static void AddNeed(std::vector<std::pair<int, Milliwatts>>* budgets, int id, Milliwatts need, Milliwatts room) {
+    auto it = std::find_if(budgets->begin(), budgets->end(), [id](const auto& b) { return b.first == id; });
+    if (it == budgets->end()) {
+      budgets->push_back({id, room - need});
+    } else {
+      it->second -= need;
+    }
+  }
+  // A job that outlasts the shadow time started: what it draws is no longer spare.
+  void Spend(const SimPlacement& p) {
+    for (const NodeGpus& ng : p.nodes) {
+      const RackId r = t_.nodes()[ng.node].rack;
+      const Milliwatts w = std::popcount(ng.gpus) * (p.per_gpu > 0 ? p.per_gpu : t_.type_of(ng.node).per_gpu);
+      for (auto& [id, budget] : reservation_.racks)
+        if (id == r) budget -= w;
+      for (PowerDomainId pd : t_.racks()[r].power_chain)
+        for (auto& [id, budget] : reservation_.power_domains)
+          if (id == pd) budget -= w;
+    }
+  }
+
   void EndReservation(double now) {
     if (reservation_.job >= 0 && options_.record_placements) {
       reservations_.push_back({reservation_.job, reservation_.made, now, reservation_.shadow, reservation_.nodes});
@@ -269,11 +306,23 @@ class Replay {
     reservation_ = Reservation{};
   }
 
-  // Drains (or restores) the reserved nodes, so that no policy places a job there.
+  // Drains (or restores) the reserved nodes, so that no policy places a job there, and lowers (or restores) the
+  // caps of the racks and power domains the head draws from to what they can spare past the shadow time.
   void Fence(bool on) {
     if (on == fenced_) return;
     fenced_ = on;
     for (NodeId n : reservation_.nodes) ledger_.SetNodeHealth(n, on ? NodeHealth::kDrained : NodeHealth::kUp);
+    // The simulator never changes caps at run time, so the described ones are what to restore.
+    const double keep = 1.0 - t_.policy().power_reserve_fraction;
+    const auto lowered = [keep](Milliwatts draw, Milliwatts budget, Milliwatts cap) {
+      return std::min(cap, static_cast<Milliwatts>(static_cast<double>(draw + std::max<Milliwatts>(0, budget)) / keep));
+    };
+    for (const auto& [r, budget] : reservation_.racks)
+      ledger_.SetRackCap(r, on ? lowered(ledger_.rack_draw(r), budget, t_.racks()[r].cap) : t_.racks()[r].cap);
+    for (const auto& [p, budget] : reservation_.power_domains) {
+      const Milliwatts cap = t_.power_domains()[p].cap;
+      ledger_.SetPowerDomainCap(p, on ? lowered(ledger_.power_domain_draw(p), budget, cap) : cap);
+    }
   }
 
   struct Reservation {
@@ -282,6 +331,8 @@ class Replay {
     double shadow = std::numeric_limits<double>::infinity();
     std::vector<NodeId> nodes;  // sorted
     bool relaxed = false;       // made when the head (if `preferred`) had waited out the policy's hold-out
+    // Watts each rack / power domain the head draws from can spare for jobs that outlast the shadow time.
+    std::vector<std::pair<int, Milliwatts>> racks, power_domains;
   };
 
   const Topology& t_;

@@ -6,8 +6,9 @@
 // duration is the run-time estimate), the first end at which the policy could place the head is its "shadow
 // time", and the nodes the policy would give it then are reserved. Later jobs may start now if they fit and either
 // end by the shadow time or stay off the reserved nodes. Up to `backfill_depth` queued jobs are tried per pass.
-// Power drawn by backfilled jobs on other nodes of a shared rack or row can still delay the head past its shadow
-// time when caps bind (the reservation holds nodes, not watts).
+// For `rackwise` (which keeps to the caps) the reservation also holds watts: a job that outlasts the shadow time
+// may only use what the head's racks and power domains can spare then, so the head starts by its shadow time
+// even when caps bind. The power-unaware baselines' reservations hold nodes only.
 //
 // Policies:
 //   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce.
