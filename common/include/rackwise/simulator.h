@@ -11,7 +11,9 @@
 // even when caps bind. The power-unaware baselines' reservations hold nodes only.
 //
 // Policies:
-//   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce.
+//   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce. A
+//                 backfilled `preferred` job starts only in its fewest NVLink domains; the head holds out for them
+//                 for the policy's preferred_wait_s, counted from when it reached the head, then may spread.
 //   first-fit     nodes in order; a job of at most one node's GPUs goes to the first node with room, larger jobs
 //                 take free GPUs node by node. Power-unaware.
 //   spread        kube-scheduler's default least-allocated scoring: the job's pods (gpus_per_node GPUs each, or
