@@ -1,6 +1,8 @@
 // Builds refusals. See refusal_builder.h.
 #include "refusal_builder.h"
 
+#include "power_rollup.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
@@ -10,36 +12,7 @@ namespace {
 
 std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
 
-// GPUs that can be powered, given GPUs available per rack and watts left per rack and per power domain: each
-// rack is limited by its own room, then every power domain by its room over everything below it (deepest
-// domains first, so a row's limit applies before the hall's).
-long long PoweredGpus(const Topology& t, const std::vector<long long>& rack_gpus, const std::vector<Milliwatts>& rack_room,
-                      const std::vector<Milliwatts>& pd_room, Milliwatts per_gpu) {
-  auto limit = [per_gpu](long long gpus, Milliwatts room) {
-    if (per_gpu <= 0) return gpus;
-    return std::min<long long>(gpus, std::max<Milliwatts>(0, room) / per_gpu);
-  };
-  std::vector<long long> below(t.power_domains().size(), 0);
-  long long total = 0;
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    const long long g = limit(rack_gpus[r], rack_room[r]);
-    if (t.racks()[r].power_domain == kNoId) {
-      total += g;
-    } else {
-      below[t.racks()[r].power_domain] += g;
-    }
-  }
-  for (PowerDomainId p : t.power_domains_deepest_first()) {
-    const long long g = limit(below[p], pd_room[p]);
-    if (t.power_domains()[p].parent == kNoId) {
-      total += g;
-    } else {
-      below[t.power_domains()[p].parent] += g;
-    }
-  }
-  return total;
-}
-
+// Watts left under every rack's and power domain's cap (see PowerLimitedGpus for how they limit a job).
 struct PowerView {
   std::vector<Milliwatts> rack_room, pd_room;
 };
@@ -69,7 +42,10 @@ long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetu
     const int free = empty ? node.gpus : l.free_gpu_count(n);
     rack_gpus[node.rack] += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
   }
-  return PoweredGpus(t, rack_gpus, power.rack_room, power.pd_room, PerGpuFor(t, r, type));
+  std::vector<long long> below;
+  return PowerLimitedGpus(
+      t, PerGpuFor(t, r, type), [&](RackId k) { return rack_gpus[k]; }, [&](RackId k) { return power.rack_room[k]; },
+      [&](PowerDomainId p) { return power.pd_room[p]; }, &below);
 }
 
 }  // namespace

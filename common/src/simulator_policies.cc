@@ -1,6 +1,8 @@
 // rackwise, first-fit and spread for the simulator; tree-bestfit and static-cap are in simulator_tree.cc.
 #include "simulator_policies.h"
 
+#include "power_rollup.h"
+
 #include <algorithm>
 #include <bit>
 #include <string>
@@ -163,37 +165,23 @@ class RackwisePolicy : public Policy {
     if (per_gpu <= 0) return true;
     const double reserve = t_.policy().power_reserve_fraction;
     const int k = job.gpus_per_node;
-    std::fill(below_.begin(), below_.end(), 0);
-    long long total = 0;
     bool one_domain = false;
     const bool want_one = job.locality == Locality::kRequired && (k == 0 || k == job.gpus);
-    for (RackId r = 0; r < static_cast<RackId>(t_.racks().size()); ++r) {
-      const long long rack_room = std::max<Milliwatts>(0, ledger.RackRoom(r, reserve)) / per_gpu;
+    auto rack_free = [&](RackId r) {
       long long free = 0;
       for (DomainId d : t_.racks()[r].domains) {
         const long long f =
             k > 0 ? static_cast<long long>(ledger.domain_nodes_with_free(d, k)) * k : ledger.domain_free_gpus(d);
         free += f;
-        if (want_one && !one_domain && std::min(f, rack_room) >= job.gpus) {
+        if (want_one && !one_domain && f >= job.gpus && ledger.RackRoom(r, reserve) / per_gpu >= job.gpus) {
           one_domain = ledger.RackHeadroom(r, reserve) / per_gpu >= job.gpus;
         }
       }
-      const long long g = std::min(free, rack_room);
-      if (t_.racks()[r].power_domain == kNoId) {
-        total += g;
-      } else {
-        below_[t_.racks()[r].power_domain] += g;
-      }
-    }
-    for (PowerDomainId p : t_.power_domains_deepest_first()) {
-      const long long g =
-          std::min<long long>(below_[p], std::max<Milliwatts>(0, ledger.PowerDomainRoom(p, reserve)) / per_gpu);
-      if (t_.power_domains()[p].parent == kNoId) {
-        total += g;
-      } else {
-        below_[t_.power_domains()[p].parent] += g;
-      }
-    }
+      return free;
+    };
+    const long long total = internal::PowerLimitedGpus(
+        t_, per_gpu, rack_free, [&](RackId r) { return ledger.RackRoom(r, reserve); },
+        [&](PowerDomainId p) { return ledger.PowerDomainRoom(p, reserve); }, &below_);
     if (total < job.gpus) return false;
     if (want_one && job.gpus <= min_domain_gpus_ && !one_domain) return false;
     return true;

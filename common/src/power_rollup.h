@@ -1,0 +1,38 @@
+// Internal to the core: how many GPUs the power caps let through, rolled up the power hierarchy. Used by the
+// refusal report ("how many GPUs could this job ever get, now or on an empty cluster") and by the simulator's
+// quick "might it fit" bound, which must agree on what the caps allow.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "rackwise/topology.h"
+
+namespace rackwise::internal {
+
+// Rack r offers rack_gpus(r) GPUs and passes at most rack_room(r) / per_gpu of them; the racks and child domains
+// under power domain p pass at most domain_room(p) / per_gpu up, deepest domains first. Returns what reaches the
+// top. A per_gpu <= 0 limits nothing. `below` is scratch (one entry per power domain), so hot callers allocate once.
+template <typename RackGpus, typename RackRoom, typename DomainRoom>
+long long PowerLimitedGpus(const Topology& t, Milliwatts per_gpu, RackGpus rack_gpus, RackRoom rack_room,
+                           DomainRoom domain_room, std::vector<long long>* below) {
+  auto limit = [per_gpu](long long gpus, Milliwatts room) {
+    if (per_gpu <= 0) return gpus;
+    return std::min<long long>(gpus, std::max<Milliwatts>(0, room) / per_gpu);
+  };
+  below->assign(t.power_domains().size(), 0);
+  long long total = 0;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const long long g = limit(rack_gpus(r), rack_room(r));
+    const PowerDomainId p = t.racks()[r].power_domain;
+    (p == kNoId ? total : (*below)[p]) += g;
+  }
+  for (PowerDomainId p : t.power_domains_deepest_first()) {
+    const long long g = limit((*below)[p], domain_room(p));
+    const PowerDomainId parent = t.power_domains()[p].parent;
+    (parent == kNoId ? total : (*below)[parent]) += g;
+  }
+  return total;
+}
+
+}  // namespace rackwise::internal
