@@ -9,8 +9,6 @@
 namespace rackwise::k8s {
 namespace {
 
-// Lists shorter than this are cheap to scan; caching them would only churn the entries that matter.
-constexpr size_t kMinCachedNames = 32;
 // Bytes compared first: lists that share a long prefix (all nodes vs the feasible ones) differ near the end.
 constexpr size_t kTailProbe = 32;
 
@@ -62,8 +60,9 @@ size_t CandidateNodes::ApproximateBytes() const {
   return bytes;
 }
 
-CandidateNodeCache::CandidateNodeCache(const Topology* topology, size_t max_entries, size_t max_bytes)
-    : topology_(topology), max_entries_(max_entries), max_bytes_(max_bytes) {}
+CandidateNodeCache::CandidateNodeCache(const Topology* topology, size_t max_entries, size_t max_bytes,
+                                       size_t min_names)
+    : topology_(topology), max_entries_(max_entries), max_bytes_(max_bytes), min_names_(min_names) {}
 
 std::shared_ptr<const CandidateNodes> CandidateNodeCache::Match(absl::string_view text, size_t* length) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -86,7 +85,7 @@ std::shared_ptr<const CandidateNodes> CandidateNodeCache::Insert(absl::string_vi
   nodes.Resolve(*topology_);
   auto shared = std::make_shared<const CandidateNodes>(std::move(nodes));
   const size_t bytes = array_text.size() + shared->ApproximateBytes();
-  if (shared->size() < kMinCachedNames || bytes > max_bytes_ || max_entries_ == 0) return shared;
+  if (shared->size() < min_names_ || bytes > max_bytes_ || max_entries_ == 0) return shared;
   std::lock_guard<std::mutex> lock(mu_);
   for (const Entry& e : entries_) {
     if (e.text == array_text) return e.nodes;  // another worker scanned the same list meanwhile

@@ -60,13 +60,15 @@ class CandidateNodes {
 // and bytes (least recently used goes first).
 class CandidateNodeCache {
  public:
-  // Lists are resolved against `topology` when inserted; it must outlive the cache.
-  explicit CandidateNodeCache(const Topology* topology, size_t max_entries = 16, size_t max_bytes = 64u << 20);
+  // Lists are resolved against `topology` when inserted; it must outlive the cache. Lists shorter than
+  // `min_names` are cheap to scan and not kept (caching them would only churn the entries that matter).
+  explicit CandidateNodeCache(const Topology* topology, size_t max_entries = 16, size_t max_bytes = 64u << 20,
+                              size_t min_names = 32);
 
   // The cached list whose array text (from '[' to its ']') is a prefix of `text`, or null. *length gets the
   // length of that array text.
   std::shared_ptr<const CandidateNodes> Match(absl::string_view text, size_t* length);
-  // Resolves `nodes` and remembers it under `array_text`. Lists shorter than a few names are not worth it.
+  // Resolves `nodes` and remembers it under `array_text` (unless it is shorter than min_names).
   std::shared_ptr<const CandidateNodes> Insert(absl::string_view array_text, CandidateNodes nodes);
 
   uint64_t hits() const;
@@ -78,7 +80,7 @@ class CandidateNodeCache {
     std::shared_ptr<const CandidateNodes> nodes;
   };
   const Topology* topology_;
-  const size_t max_entries_, max_bytes_;
+  const size_t max_entries_, max_bytes_, min_names_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;  // most recently used first; a handful, so a vector beats a list
   size_t bytes_ = 0;

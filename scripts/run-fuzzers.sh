@@ -16,7 +16,7 @@ runs=${RACKWISE_FUZZ_RUNS:-20000}
 max_time=${RACKWISE_FUZZ_MAX_TIME:-300}
 seed=1
 jobs=${RACKWISE_FUZZ_JOBS:-2}
-fuzzers=(description_fuzzer)
+fuzzers=(description_fuzzer extender_args_fuzzer)
 
 usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
@@ -55,11 +55,13 @@ for f in "${fuzzers[@]}"; do
   dict=()
   [[ -f $root/tests/fuzz/${f%_fuzzer}.dict ]] && dict=(-dict="$root/tests/fuzz/${f%_fuzzer}.dict")
   log=$build_dir/$f.log
+  seeds=$build_dir/seeds
+  [[ -d $build_dir/seeds-$f ]] && seeds=$build_dir/seeds-$f
   echo "run-fuzzers: $f: $runs runs (seed $seed, at most ${max_time}s), log in $log"
   # `timeout` as a last resort: libFuzzer bounds the run itself, but a stuck crash handler must not hang CI.
   if timeout --kill-after=30 $((max_time + 120)) "$build_dir/$f" -runs="$runs" -seed="$seed" -max_total_time="$max_time" -max_len=4096 -timeout=60 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" \
-      "$corpus" "$build_dir/seeds" >"$log" 2>&1; then
+      "$corpus" "$seeds" >"$log" 2>&1; then
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" | sed "s/^/run-fuzzers: $f: /" || true
   else
     status=1
