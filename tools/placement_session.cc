@@ -23,6 +23,10 @@ void AddJobFlags(CLI::App* app, JobFlags* job) {
   app->add_option("--nodes", job->nodes, "only these nodes (hostlist)");
   app->add_option("--exclude", job->exclude, "never these nodes (hostlist)");
   app->add_option("--id", job->id, "job id used in messages");
+  app->add_option("--waited", job->waited_s,
+                  "seconds the job has waited: a `preferred` job spreads over more NVLink domains than it needs only "
+                  "once this reaches the policy's preferred_wait_s")
+      ->check(CLI::Range(0.0, 1e12));
 }
 
 void AddSessionFlags(CLI::App* app, SessionFlags* session) {
@@ -102,6 +106,7 @@ std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology
   r.gpus = job.gpus;
   r.gpus_per_node = job.gpus_per_node;
   r.watts_per_gpu = job.watts_per_gpu;
+  r.waited_seconds = job.waited_s;
   if (job.locality == "required") r.locality = Locality::kRequired;
   if (job.locality == "preferred") r.locality = Locality::kPreferred;
   if (job.locality == "none") r.locality = Locality::kNone;

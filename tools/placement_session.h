@@ -25,6 +25,7 @@ struct JobFlags {
   std::string nodes;         // hostlist the job may use
   std::string exclude;       // hostlist the job must not use
   std::string id = "job";
+  double waited_s = 0;       // how long the job has waited (policy.preferred_wait_s)
 };
 
 struct SessionFlags {

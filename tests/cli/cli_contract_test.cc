@@ -85,6 +85,32 @@ nodes:
   EXPECT_NE(j["message"].get<std::string>().find("0/88 nodes are available"), std::string::npos);
 }
 
+// policy.preferred_wait_s: a `preferred` job that cannot have its fewest NVLink domains now is refused until
+// --waited reaches the policy's wait; then it spreads.
+TEST(CliContractTest, PreferredJobSpreadsOnlyAfterThePolicysWait) {
+  const std::string cluster = WriteTemp("wait.yaml", R"(cluster: wait
+node_types:
+  - {name: tray, gpus: 4, nvlink: rack, node_watts: 6600, idle_watts: 1500}
+racks:
+  - {name: a, type: tray, nodes: "a[1-2]", power_cap_kw: 40}
+  - {name: b, type: tray, nodes: "b[1-2]", power_cap_kw: 40}
+  - {name: c, type: tray, nodes: "c[1-2]", power_cap_kw: 40}
+policy: {preferred_wait_s: 600}
+)");
+  const std::string state = WriteTemp("wait-state.yaml", R"(allocations:
+  - {id: x, nodes: [{node: a1, gpus: [0, 1, 2, 3]}]}
+  - {id: y, nodes: [{node: b1, gpus: [0, 1, 2, 3]}]}
+  - {id: z, nodes: [{node: c1, gpus: [0, 1, 2, 3]}]}
+)");
+  const std::string job = "place --cluster " + cluster + " --state " + state + " --gpus 8 --locality preferred --json";
+  CliRun early = Rackwise(job + " --waited 599");
+  EXPECT_EQ(early.code, 3) << early.out;  // refused for now, not unresolvable
+  CliRun late = Rackwise(job + " --waited 600");
+  ASSERT_EQ(late.code, 0) << late.out;
+  EXPECT_EQ(nlohmann::json::parse(late.out)["domains"], 2);
+  EXPECT_EQ(Rackwise(job + " --waited -1").code, 2);
+}
+
 TEST(CliContractTest, NeverPossibleIsUnresolvable) {
   CliRun r = Rackwise("place --cluster " + kDemo + " --gpus 100000");
   EXPECT_EQ(r.code, 4) << r.out;
