@@ -20,6 +20,31 @@ bool IsUnresolvable(NodeReason r) {
 
 std::string PodKeyOf(const PodInfo& p) { return p.Key(); }
 
+// Keeps a map of things first seen at some time within `max` entries: when full, entries older than `ttl_ms`
+// go, and if that frees nothing, everything does (a flood of one-off names must not grow memory).
+template <typename Map, typename SeenMs>
+void MakeRoom(Map& map, int64_t now_ms, size_t max, int64_t ttl_ms, SeenMs seen_ms) {
+  if (map.size() < max) return;
+  for (auto it = map.begin(); it != map.end();) {
+    if (now_ms - seen_ms(it->second) > ttl_ms) {
+      map.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  if (map.size() >= max) map.clear();
+}
+
+// Unknown names (kNoId) go to FailedAndUnresolvableNodes, one reason text for all of them.
+void AddUnknownNodes(const std::vector<NodeId>& ids, FilterResult* result) {
+  uint32_t unknown = UINT32_MAX;
+  for (uint32_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != kNoId) continue;
+    if (unknown == UINT32_MAX) unknown = result->AddReason(kUnknownNode);
+    result->unresolvable.push_back({i, unknown});
+  }
+}
+
 }  // namespace
 
 ExtenderService::ExtenderService(std::unique_ptr<Topology> topology, ExtenderOptions options, PodBinder* binder,
@@ -54,16 +79,8 @@ std::string ExtenderService::CheckWatts(const PodInfo& pod) const {
 }
 
 void ExtenderService::Remember(const PodInfo& pod, int64_t now_ms) {
-  if (pending_.size() >= options_.max_pending_pods) {
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (now_ms - it->second.seen_ms > options_.pending_ttl_ms) {
-        pending_.erase(it++);
-      } else {
-        ++it;
-      }
-    }
-    if (pending_.size() >= options_.max_pending_pods) pending_.clear();
-  }
+  MakeRoom(pending_, now_ms, options_.max_pending_pods, options_.pending_ttl_ms,
+           [](const PendingPod& p) { return p.seen_ms; });
   pending_[PodKeyOf(pod)] = PendingPod{pod, now_ms};
 }
 
@@ -75,16 +92,8 @@ const std::vector<NodeId>& ExtenderService::CandidateIds(const CandidateNodes& c
 }
 
 int64_t ExtenderService::GroupFirstTry(const std::string& group, int64_t now_ms) {
-  if (group_first_try_ms_.size() >= options_.max_pending_pods) {
-    for (auto it = group_first_try_ms_.begin(); it != group_first_try_ms_.end();) {
-      if (now_ms - it->second > options_.pending_ttl_ms) {
-        group_first_try_ms_.erase(it++);
-      } else {
-        ++it;
-      }
-    }
-    if (group_first_try_ms_.size() >= options_.max_pending_pods) group_first_try_ms_.clear();
-  }
+  MakeRoom(group_first_try_ms_, now_ms, options_.max_pending_pods, options_.pending_ttl_ms,
+           [](int64_t first_ms) { return first_ms; });
   return group_first_try_ms_.try_emplace(group, now_ms).first->second;
 }
 
@@ -125,16 +134,12 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   // Reason texts are added to the answer the first time a node fails for that reason.
   std::array<uint32_t, static_cast<size_t>(NodeReason::kCount)> reason_index;
   reason_index.fill(UINT32_MAX);
-  uint32_t unknown = UINT32_MAX;
+  AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
   Placer::FilterNodes(ledger_, request, ids, &verdicts);  // checks the request once, not once per node
   for (uint32_t i = 0; i < n; ++i) {
-    if (ids[i] == kNoId) {
-      if (unknown == UINT32_MAX) unknown = result.AddReason(kUnknownNode);
-      result.unresolvable.push_back({i, unknown});
-      continue;
-    }
+    if (ids[i] == kNoId) continue;
     const std::optional<NodeReason>& why = verdicts[i];
     if (!why) {
       result.feasible.push_back(i);
@@ -152,12 +157,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
   FilterResult result;
   const uint32_t n = static_cast<uint32_t>(ids.size());
   const std::string key = PodKeyOf(pod);
-  uint32_t unknown = UINT32_MAX;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (ids[i] != kNoId) continue;
-    if (unknown == UINT32_MAX) unknown = result.AddReason(kUnknownNode);
-    result.unresolvable.push_back({i, unknown});
-  }
+  AddUnknownNodes(ids, &result);
   const GangReservation* r = gangs_.Find(pod.group);
   const GangSlot* own = r ? r->SlotOf(key) : nullptr;
   if (own == nullptr && (r == nullptr || r->free_slots() == 0)) {

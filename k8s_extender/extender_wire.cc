@@ -194,15 +194,6 @@ std::vector<std::string> FeasibleNames(const FilterResult& result, const Extende
   return names;
 }
 
-std::map<std::string, std::string> FailureMap(const FilterResult& result, const ExtenderArgs& args,
-                                              bool unresolvable) {
-  std::map<std::string, std::string> m;
-  for (const FilterResult::Failure& f : unresolvable ? result.unresolvable : result.failed) {
-    m[args.candidate_nodes().name(f.candidate)] = result.reasons[f.reason];
-  }
-  return m;
-}
-
 std::string EncodeFilterError(absl::string_view error) {
   std::string out = "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null,\"Error\":";
   AppendJsonString(error, &out);

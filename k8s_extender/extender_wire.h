@@ -55,10 +55,8 @@ struct FilterResult {
 // Answers in the shape of the request: NodeNames when the request had NodeNames, a filtered NodeList in
 // `Nodes` when it had a NodeList (upstream reads the matching field), and null for the other.
 std::string EncodeFilterResult(const FilterResult& result, const ExtenderArgs& args);
-// The feasible names and the failures by name, for tests and tools.
+// The feasible names, for tests and tools.
 std::vector<std::string> FeasibleNames(const FilterResult& result, const ExtenderArgs& args);
-std::map<std::string, std::string> FailureMap(const FilterResult& result, const ExtenderArgs& args,
-                                              bool unresolvable);
 
 // HostPriorityList: a bare array of {"Host": name, "Score": 0..10}, one per candidate (scores[i] for
 // candidate i).
