@@ -60,6 +60,52 @@ void SortByCapacity(std::vector<Candidate>* v) {
   std::stable_sort(v->begin(), v->end(), [](const Candidate& a, const Candidate& b) { return a.cap > b.cap; });
 }
 
+// Best fit across domains: `members` reordered so that the first `slots` are the tightest set that covers `g`
+// (each slot takes the smallest domain that, with the largest of the others, still covers what is left), then
+// the rest in their order. Largest-first alone would break into whole domains that a later large job needs and
+// leave the partly used ones behind. Ties keep the members' order (their rack and scalable-unit preference).
+std::vector<Candidate> TightestFirst(const std::vector<Candidate>& members, int g, int slots) {
+  std::vector<int> asc(members.size());
+  for (size_t i = 0; i < asc.size(); ++i) asc[i] = static_cast<int>(i);
+  std::stable_sort(asc.begin(), asc.end(), [&](int a, int b) { return members[a].cap < members[b].cap; });
+  std::vector<bool> taken(members.size(), false);
+  std::vector<Candidate> out;
+  long long need = g;
+  for (int s = slots; s > 0 && need > 0; --s) {
+    // The s - 1 largest untaken (their sum) and the s-th largest, which stands in when one of them is picked.
+    long long top = 0;
+    int counted = 0, boundary = -1;
+    std::vector<bool> in_top(members.size(), false);
+    for (auto it = asc.rbegin(); it != asc.rend(); ++it) {
+      if (taken[*it]) continue;
+      if (counted == s - 1) {
+        boundary = *it;
+        break;
+      }
+      top += members[*it].cap;
+      in_top[*it] = true;
+      ++counted;
+    }
+    int pick = -1;
+    for (int i : asc) {
+      if (taken[i]) continue;
+      const long long others =
+          in_top[i] ? top - members[i].cap + (boundary >= 0 ? members[boundary].cap : 0) : top;
+      if (members[i].cap + others >= need) {
+        pick = i;
+        break;
+      }
+    }
+    if (pick < 0) break;  // the caps alone cannot cover it in this many slots: keep the given order
+    taken[pick] = true;
+    out.push_back(members[pick]);
+    need -= members[pick].cap;
+  }
+  for (size_t i = 0; i < members.size(); ++i)
+    if (!taken[i]) out.push_back(members[i]);
+  return out;
+}
+
 }  // namespace
 
 std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool partly_used_only) {
@@ -93,7 +139,7 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool par
 namespace {
 
 // Candidates from the buckets: largest domains first (or smallest, for locality none). Unless `exhaustive`,
-// stops once they add up to the job (plus the rest of that bucket, up to a bound).
+// stops once they add up to the job (plus, for required and preferred, a bounded number more).
 std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhaustive, long long* sum) {
   const int g = ctx.gpus();
   const int max_f = MaxBucket(ctx);
@@ -111,7 +157,8 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
       *sum += cap;
       if (!exhaustive && *sum >= g && (fragments_first || ++extra > kExtraCandidates)) break;
     }
-    enough = !exhaustive && *sum >= g;
+    // Past "enough", smaller buckets still give the tightest-first order partly used domains to choose from.
+    enough = !exhaustive && *sum >= g && (fragments_first || extra > kExtraCandidates);
   }
   return cands;
 }
@@ -218,6 +265,11 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     }
   }
   if (best == nullptr) return std::nullopt;
+  {
+    // As few domains, but the tightest ones (a shortfall of power in one falls back to the largest-first plan).
+    GreedyResult r = Greedy(ctx, TightestFirst(best->members, g, static_cast<int>(best_result.takes.size())), scratch);
+    if (r.got >= g && r.takes.size() <= best_result.takes.size()) best_result = std::move(r);
+  }
 
   if (rail) {
     // Node-scope domains each give exactly k: put the nodes that have the job's rail set free first, then

@@ -102,6 +102,27 @@ TEST(PlacerTest, LargeJobTakesFewestDomainsInOneScalableUnit) {
   for (const RackPower& rp : d.racks) EXPECT_EQ(t.racks()[rp.rack].scalable_unit, 1);
 }
 
+TEST(PlacerTest, MultiDomainJobTakesTheTightestDomainsAndLeavesWholeOnesFree) {
+  Topology t = Nvl72(4);
+  Ledger l(t);
+  // Racks 0 and 1 have two trays busy (64 GPUs free each); racks 2 and 3 are empty. A 128-GPU job needs two
+  // domains either way: it belongs in the two partly used racks, so that a later 144-GPU job still has two
+  // whole racks. Largest-first would take rack 2 whole and 56 GPUs of another.
+  for (int r = 0; r < 2; ++r) {
+    Allocation busy{"busy" + std::to_string(r), {}, 0};
+    for (int i = 0; i < 2; ++i) busy.nodes.push_back({t.racks()[r].nodes[i], 0xf});
+    ASSERT_TRUE(l.Commit(busy).ok());
+  }
+  PlacementDecision d = MustPlace(l, Req(128, 4));
+  EXPECT_EQ(d.domains, 2);
+  std::set<RackId> racks;
+  for (const RackPower& rp : d.racks) racks.insert(rp.rack);
+  EXPECT_EQ(racks, (std::set<RackId>{0, 1}));
+  Allocation a{"a", d.nodes, 0};
+  ASSERT_TRUE(l.Commit(a).ok());
+  EXPECT_EQ(MustPlace(l, Req(144, 4)).domains, 2);
+}
+
 TEST(PlacerTest, HgxMultiNodeJobUsesWholeNodesInOneRack) {
   Topology t = Hgx(4);
   Ledger l(t);
