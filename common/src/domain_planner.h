@@ -2,7 +2,8 @@
 //
 // Single-domain jobs take the best-fitting domain (the fewest free GPUs that still hold the job), so that
 // whole domains stay free for large jobs. Larger jobs take the fewest domains, preferring to stay inside one
-// rack, then one scalable unit; power shared by domains of a rack or row is accounted as the plan grows.
+// rack, then one scalable unit, and among those the tightest set (best fit across domains: partly used domains
+// before whole ones); power shared by domains of a rack or row is accounted as the plan grows.
 #pragma once
 
 #include <optional>
