@@ -136,9 +136,9 @@ class Replay {
     SimPlacement p;
     p.job = j;
     p.start = now;
-    p.end = now + job.duration;
     p.per_gpu = a.per_gpu;
     p.min_domains = choice.min_domains;
+    const NodeTypeId type = t_.nodes()[a.nodes.front().node].type;
     std::vector<DomainId> domains;
     int gpus = 0;
     for (const NodeGpus& ng : a.nodes) {
@@ -153,6 +153,8 @@ class Replay {
     }
     std::sort(domains.begin(), domains.end());
     p.domains = static_cast<int>(std::unique(domains.begin(), domains.end()) - domains.begin());
+    p.slowed = options_.spread_slowdown > 0 && p.domains > sim::MinDomains(t_, type, job.gpus, job.gpus_per_node);
+    p.end = now + job.duration * (p.slowed ? 1 + options_.spread_slowdown : 1);
     std::sort(p.racks.begin(), p.racks.end());
     p.racks.erase(std::unique(p.racks.begin(), p.racks.end()), p.racks.end());
     p.nodes = std::move(a.nodes);
@@ -205,7 +207,7 @@ class Replay {
         ++it;
         continue;
       }
-      absl::StatusOr<Try> r = TryStart(*it, now, /*backfill=*/true, now + job.duration > reservation_.shadow);
+      absl::StatusOr<Try> r = TryStart(*it, now, /*backfill=*/true, now + LongestRun(job) > reservation_.shadow);
       if (!r.ok()) {
         Fence(false);
         return r.status();
@@ -219,6 +221,9 @@ class Replay {
     Fence(false);
     return absl::OkStatus();
   }
+
+  // How long a job may run once started: its placement is not known before it is tried.
+  double LongestRun(const TraceJob& job) const { return job.duration * (1 + options_.spread_slowdown); }
 
   Allocation AllocationOf(int j) const {
     const SimPlacement& p = placements_[state_[j].placement];
@@ -400,8 +405,10 @@ SimResult Replay::Result() const {
     m.min_domain_pct_local = local ? 100.0 * local_in_min / local : 100.0;
   }
   m.rail_aligned_pct = multi ? 100.0 * aligned / multi : 100.0;
-  if (m.makespan_s > 0 && t_.total_gpus() > 0)
+  if (m.makespan_s > 0 && t_.total_gpus() > 0) {
     m.gpu_utilization = meter_.busy_gpu_seconds() / (t_.total_gpus() * m.makespan_s);
+    m.goodput = m.gpu_hours * 3600 / (t_.total_gpus() * m.makespan_s);
+  }
   // The arrivals span starts at the first submit, where the meter starts.
   const double span = last_submit_ - first_submit;
   if (arrivals_done_ && span > 0) m.gpu_utilization_arrivals = busy_at_last_submit_ / (t_.total_gpus() * span);
@@ -426,6 +433,9 @@ absl::StatusOr<SimResult> Simulate(const Topology& topology, const std::vector<T
                                    const SimOptions& options) {
   if (topology.total_gpus() == 0) return absl::InvalidArgumentError("the cluster has no GPUs");
   if (options.backfill_depth < 0) return absl::InvalidArgumentError("backfill_depth: must be >= 0");
+  if (!(options.spread_slowdown >= 0 && options.spread_slowdown <= 10)) {
+    return absl::InvalidArgumentError("spread_slowdown: must be 0..10 (0.2 = 20% longer)");
+  }
   for (const TraceJob& j : jobs) {
     if (j.gpus < 1 || !(j.duration > 0) || !(j.submit >= 0) || j.gpus_per_node < 0 ||
         (j.gpus_per_node > 0 && j.gpus % j.gpus_per_node != 0)) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 
 #include "rackwise/sizing.h"
@@ -227,6 +228,41 @@ TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySay
     ASSERT_TRUE(p);
     EXPECT_EQ(p->start, start);
     EXPECT_EQ(p->domains, domains);
+  }
+}
+
+TEST(SimulatorTest, SpreadSlowdownStretchesOnlyJobsOutsideTheirFewestDomains) {
+  // 32 GPUs free in each of two racks. `p` (48 GPUs, preferred) is the head and starts at once over both racks;
+  // `q` (16 GPUs) fits one rack. With a 50% slowdown only `p` runs longer, and the work done falls below the
+  // time GPUs were held.
+  Topology t = Nvl72Racks(2);
+  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
+                                Local("b", 0, 1000, 40, Locality::kRequired),
+                                Local("p", 1, 100, 48, Locality::kPreferred),
+                                Local("q", 2, 100, 16, Locality::kRequired)};
+  for (double slowdown : {0.0, 0.5}) {
+    SCOPED_TRACE(slowdown);
+    SimOptions o;
+    o.record_placements = true;
+    o.spread_slowdown = slowdown;
+    absl::StatusOr<SimResult> r = Simulate(t, jobs, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const SimPlacement *p = PlacementOf(*r, jobs, "p"), *q = PlacementOf(*r, jobs, "q");
+    ASSERT_TRUE(p && q);
+    EXPECT_EQ(p->domains, 2);
+    EXPECT_EQ(p->slowed, slowdown > 0);
+    EXPECT_DOUBLE_EQ(p->end - p->start, 100 * (1 + slowdown));
+    EXPECT_EQ(q->domains, 1);
+    EXPECT_FALSE(q->slowed);
+    EXPECT_DOUBLE_EQ(q->end - q->start, 100);
+    const double held = (40 + 40) * 1000 + 48 * 100 * (1 + slowdown) + 16 * 100;
+    EXPECT_NEAR(r->metrics.gpu_utilization, held / (144 * r->metrics.makespan_s), 1e-9);
+    EXPECT_NEAR(r->metrics.goodput, (held - 48 * 100 * slowdown) / (144 * r->metrics.makespan_s), 1e-9);
+  }
+  SimOptions bad;
+  for (double s : {-0.1, 11.0, std::nan("")}) {
+    bad.spread_slowdown = s;
+    EXPECT_EQ(Simulate(t, jobs, bad).status().code(), absl::StatusCode::kInvalidArgument) << s;
   }
 }
 

@@ -1,7 +1,8 @@
 // check_placements: the independent checker as a command, for the CLI round-trip test and for users.
-//   check_placements CLUSTER.yaml TRACE.csv PLACEMENTS.jsonl [--expect-no-violations]
+//   check_placements CLUSTER.yaml TRACE.csv PLACEMENTS.jsonl [--expect-no-violations] [--spread-slowdown F]
 // Prints the violations it measured; exits 1 on any inconsistency (or any violation when asked for none).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -10,11 +11,30 @@
 #include "rackwise/cluster_description.h"
 
 int main(int argc, char** argv) {
+  constexpr const char* kUsage =
+      "usage: check_placements CLUSTER.yaml TRACE.csv PLACEMENTS.jsonl [--expect-no-violations] "
+      "[--spread-slowdown F]\n";
   if (argc < 4) {
-    std::fprintf(stderr, "usage: check_placements CLUSTER.yaml TRACE.csv PLACEMENTS.jsonl [--expect-no-violations]\n");
+    std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  const bool expect_none = argc > 4 && !std::strcmp(argv[4], "--expect-no-violations");
+  bool expect_none = false;
+  double slowdown = 0;
+  for (int i = 4; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--expect-no-violations")) {
+      expect_none = true;
+    } else if (!std::strcmp(argv[i], "--spread-slowdown") && i + 1 < argc) {
+      char* end = nullptr;
+      slowdown = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(slowdown >= 0)) {
+        std::fprintf(stderr, "--spread-slowdown: '%s' is not a number >= 0\n", argv[i]);
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "%s", kUsage);
+      return 2;
+    }
+  }
   rackwise::Diagnostics diags;
   auto d = rackwise::LoadClusterDescription(argv[1], &diags);
   if (!d.ok()) {
@@ -33,7 +53,7 @@ int main(int argc, char** argv) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  rackwise::check::CheckReport rep = rackwise::check::CheckPlacements(*d, *jobs, text.str());
+  rackwise::check::CheckReport rep = rackwise::check::CheckPlacements(*d, *jobs, text.str(), slowdown);
   for (const std::string& e : rep.errors) std::fprintf(stderr, "%s: %s\n", argv[3], e.c_str());
   std::printf(
       "%s: %d placements, %zu problems, over cap: racks %.0f kW*s, power domains %.0f kW*s, peak rack %.1f kW\n",

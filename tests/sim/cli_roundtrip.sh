@@ -19,6 +19,18 @@ for c in h100 nvl; do
     "$check" "$dir/$c.yaml" "$dir/$c.csv" "$dir/$c.$p.jsonl"
   done
 done
+# With a slowdown for jobs outside their fewest NVLink domains: the checker recounts the domains and expects
+# exactly those jobs to run 30% longer; the table gains the work-done row.
+"$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --policy all --spread-slowdown 0.3 \
+  --placements "$dir/slow.jsonl" > "$dir/slow.txt"
+grep -q "work done (%)" "$dir/slow.txt"
+"$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.rackwise.jsonl" --expect-no-violations --spread-slowdown 0.3
+for p in first-fit spread tree-bestfit static-cap; do
+  "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.$p.jsonl" --spread-slowdown 0.3
+done
+# Checked against no slowdown, a stretched job is caught.
+if "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.spread.jsonl" 2> /dev/null > /dev/null; then exit 1; fi
+if "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --spread-slowdown -1 2> /dev/null; then exit 1; fi
 # A bad trace is reported with its file and line, not a crash.
 printf 'id,submit,duration,gpus,gpus_per_node,locality,watts_per_gpu\nx,0,-5,8,,,\n' > "$dir/bad.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/bad.csv" 2> "$dir/bad.err"; then exit 1; fi

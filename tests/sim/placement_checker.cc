@@ -18,6 +18,15 @@ struct NodeInfo {
   double idle_w = 0;
   double per_gpu_w = 0;
   std::string domain;  // NVLink domain key
+  std::string type;
+};
+
+// The largest NVLink domain of a node type: the physical minimum of domains for a job is counted against it.
+struct TypeDomains {
+  bool rack_scope = false;
+  int node_gpus = 0;
+  int max_domain_gpus = 0;
+  int max_domain_nodes = 0;
 };
 
 struct Event {
@@ -30,7 +39,7 @@ struct Event {
 }  // namespace
 
 CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<TraceJob>& trace,
-                            std::string_view jsonl) {
+                            std::string_view jsonl, double spread_slowdown) {
   CheckReport rep;
   auto fail = [&](std::string msg) {
     if (rep.errors.size() < 100) rep.errors.push_back(std::move(msg));
@@ -45,6 +54,8 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
   std::vector<std::vector<int>> rack_chain(d.racks_size());
   std::unordered_map<std::string, NodeInfo> nodes;
   std::unordered_map<std::string, int> rack_index;
+  std::unordered_map<std::string, std::pair<int, int>> domain_size;  // key -> (GPUs, nodes)
+  std::unordered_map<std::string, TypeDomains> type_domains;
   for (int p = 0; p < d.power_domains_size(); ++p) pd_cap[p] = d.power_domains(p).power_cap_kw() * 1000;
   for (int r = 0; r < d.racks_size(); ++r) {
     const v1::Rack& rack = d.racks(r);
@@ -68,6 +79,12 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
         info.idle_w = t.idle_watts();
         info.per_gpu_w = (t.node_watts() - t.idle_watts()) / t.gpus();
         info.domain = t.nvlink() == v1::NVLINK_SCOPE_RACK ? "rack:" + rack.name() + "/" + t.name() : "node:" + n;
+        info.type = t.name();
+        domain_size[info.domain].first += info.gpus;
+        domain_size[info.domain].second += 1;
+        TypeDomains& td = type_domains[t.name()];
+        td.rack_scope = t.nvlink() == v1::NVLINK_SCOPE_RACK;
+        td.node_gpus = info.gpus;
         rack_draw[r] += info.idle_w;
         nodes[n] = info;
       }
@@ -83,6 +100,23 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
   for (int r = 0; r < d.racks_size(); ++r) {
     for (int p : rack_chain[r]) pd_draw[p] += rack_draw[r];
   }
+  for (const auto& [key, info] : nodes) {
+    TypeDomains& td = type_domains[info.type];
+    td.max_domain_gpus = std::max(td.max_domain_gpus, domain_size[info.domain].first);
+    td.max_domain_nodes = std::max(td.max_domain_nodes, domain_size[info.domain].second);
+  }
+  // ceil(gpus / domain size) for the job on this node type, as DESIGN.md defines the minimum (0: cannot say).
+  auto min_domains = [&](const TraceJob& job, const std::string& type) {
+    const TypeDomains& td = type_domains[type];
+    const int k = job.gpus_per_node;
+    int size = 0;
+    if (td.rack_scope) {
+      size = k > 0 ? (td.node_gpus >= k ? td.max_domain_nodes * k : 0) : td.max_domain_gpus;
+    } else {
+      size = k > 0 ? (td.node_gpus >= k ? k : 0) : td.node_gpus;
+    }
+    return size > 0 ? (job.gpus + size - 1) / size : 0;
+  };
   std::unordered_map<std::string, const TraceJob*> jobs;
   for (const TraceJob& j : trace) jobs[j.id] = &j;
 
@@ -117,7 +151,6 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
       continue;
     }
     if (s + 1e-9 < job->second->submit) fail(where + ": job " + id + " starts before it was submitted");
-    if (std::fabs((e - s) - job->second->duration) > 1e-6) fail(where + ": job " + id + " runs for the wrong time");
     int gpus = 0;
     std::set<int> racks;
     std::set<std::string> domains, listed;
@@ -149,6 +182,15 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
     if (gpus != job->second->gpus) fail(where + ": job " + id + " got " + std::to_string(gpus) + " GPUs");
     if (!j["domains"].is_number_integer() || j["domains"].get<int>() != static_cast<int>(domains.size()))
       fail(where + ": job " + id + " reports the wrong NVLink domain count");
+    // It runs for its trace duration, or longer by the slowdown when it is outside its fewest NVLink domains.
+    std::string type;
+    if (!j["gpus"].empty()) {
+      auto first = nodes.find(j["gpus"].begin().key());
+      if (first != nodes.end()) type = first->second.type;
+    }
+    const bool slowed = spread_slowdown > 0 && static_cast<int>(domains.size()) > min_domains(*job->second, type);
+    if (std::fabs((e - s) - job->second->duration * (slowed ? 1 + spread_slowdown : 1)) > 1e-6)
+      fail(where + ": job " + id + " runs for the wrong time");
     std::set<std::string> rack_names;
     for (int r : racks) rack_names.insert(d.racks(r).name());
     std::set<std::string> listed_racks;

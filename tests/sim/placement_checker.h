@@ -3,7 +3,7 @@
 // the hostlist parser, applies the power model of DESIGN.md from scratch and sweeps the placements over time.
 //
 // It confirms that no GPU index is held by two jobs at once, that every line is well formed and agrees with the
-// trace (GPU count, duration, start not before submit) and the description (nodes, racks, NVLink domain count),
+// trace (GPU count, duration or the slowed duration, start not before submit) and the description (nodes, racks, NVLink domain count),
 // and it measures the kW-seconds that every rack and power domain spends above its cap.
 #pragma once
 
@@ -26,7 +26,9 @@ struct CheckReport {
   std::map<std::string, double> over_kws;  // per rack or power domain with any violation
 };
 
+// `spread_slowdown`: as `rackwise simulate --spread-slowdown`; a job outside its fewest NVLink domains (counted
+// here from the description) must run that much longer than its trace duration.
 CheckReport CheckPlacements(const v1::ClusterDescription& description, const std::vector<TraceJob>& trace,
-                            std::string_view jsonl);
+                            std::string_view jsonl, double spread_slowdown = 0);
 
 }  // namespace rackwise::check

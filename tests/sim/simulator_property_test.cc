@@ -66,10 +66,12 @@ absl::StatusOr<std::vector<TraceJob>> RandomTrace(std::mt19937& rng, int seed, i
   return GenerateTrace(tp);
 }
 
-absl::StatusOr<SimResult> SimulateRecorded(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy) {
+absl::StatusOr<SimResult> SimulateRecorded(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy,
+                                           double spread_slowdown = 0) {
   SimOptions o;
   o.policy = policy;
   o.record_placements = true;
+  o.spread_slowdown = spread_slowdown;
   return Simulate(t, jobs, o);
 }
 
@@ -138,13 +140,16 @@ TEST(SimulatorPropertyTest, CheckerAgreesAndRackwiseNeverExceedsACap) {
     ASSERT_TRUE(t.ok()) << t.status();
     absl::StatusOr<std::vector<TraceJob>> jobs = RandomTrace(rng, seed, t->total_gpus(), 150, 0.2, 400);
     ASSERT_TRUE(jobs.ok()) << jobs.status();
+    // Every third seed, jobs outside their fewest NVLink domains run 25% longer; the checker counts the domains
+    // and the minimum itself and expects exactly those jobs to run longer.
+    const double slowdown = seed % 3 == 0 ? 0.25 : 0;
     for (SimPolicy policy : AllSimPolicies()) {
       SCOPED_TRACE(std::string(SimPolicyName(policy)) + " seed " + std::to_string(seed));
-      absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, policy);
+      absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, policy, slowdown);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->metrics.completed + r->metrics.rejected, r->metrics.jobs);
       EXPECT_LE(r->metrics.gpu_utilization, 1.0 + 1e-9);
-      check::CheckReport rep = check::CheckPlacements(d, *jobs, Jsonl(*t, *jobs, *r));
+      check::CheckReport rep = check::CheckPlacements(d, *jobs, Jsonl(*t, *jobs, *r), slowdown);
       EXPECT_EQ(rep.placements, r->metrics.completed);
       EXPECT_TRUE(rep.errors.empty()) << rep.errors.front();
       EXPECT_NEAR(rep.rack_violation_kws, r->metrics.rack_violation_kws, 1e-6 * r->metrics.rack_violation_kws + 1);
@@ -186,10 +191,25 @@ TEST(SimulatorPropertyTest, BackfillNeverDelaysTheHeadsReservation) {
     ASSERT_FALSE(capped_by_power(d));
     absl::StatusOr<std::vector<TraceJob>> jobs = RandomTrace(rng, seed, t->total_gpus(), 200, 0, 0);
     ASSERT_TRUE(jobs.ok());
+    // Every other seed, jobs outside their fewest NVLink domains run 50% longer: backfill must still keep the
+    // head's shadow time, since a job's placement (and so its run time) is only known once it is tried.
+    const double slowdown = seed % 2 ? 0.5 : 0;
     for (SimPolicy policy : AllSimPolicies()) {
       SCOPED_TRACE(std::string(SimPolicyName(policy)) + " seed " + std::to_string(seed));
-      absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, policy);
+      absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, policy, slowdown);
       ASSERT_TRUE(r.ok()) << r.status();
+      double nominal = 0;
+      for (const SimPlacement& p : r->placements) {
+        // Caps cannot bind here, so each policy's minimum is the physical one, ceil(gpus / domain size).
+        EXPECT_EQ(p.slowed, slowdown > 0 && p.domains > p.min_domains) << "job " << p.job;
+        EXPECT_DOUBLE_EQ(p.end - p.start, (*jobs)[p.job].duration * (p.slowed ? 1 + slowdown : 1)) << "job " << p.job;
+        nominal += (*jobs)[p.job].gpus * (*jobs)[p.job].duration;
+      }
+      EXPECT_NEAR(r->metrics.goodput, nominal / (t->total_gpus() * r->metrics.makespan_s), 1e-9);
+      EXPECT_LE(r->metrics.goodput, r->metrics.gpu_utilization + 1e-9);
+      if (slowdown == 0) {
+        EXPECT_NEAR(r->metrics.goodput, r->metrics.gpu_utilization, 1e-9);
+      }
       // static-cap's per-rack GPU limits are computed at the highest watts per GPU under a shared power domain,
       // so on mixed clusters they bind like caps even here: its reserved nodes hold, its shadow times may slip.
       ExpectReservationsHeld(*jobs, *r, /*power_may_bind=*/policy == SimPolicy::kStaticCap);
