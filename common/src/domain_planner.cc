@@ -68,14 +68,14 @@ std::vector<Candidate> TightestFirst(const std::vector<Candidate>& members, int 
   std::vector<int> asc(members.size());
   for (size_t i = 0; i < asc.size(); ++i) asc[i] = static_cast<int>(i);
   std::stable_sort(asc.begin(), asc.end(), [&](int a, int b) { return members[a].cap < members[b].cap; });
-  std::vector<bool> taken(members.size(), false);
+  std::vector<bool> taken(members.size(), false), in_top(members.size(), false);
   std::vector<Candidate> out;
   long long need = g;
   for (int s = slots; s > 0 && need > 0; --s) {
     // The s - 1 largest untaken (their sum) and the s-th largest, which stands in when one of them is picked.
     long long top = 0;
     int counted = 0, boundary = -1;
-    std::vector<bool> in_top(members.size(), false);
+    in_top.assign(members.size(), false);
     for (auto it = asc.rbegin(); it != asc.rend(); ++it) {
       if (taken[*it]) continue;
       if (counted == s - 1) {
