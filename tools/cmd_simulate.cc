@@ -8,7 +8,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -60,6 +59,7 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
   struct Row {
     const char* name;
     std::string (*fmt)(const Run&);
+    bool slowdown_only = false;  // without a slowdown it would repeat the row above
   };
   static const Row rows[] = {
       {"jobs", [](const Run& r) { return absl::StrFormat("%d", r.metrics.jobs); }},
@@ -69,7 +69,7 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
       {"mean wait (min)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.mean_wait_s / 60); }},
       {"p95 wait (min)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.p95_wait_s / 60); }},
       {"GPU utilisation (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.gpu_utilization); }},
-      {"  work done (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.goodput); }},
+      {"  work done (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.goodput); }, true},
       {"  while arriving (%)",
        [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.gpu_utilization_arrivals); }},
       {"jobs in min domains (%)", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.min_domain_pct); }},
@@ -91,8 +91,7 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
   for (const Run& r : runs) std::printf(" %13s", SimPolicyName(r.policy));
   std::printf("\n");
   for (const Row& row : rows) {
-    // Without a slowdown the work done equals the time GPUs were held: the row would repeat utilisation.
-    if (!slowdown && std::string_view(row.name) == "  work done (%)") continue;
+    if (row.slowdown_only && !slowdown) continue;
     std::printf("%-24s", row.name);
     for (const Run& r : runs) std::printf(" %13s", row.fmt(r).c_str());
     std::printf("\n");
