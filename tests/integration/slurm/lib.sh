@@ -140,6 +140,16 @@ rw_setup() {
     echo "GresTypes=gpu"
     echo "PluginDir=${RW_PLUGIN_DIR}:$RW_DEBIAN_PLUGINS"
     echo "PlugStackConfig=$RW_TMP/etc/plugstack.conf"
+    if [[ -n ${RW_POWER_SAVE:-} ]]; then
+      # Power saving that only acts when asked (scontrol update state=power_down): SuspendTime is longer than
+      # any test. A node's "power" is its slurmd: suspend stops it, resume starts it (rw_power_scripts).
+      echo "SuspendProgram=$RW_TMP/etc/suspend.sh"
+      echo "ResumeProgram=$RW_TMP/etc/resume.sh"
+      echo "SuspendTime=36000"
+      echo "SuspendTimeout=5"
+      echo "ResumeTimeout=60"
+      echo "SlurmctldParameters=power_save_interval=1,power_save_min_interval=0"
+    fi
     if [[ -n $topo ]]; then
       echo "TopologyPlugin=topology/tree"
       echo "TopologyParam=TopoOptional"
@@ -169,8 +179,29 @@ rw_setup() {
     done
   } >"$RW_TMP/etc/gres.conf"
   echo "optional ${RW_PLUGIN_DIR}/spank_rackwise.so" >"$RW_TMP/etc/plugstack.conf"
+  [[ -n ${RW_POWER_SAVE:-} ]] && rw_power_scripts
   trap rw_teardown EXIT
   trap 'exit 1' INT TERM
+}
+
+# SuspendProgram and ResumeProgram for RW_POWER_SAVE (slurmctld runs them with a hostlist). A resumed slurmd is
+# not our child: its PID goes to extra.pids, which rw_cleanup reads.
+rw_power_scripts() {
+  local conf=$SLURM_CONF tmp=$RW_TMP
+  # slurmctld runs them with almost no environment: absolute paths, and a log of what they did.
+  printf '%s\n' '#!/bin/sh' "export SLURM_CONF=$conf" \
+    'for n in $(/usr/bin/scontrol show hostnames "$1"); do' \
+    "  echo \"\$(/bin/date -u +%T) suspend \$n\" >>\"$tmp/log/power.log\"" \
+    '  /usr/bin/pkill -TERM -f "slurmd -D -N $n -f"' \
+    'done' 'exit 0' >"$tmp/etc/suspend.sh"
+  printf '%s\n' '#!/bin/sh' "export SLURM_CONF=$conf" \
+    'for n in $(/usr/bin/scontrol show hostnames "$1"); do' \
+    "  echo \"\$(/bin/date -u +%T) resume \$n\" >>\"$tmp/log/power.log\"" \
+    "  /bin/mkdir -p \"$tmp/spool/\$n\"" \
+    "  /usr/sbin/slurmd -D -N \"\$n\" -f \"$conf\" >>\"$tmp/log/slurmd.out\" 2>&1 &" \
+    "  echo \$! >>\"$tmp/extra.pids\"" \
+    'done' 'exit 0' >"$tmp/etc/resume.sh"
+  chmod 755 "$tmp/etc/suspend.sh" "$tmp/etc/resume.sh"
 }
 
 rw_start_ctld() {
@@ -236,6 +267,7 @@ rw_cleanup() {
   fi
   # Collect what our daemons started (slurmstepd and the jobs), then stop everything by PID.
   local p kids=()
+  [[ -f $RW_TMP/extra.pids ]] && RW_PIDS+=($(cat "$RW_TMP/extra.pids"))
   for p in "${RW_PIDS[@]}"; do kids+=($(rw_descendants "$p")); done
   for p in "${RW_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
   local t alive
