@@ -282,6 +282,10 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
   return inner();
 }
 
+// Why a `preferred` job that the backfill scheduler tried did not start spread out.
+constexpr char kBackfillHoldOut[] =
+    " (backfill: a --nvlink=preferred job started ahead of its turn only takes its fewest NVLink domains)";
+
 int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                            uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
                            bitstr_t* exc_core_bitmap, const GpuAsk& ask) {
@@ -298,7 +302,15 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
 
-  const PlacementRequest request = MakeRequest(job, ask, bitmap);
+  PlacementRequest request = MakeRequest(job, ask, bitmap);
+  // The backfill scheduler starts jobs ahead of their turn (the main scheduler stops at a partition's first job
+  // that cannot start). A `preferred` job started that way only takes its fewest NVLink domains: spreading it
+  // would fragment the domains the jobs ahead of it wait for. In its turn, the main scheduler applies
+  // preferred_wait_s as usual. (The simulator's EASY backfill does the same; docs/simulation.md.)
+  const bool backfill_hold_out =
+      (job->bit_flags & BACKFILL_SCHED) &&
+      request.locality.value_or(model_->topology().policy().default_locality) == Locality::kPreferred;
+  if (backfill_hold_out) request.locality = Locality::kRequired;
   if (request.allowed_nodes.empty()) {  // no described (GPU) node offered: cons_tres refuses on its own
     return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
                      exc_core_bitmap);
@@ -309,7 +321,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-    SetPendingReason(job, refusal->Message());
+    SetPendingReason(job, backfill_hold_out ? absl::StrCat(refusal->Message(), kBackfillHoldOut) : refusal->Message());
     return SLURM_ERROR;
   }
   const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);

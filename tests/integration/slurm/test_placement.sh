@@ -80,6 +80,35 @@ rw_wait_state "$p" RUNNING 20 || rw_fail "preferred 72-GPU job not running: $(rw
   rw_fail "preferred 72-GPU job racks: $(rw_job_racks "$p" | paste -sd,)"
 cancel_all
 
+# A --nvlink=preferred job that only the backfill scheduler could start (the job ahead of it waits) takes only
+# its fewest domains. 32 GPUs free in each NVL72 rack; the 72-GPU head waits for a rack; `q` (48 GPUs, 5-minute
+# limit, so it would end before the head's expected start) fits the free GPUs only across both racks: backfill
+# may not start it spread out. Once the head runs and a rack empties, `q` starts in one rack.
+a=$(rw_submit -p nvl --gpus=40 --nvlink=required)
+b=$(rw_submit -p nvl --gpus=40 --nvlink=required)
+{ rw_wait_state "$a" RUNNING 20 && rw_wait_state "$b" RUNNING 20; } || rw_fail "two 40-GPU jobs not running"
+[[ $(rw_job_racks "$a") != "$(rw_job_racks "$b")" ]] || rw_fail "the two 40-GPU jobs share a rack"
+h=$(rw_submit -p nvl --gpus=72 --nvlink=required)
+sleep 2
+q=$(rw_submit -p nvl -t 5 --gpus=48 --nvlink=preferred)
+sleep 8
+if [[ $(rw_state "$q") == PENDING && $(rw_state "$h") == PENDING ]]; then
+  rw_ok "backfill does not start a --nvlink=preferred job spread out ahead of its turn: $(rw_reason "$q")"
+else
+  rw_fail "preferred job behind a waiting head: $(rw_state "$q") on $(rw_job_racks "$q" | paste -sd,)" \
+    "(head $(rw_state "$h"))"
+fi
+scancel "$a"
+rw_wait_state "$h" RUNNING 20 || rw_fail "72-GPU head not running after a rack emptied: $(rw_reason "$h")"
+scancel "$b"
+if rw_wait_state "$q" RUNNING 20; then
+  [[ $(rw_job_racks "$q" | wc -l) -eq 1 ]] && rw_ok "then it starts in one rack ($(rw_job_racks "$q"))" ||
+    rw_fail "preferred job racks: $(rw_job_racks "$q" | paste -sd,)"
+else
+  rw_fail "preferred job not running once a rack emptied: $(rw_reason "$q")"
+fi
+cancel_all
+
 # --- HGX: the fewest nodes; rail alignment on partly used nodes ----------------------------------------
 d=$(rw_submit -p hgx --gpus=16)
 rw_wait_state "$d" RUNNING 20 || rw_fail "16-GPU HGX job not running"
