@@ -36,11 +36,13 @@ TraceJob Job(std::string id, double submit, double duration, int gpus, int per_n
   return j;
 }
 
-SimResult Replay(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy, bool backfill = true) {
+SimResult Replay(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy, bool backfill = true,
+                 double spread_slowdown = 0) {
   SimOptions o;
   o.policy = policy;
   o.backfill = backfill;
   o.record_placements = true;
+  o.spread_slowdown = spread_slowdown;
   absl::StatusOr<SimResult> r = Simulate(t, jobs, o);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? *r : SimResult{};
@@ -242,12 +244,8 @@ TEST(SimulatorTest, SpreadSlowdownStretchesOnlyJobsOutsideTheirFewestDomains) {
                                 Local("q", 2, 100, 16, Locality::kRequired)};
   for (double slowdown : {0.0, 0.5}) {
     SCOPED_TRACE(slowdown);
-    SimOptions o;
-    o.record_placements = true;
-    o.spread_slowdown = slowdown;
-    absl::StatusOr<SimResult> r = Simulate(t, jobs, o);
-    ASSERT_TRUE(r.ok()) << r.status();
-    const SimPlacement *p = PlacementOf(*r, jobs, "p"), *q = PlacementOf(*r, jobs, "q");
+    const SimResult r = Replay(t, jobs, SimPolicy::kRackwise, /*backfill=*/true, slowdown);
+    const SimPlacement *p = PlacementOf(r, jobs, "p"), *q = PlacementOf(r, jobs, "q");
     ASSERT_TRUE(p && q);
     EXPECT_EQ(p->domains, 2);
     EXPECT_EQ(p->slowed, slowdown > 0);
@@ -256,8 +254,8 @@ TEST(SimulatorTest, SpreadSlowdownStretchesOnlyJobsOutsideTheirFewestDomains) {
     EXPECT_FALSE(q->slowed);
     EXPECT_DOUBLE_EQ(q->end - q->start, 100);
     const double held = (40 + 40) * 1000 + 48 * 100 * (1 + slowdown) + 16 * 100;
-    EXPECT_NEAR(r->metrics.gpu_utilization, held / (144 * r->metrics.makespan_s), 1e-9);
-    EXPECT_NEAR(r->metrics.goodput, (held - 48 * 100 * slowdown) / (144 * r->metrics.makespan_s), 1e-9);
+    EXPECT_NEAR(r.metrics.gpu_utilization, held / (144 * r.metrics.makespan_s), 1e-9);
+    EXPECT_NEAR(r.metrics.goodput, (held - 48 * 100 * slowdown) / (144 * r.metrics.makespan_s), 1e-9);
   }
   SimOptions bad;
   for (double s : {-0.1, 11.0, std::nan("")}) {

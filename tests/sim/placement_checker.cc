@@ -107,7 +107,9 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
   }
   // ceil(gpus / domain size) for the job on this node type, as DESIGN.md defines the minimum (0: cannot say).
   auto min_domains = [&](const TraceJob& job, const std::string& type) {
-    const TypeDomains& td = type_domains[type];
+    auto it = type_domains.find(type);
+    if (it == type_domains.end()) return 0;  // unknown nodes are reported on their own
+    const TypeDomains& td = it->second;
     const int k = job.gpus_per_node;
     int size = 0;
     if (td.rack_scope) {
