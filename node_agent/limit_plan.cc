@@ -1,0 +1,125 @@
+#include "limit_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gpu_device_id.h"
+
+namespace rackwise::node_agent {
+namespace {
+
+// The distinct, sorted GPU indices behind a pod's device ids, or why they cannot be limited.
+absl::StatusOr<std::vector<int>> ResolveIndices(const std::vector<std::string>& ids, const NodeGpus& gpus) {
+  std::set<int> indices;
+  for (const std::string& id : ids) {
+    absl::StatusOr<GpuDeviceRef> ref = ParseGpuDeviceId(id);
+    if (!ref.ok()) return ref.status();
+    int index = -1;
+    if (ref->index) {
+      index = *ref->index;
+      if (index >= gpus.count) {
+        return absl::NotFoundError(absl::StrCat("device id \"", id, "\": this node has ", gpus.count, " GPUs"));
+      }
+    } else {
+      auto it = gpus.uuid_index.find(ref->uuid);
+      if (it == gpus.uuid_index.end()) {
+        return absl::NotFoundError(absl::StrCat("device id \"", id, "\": no GPU with this UUID on this node"));
+      }
+      index = it->second;
+    }
+    indices.insert(index);
+  }
+  return std::vector<int>(indices.begin(), indices.end());
+}
+
+// Empty when every board accepts `mw`; else the reason naming the first board that does not.
+std::string OutOfRange(const std::vector<int>& indices, int64_t mw, const NodeGpus& gpus) {
+  for (int i : indices) {
+    auto it = gpus.ranges.find(i);
+    if (it == gpus.ranges.end()) return absl::StrCat("GPU ", i, ": its power limit range is unknown");
+    if (mw < it->second.min_mw || mw > it->second.max_mw) {
+      return absl::StrCat(mw / 1000.0, " W is outside GPU ", i, "'s power limit range [", it->second.min_mw / 1000.0,
+                          ", ", it->second.max_mw / 1000.0, "] W");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int64_t WattsToMilliwatts(double watts) { return std::llround(watts * 1000.0); }
+
+LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDevices>& devices,
+                     const std::vector<HeldLimit>& held, const NodeGpus& gpus) {
+  LimitPlan plan;
+  std::map<std::string, std::vector<std::string>> ids_by_pod;
+  for (const PodDevices& d : devices) {
+    std::vector<std::string>& ids = ids_by_pod[d.Key()];
+    ids.insert(ids.end(), d.device_ids.begin(), d.device_ids.end());
+  }
+
+  // Candidates: annotated, valid, running with GPUs the boards can be limited to.
+  std::vector<std::pair<const PodWatts*, std::vector<int>>> candidates;
+  for (const PodWatts& pod : pods) {
+    if (!pod.error.empty()) {
+      plan.refused.push_back({pod.namespace_, pod.name, pod.error});
+      continue;
+    }
+    auto ids = ids_by_pod.find(pod.Key());
+    if (ids == ids_by_pod.end() || ids->second.empty()) {
+      plan.waiting.push_back(pod.Key());
+      continue;
+    }
+    absl::StatusOr<std::vector<int>> indices = ResolveIndices(ids->second, gpus);
+    if (!indices.ok()) {
+      plan.refused.push_back({pod.namespace_, pod.name, std::string(indices.status().message())});
+      continue;
+    }
+    if (std::string why = OutOfRange(*indices, pod.milliwatts_per_gpu, gpus); !why.empty()) {
+      plan.refused.push_back({pod.namespace_, pod.name, why});
+      continue;
+    }
+    candidates.emplace_back(&pod, std::move(*indices));
+  }
+
+  // Boards shared by several pods go to the lowest watts asked for.
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    if (a.first->milliwatts_per_gpu != b.first->milliwatts_per_gpu) {
+      return a.first->milliwatts_per_gpu < b.first->milliwatts_per_gpu;
+    }
+    return a.first->Owner() < b.first->Owner();
+  });
+  std::map<int, std::string> board_owner;
+  std::map<std::string, LimitToApply> wanted;
+  for (const auto& [pod, indices] : candidates) {
+    std::string taken_by;
+    for (int i : indices) {
+      if (auto it = board_owner.find(i); it != board_owner.end()) {
+        taken_by = absl::StrCat("GPU ", i, " is shared with ", it->second, ", which is limited to fewer or equal watts");
+        break;
+      }
+    }
+    if (!taken_by.empty()) {
+      plan.refused.push_back({pod->namespace_, pod->name, taken_by});
+      continue;
+    }
+    for (int i : indices) board_owner[i] = pod->Key();
+    wanted[pod->Owner()] = LimitToApply{pod->Owner(), indices, pod->milliwatts_per_gpu};
+  }
+
+  for (const HeldLimit& h : held) {
+    auto it = wanted.find(h.owner);
+    if (it != wanted.end() && it->second.gpus == h.gpus && it->second.milliwatts == h.milliwatts) {
+      wanted.erase(it);  // already in force
+      continue;
+    }
+    plan.restore.push_back(h.owner);
+  }
+  for (auto& [owner, limit] : wanted) plan.apply.push_back(std::move(limit));
+  return plan;
+}
+
+}  // namespace rackwise::node_agent

@@ -1,0 +1,344 @@
+// rackwise-node-agent, the real binary, against:
+//  - a local kubelet: a gRPC server implementing v1.PodResourcesLister/List on a unix socket, from the same
+//    protocol file the agent is built with;
+//  - a local API server: HTTP answering GET /api/v1/pods?fieldSelector=spec.nodeName=... with a PodList;
+//  - the fake libnvidia-ml.so.1 (tests/fake_nvml), whose state file shows each board's limit and whose log shows
+//    every NVML call.
+// Tests wait on states (a limit in the fake's state, a metric), and fail at once with the agent's log if it dies.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "json_fields.h"
+#include "podresources/v1/api.grpc.pb.h"
+
+namespace rackwise::node_agent {
+namespace {
+
+using k8s::Json;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The kubelet's side of the PodResources API: answers List with whatever the test set last.
+class FakeKubelet final : public ::v1::PodResourcesLister::Service {
+ public:
+  explicit FakeKubelet(const std::string& socket) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix://" + socket, grpc::InsecureServerCredentials());
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~FakeKubelet() override { server_->Shutdown(); }
+  bool ok() const { return server_ != nullptr; }
+
+  // Pods as {namespace/name -> device ids}; each pod gets one container holding the GPUs and a NIC.
+  void SetPods(const std::map<std::string, std::vector<std::string>>& pods) {
+    std::lock_guard<std::mutex> lock(mu_);
+    response_.Clear();
+    for (const auto& [key, ids] : pods) {
+      std::vector<std::string> parts = absl::StrSplit(key, '/');
+      ::v1::PodResources* pod = response_.add_pod_resources();
+      pod->set_namespace_(parts[0]);
+      pod->set_name(parts[1]);
+      ::v1::ContainerResources* container = pod->add_containers();
+      container->set_name("main");
+      ::v1::ContainerDevices* gpus = container->add_devices();
+      gpus->set_resource_name("nvidia.com/gpu");
+      for (const std::string& id : ids) gpus->add_device_ids(id);
+      ::v1::ContainerDevices* nic = container->add_devices();
+      nic->set_resource_name("rdma/hca_shared_devices_a");
+      nic->add_device_ids("0");
+    }
+  }
+  int lists() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lists_;
+  }
+
+  grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
+                    ::v1::ListPodResourcesResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++lists_;
+    *response = response_;
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::unique_ptr<grpc::Server> server_;
+  std::mutex mu_;
+  ::v1::ListPodResourcesResponse response_;
+  int lists_ = 0;
+};
+
+// The API server's pod list for the agent's node (paginated in pages of two, as a server may).
+class FakeApiServer {
+ public:
+  FakeApiServer() {
+    server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      field_selector_ = req.get_param_value("fieldSelector");
+      size_t start = 0;
+      if (req.has_param("continue")) absl::SimpleAtoi(req.get_param_value("continue"), &start);
+      Json page = {{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "42"}}}};
+      page["items"] = Json::array();
+      for (size_t i = start; i < pods_.size() && i < start + 2; ++i) page["items"].push_back(pods_[i]);
+      if (start + 2 < pods_.size()) page["metadata"]["continue"] = std::to_string(start + 2);
+      res.set_content(page.dump(), "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    server_.wait_until_ready();
+  }
+  ~FakeApiServer() {
+    server_.stop();
+    thread_.join();
+  }
+  void SetPods(std::vector<Json> pods) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pods_ = std::move(pods);
+  }
+  std::string field_selector() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return field_selector_;
+  }
+  int port() const { return port_; }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::vector<Json> pods_;
+  std::string field_selector_;
+};
+
+Json Pod(const std::string& name, const std::string& uid, const std::string& watts, int gpus = 2) {
+  Json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", uid}}},
+              {"spec",
+               {{"nodeName", "gpu001"},
+                {"containers", {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}}}}}},
+              {"status", {{"phase", "Running"}}}};
+  if (!watts.empty()) pod["metadata"]["annotations"] = {{"rackwise.io/gpu-watts", watts}};
+  return pod;
+}
+
+class NodeAgentProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rackwise_node_agent_it.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    nvml_state_ = dir_ + "/fake_nvml.state";
+    std::ofstream(nvml_state_) << "gpu GPU-aaaa-0 200000 700000 700000 700000 91000\n"
+                                  "gpu GPU-aaaa-1 200000 700000 700000 700000 92000\n"
+                                  "gpu GPU-aaaa-2 200000 700000 700000 700000 93000\n"
+                                  "gpu GPU-aaaa-3 200000 700000 700000 700000 94000\n";
+    kubelet_ = std::make_unique<FakeKubelet>(dir_ + "/kubelet.sock");
+    ASSERT_TRUE(kubelet_->ok());
+    std::ofstream(dir_ + "/kubeconfig") << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                                        << "clusters:\n- name: t\n  cluster:\n    server: http://127.0.0.1:"
+                                        << api_.port() << "\ncontexts:\n- name: t\n  context:\n    cluster: t\n"
+                                        << "    user: u\nusers:\n- name: u\n  user:\n    token: agent-token\n";
+  }
+  void TearDown() override {
+    StopAgent(SIGTERM);
+    kubelet_.reset();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  void StartAgent() {
+    const std::string log = dir_ + "/agent.log";
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      setenv("RACKWISE_FAKE_NVML_STATE", nvml_state_.c_str(), 1);
+      freopen(log.c_str(), "a", stderr);
+      std::string sock = "unix://" + dir_ + "/kubelet.sock", kubeconfig = dir_ + "/kubeconfig";
+      std::string state = dir_ + "/leases";
+      execl(RACKWISE_NODE_AGENT_BIN, RACKWISE_NODE_AGENT_BIN, "--node-name", "gpu001", "--kubeconfig",
+            kubeconfig.c_str(), "--pod-resources", sock.c_str(), "--nvml-library", RACKWISE_FAKE_NVML_LIB,
+            "--state-file", state.c_str(), "--interval", "0.1", "--listen", "127.0.0.1:0", nullptr);
+      _exit(127);
+    }
+    // The metrics port, from the log line naming it.
+    ASSERT_TRUE(Eventually([&] {
+      std::string text = ReadAll(log);
+      size_t at = text.rfind("on http://127.0.0.1:");
+      if (at == std::string::npos) return false;
+      return absl::SimpleAtoi(text.substr(at + 20, text.find(';', at) - at - 20), &metrics_port_);
+    })) << ReadAll(log);
+  }
+  void StopAgent(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  // Polls `done` for up to 20 s; fails at once (with the agent's log) if the agent exits.
+  template <typename F>
+  bool Eventually(F done) {
+    for (int i = 0; i < 2000; ++i) {
+      if (done()) return true;
+      if (pid_ > 0) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          ADD_FAILURE() << "rackwise-node-agent exited (status " << status << "):\n" << ReadAll(dir_ + "/agent.log");
+          return false;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+
+  // The limit in force on each board, from the fake NVML's state file.
+  std::vector<int64_t> Limits() {
+    std::vector<int64_t> out;
+    for (absl::string_view line : absl::StrSplit(ReadAll(nvml_state_), '\n', absl::SkipEmpty())) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      int64_t current = 0;
+      if (f.size() >= 6 && f[0] == "gpu" && absl::SimpleAtoi(f[5], &current)) out.push_back(current);
+    }
+    return out;
+  }
+  // "gpu=<i> limit=<mw>" of every nvmlDeviceSetPowerManagementLimit call, in order.
+  std::vector<std::string> SetCalls() {
+    std::vector<std::string> out;
+    for (absl::string_view line : absl::StrSplit(ReadAll(nvml_state_ + ".log"), '\n', absl::SkipEmpty())) {
+      size_t at = line.find("nvmlDeviceSetPowerManagementLimit ");
+      if (at == absl::string_view::npos) continue;
+      absl::string_view call = line.substr(at + 34);
+      out.emplace_back(call.substr(0, call.find(" ->")));
+    }
+    return out;
+  }
+  std::string Metrics() {
+    httplib::Client cli("127.0.0.1", metrics_port_);
+    httplib::Result res = cli.Get("/metrics");
+    return res && res->status == 200 ? res->body : "";
+  }
+  bool MetricIs(const std::string& line) { return absl::StrContains(Metrics(), line + "\n"); }
+
+  std::string dir_, nvml_state_;
+  FakeApiServer api_;
+  std::unique_ptr<FakeKubelet> kubelet_;
+  pid_t pid_ = -1;
+  int metrics_port_ = 0;
+};
+
+const std::vector<int64_t> kDefaults = {700'000, 700'000, 700'000, 700'000};
+
+TEST_F(NodeAgentProcessTest, PodGetsExactlyItsGpusLimitedUntilItIsGone) {
+  api_.SetPods({Pod("train", "u-train", "450"), Pod("plain", "u-plain", ""), Pod("other", "u-other", "300", 1)});
+  kubelet_->SetPods({{"ml/train", {"GPU-aaaa-1", "GPU-aaaa-2"}}, {"ml/plain", {"GPU-aaaa-0"}}});
+  StartAgent();
+  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{700'000, 450'000, 450'000, 700'000}; }))
+      << ReadAll(dir_ + "/agent.log");
+  EXPECT_EQ(SetCalls(), (std::vector<std::string>{"gpu=1 limit=450000", "gpu=2 limit=450000"}));
+  EXPECT_EQ(api_.field_selector(), "spec.nodeName=gpu001");
+  ASSERT_TRUE(Eventually([&] { return MetricIs("rackwise_node_agent_limits_applied_total 1"); })) << Metrics();
+  EXPECT_TRUE(MetricIs("rackwise_node_agent_gpu_power_limit_watts{gpu=\"2\",pod=\"ml/train\"} 450.000")) << Metrics();
+  EXPECT_TRUE(MetricIs("rackwise_node_agent_gpu_power_limit_watts{gpu=\"0\",pod=\"\"} 700.000")) << Metrics();
+
+  // The pod ends: gone from the kubelet and the API server.
+  kubelet_->SetPods({{"ml/plain", {"GPU-aaaa-0"}}});
+  api_.SetPods({Pod("plain", "u-plain", "")});
+  ASSERT_TRUE(Eventually([&] { return Limits() == kDefaults; })) << ReadAll(dir_ + "/agent.log");
+  EXPECT_EQ(SetCalls(), (std::vector<std::string>{"gpu=1 limit=450000", "gpu=2 limit=450000", "gpu=1 limit=700000",
+                                                  "gpu=2 limit=700000"}));
+  ASSERT_TRUE(Eventually([&] { return MetricIs("rackwise_node_agent_limits_restored_total 1"); })) << Metrics();
+  EXPECT_TRUE(MetricIs("rackwise_node_agent_limits_failed_total{op=\"apply\"} 0"));
+}
+
+TEST_F(NodeAgentProcessTest, IndexDeviceIdsAndFinishedPods) {
+  // The device plugin with --device-id-strategy=index; a replica suffix from time-slicing.
+  api_.SetPods({Pod("a", "u-a", "312.5"), Pod("b", "u-b", "250", 1)});
+  kubelet_->SetPods({{"ml/a", {"0", "3::1"}}, {"ml/b", {"2"}}});
+  StartAgent();
+  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{312'500, 700'000, 250'000, 312'500}; }))
+      << ReadAll(dir_ + "/agent.log");
+  // b finishes (phase Succeeded) while the kubelet still lists its devices: its limit goes.
+  Json done = Pod("b", "u-b", "250", 1);
+  done["status"]["phase"] = "Succeeded";
+  api_.SetPods({Pod("a", "u-a", "312.5"), done});
+  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{312'500, 700'000, 700'000, 312'500}; }))
+      << ReadAll(dir_ + "/agent.log");
+}
+
+TEST_F(NodeAgentProcessTest, KilledAgentRestoresPodsThatEndedWhileItWasDown) {
+  api_.SetPods({Pod("a", "u-a", "450", 1), Pod("b", "u-b", "300", 1)});
+  kubelet_->SetPods({{"ml/a", {"GPU-aaaa-0"}}, {"ml/b", {"GPU-aaaa-1"}}});
+  StartAgent();
+  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{450'000, 300'000, 700'000, 700'000}; }))
+      << ReadAll(dir_ + "/agent.log");
+  StopAgent(SIGKILL);
+  api_.SetPods({Pod("a", "u-a", "450", 1)});
+  kubelet_->SetPods({{"ml/a", {"GPU-aaaa-0"}}});
+  EXPECT_EQ(Limits()[1], 300'000);  // nobody restores it while the agent is down
+  StartAgent();
+  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{450'000, 700'000, 700'000, 700'000}; }))
+      << ReadAll(dir_ + "/agent.log");
+  // a's limit was found in the state file and kept, not set a second time.
+  EXPECT_EQ(SetCalls(), (std::vector<std::string>{"gpu=0 limit=450000", "gpu=1 limit=300000", "gpu=1 limit=700000"}));
+}
+
+TEST_F(NodeAgentProcessTest, BadWattsAreRefusedNotApplied) {
+  api_.SetPods({Pod("words", "u-w", "lots", 1), Pod("tiny", "u-t", "0.001", 1), Pod("huge", "u-h", "1e17", 1),
+                Pod("ok", "u-ok", "400", 1)});
+  kubelet_->SetPods({{"ml/words", {"GPU-aaaa-0"}}, {"ml/tiny", {"GPU-aaaa-1"}}, {"ml/huge", {"GPU-aaaa-2"}},
+                     {"ml/ok", {"GPU-aaaa-3"}}});
+  StartAgent();
+  ASSERT_TRUE(Eventually([&] {
+    std::string m = Metrics();
+    return absl::StrContains(m, "rackwise_node_agent_pod_refused{namespace=\"ml\",pod=\"words\"} 1") &&
+           absl::StrContains(m, "rackwise_node_agent_pod_refused{namespace=\"ml\",pod=\"tiny\"} 1") &&
+           absl::StrContains(m, "rackwise_node_agent_pod_refused{namespace=\"ml\",pod=\"huge\"} 1") &&
+           absl::StrContains(m, "rackwise_node_agent_limits_applied_total 1");
+  })) << Metrics();
+  EXPECT_EQ(Limits(), (std::vector<int64_t>{700'000, 700'000, 700'000, 400'000}));
+  EXPECT_EQ(SetCalls(), (std::vector<std::string>{"gpu=3 limit=400000"}));
+  std::string log = ReadAll(dir_ + "/agent.log");
+  EXPECT_TRUE(absl::StrContains(log, "pod ml/tiny: rackwise.io/gpu-watts not enforced: 0.001 W is outside GPU 1's "
+                                     "power limit range [200, 700] W")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "\"lots\"")) << log;
+}
+
+TEST_F(NodeAgentProcessTest, VersionAndHealth) {
+  std::string out = dir_ + "/version.txt";
+  std::string cmd = absl::StrCat(RACKWISE_NODE_AGENT_BIN, " --version > ", out);
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  EXPECT_TRUE(absl::StartsWith(ReadAll(out), "rackwise-node-agent ")) << ReadAll(out);
+  api_.SetPods({});
+  StartAgent();
+  httplib::Client cli("127.0.0.1", metrics_port_);
+  httplib::Result res = cli.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  ASSERT_TRUE(Eventually([&] { return kubelet_->lists() > 0 && MetricIs("rackwise_node_agent_round_failures_total{source=\"kubelet\"} 0"); }));
+}
+
+}  // namespace
+}  // namespace rackwise::node_agent
