@@ -1,0 +1,120 @@
+// Reading, writing (write-then-rename) and locking the lease state file. See lease_file.h.
+#include "lease_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+
+namespace rackwise::node_power {
+namespace {
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::StatusOr<PowerLimitLease> ParseLine(absl::string_view line, const std::string& path, int number) {
+  std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  PowerLimitLease lease;
+  if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &lease.gpu) || lease.gpu < 0 ||
+      !absl::SimpleAtoi(fields[2], &lease.limit_mw) || lease.limit_mw < 0 ||
+      !absl::SimpleAtoi(fields[3], &lease.previous_mw) || lease.previous_mw < 0) {
+    return absl::DataLossError(absl::StrCat(path, ":", number, ": expected \"<gpu> <owner> <limit_mw> <previous_mw>\", got \"",
+                                            line, "\""));
+  }
+  lease.owner = std::string(fields[1]);
+  return lease;
+}
+
+absl::Status SyncDirectoryOf(const std::string& path) {
+  const std::string::size_type slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open directory", dir);
+  int rc = fsync(fd);
+  close(fd);
+  return rc == 0 ? absl::OkStatus() : Errno("cannot fsync directory", dir);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PowerLimitLease>> ReadLeaseFile(const std::string& path) {
+  if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::vector<PowerLimitLease>{};
+  std::ifstream in(path);
+  if (!in) return Errno("cannot read", path);
+  std::vector<PowerLimitLease> leases;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    absl::StatusOr<PowerLimitLease> lease = ParseLine(text, path, number);
+    if (!lease.ok()) return lease.status();
+    leases.push_back(*std::move(lease));
+  }
+  if (in.bad()) return Errno("cannot read", path);
+  return leases;
+}
+
+absl::Status WriteLeaseFile(const std::string& path, const std::vector<PowerLimitLease>& leases) {
+  std::string text = "# rackwise GPU power limit leases: <gpu> <owner> <limit_mw> <previous_mw>\n";
+  for (const PowerLimitLease& lease : leases) {
+    absl::StrAppend(&text, lease.gpu, " ", lease.owner, " ", lease.limit_mw, " ", lease.previous_mw, "\n");
+  }
+  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
+  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("cannot create", temporary);
+  absl::string_view rest = text;
+  while (!rest.empty()) {
+    ssize_t n = write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      absl::Status error = Errno("cannot write", temporary);
+      close(fd);
+      unlink(temporary.c_str());
+      return error;
+    }
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  if (fsync(fd) != 0) {
+    absl::Status error = Errno("cannot fsync", temporary);
+    close(fd);
+    unlink(temporary.c_str());
+    return error;
+  }
+  close(fd);
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    absl::Status error = Errno("cannot rename over", path);
+    unlink(temporary.c_str());
+    return error;
+  }
+  return SyncDirectoryOf(path);
+}
+
+absl::StatusOr<LeaseFileLock> LeaseFileLock::Acquire(const std::string& path) {
+  const std::string lock_path = absl::StrCat(path, ".lock");
+  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("cannot open", lock_path);
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    absl::Status error = Errno("cannot lock", lock_path);
+    close(fd);
+    return error;
+  }
+  return LeaseFileLock(fd);
+}
+
+LeaseFileLock::~LeaseFileLock() {
+  if (fd_ >= 0) close(fd_);  // closing releases the flock
+}
+
+}  // namespace rackwise::node_power
