@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -91,6 +92,12 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(std::filesystem::path(state_file).parent_path(), mkdir_error);
+  if (mkdir_error) {
+    Log(absl::StrCat("--state-file ", state_file, ": cannot create its directory: ", mkdir_error.message()));
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<node_power::GpuPowerControl>> nvml = node_power::OpenNvml(nvml_library);
   if (!nvml.ok()) {
     Log(absl::StrCat("NVML: ", nvml.status().message()));

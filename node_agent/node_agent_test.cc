@@ -26,7 +26,7 @@ class MemoryGpus : public node_power::GpuPowerControl {
     for (int i = 0; i < 4; ++i) {
       if (uuid == absl::StrCat("GPU-000", i)) return i;
     }
-    return absl::NotFoundError(absl::StrCat("no GPU ", uuid));
+    return absl::NotFoundError(absl::StrCat("no GPU ", std::string(uuid)));
   }
   absl::StatusOr<node_power::GpuPowerLimits> Limits(int i) override { return limits_.at(i); }
   absl::Status SetLimit(int i, int64_t mw) override {

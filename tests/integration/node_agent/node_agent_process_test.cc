@@ -5,6 +5,7 @@
 //  - the fake libnvidia-ml.so.1 (tests/fake_nvml), whose state file shows each board's limit and whose log shows
 //    every NVML call.
 // Tests wait on states (a limit in the fake's state, a metric), and fail at once with the agent's log if it dies.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -108,7 +109,7 @@ class FakeApiServer {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    server_.wait_until_ready();
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~FakeApiServer() {
     server_.stop();
@@ -169,18 +170,33 @@ class NodeAgentProcessTest : public ::testing::Test {
 
   void StartAgent() {
     const std::string log = dir_ + "/agent.log";
+    // Everything is prepared before fork: the child of a threaded process may only call async-signal-safe
+    // functions until exec.
+    std::vector<std::string> args = {RACKWISE_NODE_AGENT_BIN, "--node-name", "gpu001",
+                                     "--kubeconfig", dir_ + "/kubeconfig",
+                                     "--pod-resources", "unix://" + dir_ + "/kubelet.sock",
+                                     "--nvml-library", RACKWISE_FAKE_NVML_LIB,
+                                     "--state-file", dir_ + "/state/leases",
+                                     "--interval", "0.1", "--listen", "127.0.0.1:0"};
+    std::vector<std::string> env = {"RACKWISE_FAKE_NVML_STATE=" + nvml_state_};
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!absl::StartsWith(*e, "RACKWISE_FAKE_NVML_STATE=")) env.emplace_back(*e);
+    }
+    std::vector<char*> argv, envp;
+    for (std::string& a : args) argv.push_back(a.data());
+    for (std::string& e : env) envp.push_back(e.data());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    ASSERT_GE(log_fd, 0);
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
-      setenv("RACKWISE_FAKE_NVML_STATE", nvml_state_.c_str(), 1);
-      freopen(log.c_str(), "a", stderr);
-      std::string sock = "unix://" + dir_ + "/kubelet.sock", kubeconfig = dir_ + "/kubeconfig";
-      std::string state = dir_ + "/leases";
-      execl(RACKWISE_NODE_AGENT_BIN, RACKWISE_NODE_AGENT_BIN, "--node-name", "gpu001", "--kubeconfig",
-            kubeconfig.c_str(), "--pod-resources", sock.c_str(), "--nvml-library", RACKWISE_FAKE_NVML_LIB,
-            "--state-file", state.c_str(), "--interval", "0.1", "--listen", "127.0.0.1:0", nullptr);
+      dup2(log_fd, 2);
+      execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
+    close(log_fd);
     // The metrics port, from the log line naming it.
     ASSERT_TRUE(Eventually([&] {
       std::string text = ReadAll(log);
