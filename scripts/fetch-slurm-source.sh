@@ -10,6 +10,7 @@
 #
 # Progress and tool output go to stderr; stdout carries only the final directory.
 set -euo pipefail
+source "$(dirname "$0")/apt-private.sh"
 
 log() { echo "fetch-slurm-source: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -58,15 +59,7 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
 done
 ((found)) || die "no Debian apt source found in /etc/apt to derive a deb-src entry from"
 
-apt_opts=(
-  -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-  -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-  -o "Dir::State::Lists=$apt_dir/lists"
-  -o "Dir::Cache::Archives=$apt_dir/archives"
-  -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
-  -o "APT::Sandbox::User=root"
-  -o "Debug::NoLocking=1"
-)
+rw_apt_private_opts "$apt_dir"
 log "apt-get update (deb-src, private state in $apt_dir)"
 apt-get "${apt_opts[@]}" -q update >&2 || die "apt-get update for deb-src failed"
 

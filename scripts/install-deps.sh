@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
+  libmunge-dev munge
   curl procps iproute2 openssl
 )
 missing=()

@@ -18,11 +18,9 @@
 namespace rackwise::slurm {
 namespace {
 
-// The reason code that slurmctld leaves alone (with its state_desc) when job_test fails; any other code
-// has its state_desc wiped by select_nodes(). squeue -o %r and scontrol show the state_desc text.
-constexpr job_state_reason kPendingReason = WAIT_BLOCK_D_ACTION;
 constexpr uint64_t kMaxGpus = 1u << 20;
 constexpr size_t kMaxFeasibleCache = 200000;  // job ids; cleared when full (it is only a shortcut)
+constexpr size_t kMaxReapply = 100000;         // reasons waiting to be put back (one per refused job_test)
 
 }  // namespace
 
@@ -36,7 +34,7 @@ RackwiseSelect::GpuAsk RackwiseSelect::ReadGpuAsk(const job_record_t* job) const
     per_task += js->gres_per_task;
     per_socket += js->gres_per_socket;
   });
-  const job_details* details = job->details;
+  const JobDetails* details = job->details;
   const uint64_t min_nodes = (details && details->min_nodes && details->min_nodes != NO_VAL) ? details->min_nodes : 1;
   uint64_t gpus = 0, gpn = 0;
   if (per_socket) {
@@ -93,14 +91,14 @@ PlacementRequest RackwiseSelect::MakeRequest(const job_record_t* job, const GpuA
   }
   // How long the job has waited, for the policy's preferred_wait (a preferred job waits that long for its
   // fewest domains before it may start spread out). The core reads no clock; the face passes it in.
-  if (const job_details* d = job->details) {
+  if (const JobDetails* d = job->details) {
     const time_t since = std::max(d->submit_time, d->begin_time);
     const time_t now = time(nullptr);
     if (since > 0 && now > since) request.waited_seconds = static_cast<double>(now - since);
   }
   // A job that names its nodes (-w) with exactly as many as it needs may only use those.
   const bitstr_t* allowed = bitmap;
-  const job_details* details = job->details;
+  const JobDetails* details = job->details;
   if (details && details->req_node_bitmap &&
       static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
     allowed = details->req_node_bitmap;
@@ -112,109 +110,23 @@ PlacementRequest RackwiseSelect::MakeRequest(const job_record_t* job, const GpuA
   return request;
 }
 
-std::optional<Allocation> RackwiseSelect::SelectedGpus(const job_record_t* job, const bitstr_t* nodes) const {
-  Allocation allocation;
-  allocation.id = JobId(job);
-  allocation.per_gpu = JobWatts(job);
-  for (int i : BitmapIndices(nodes)) {
-    const NodeId n = model_->ToNode(i);
-    if (n == kNoId) continue;
-    GpuMask mask = 0;
-    uint64_t count = 0;
-    ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
-      const auto* js = static_cast<const gres_job_state_t*>(state->gres_data);
-      if (static_cast<uint32_t>(i) >= js->total_node_cnt) return;
-      if (js->gres_bit_select && js->gres_bit_select[i]) {
-        mask |= BitsToMask(js->gres_bit_select[i]);
-      } else if (js->gres_cnt_node_select) {
-        count += js->gres_cnt_node_select[i];
-      }
-    });
-    if (count) mask |= LowestBits(~(model_->ledger().allocated_gpus(n) | mask), count);
-    if (mask) allocation.nodes.push_back({n, mask});
-  }
-  if (allocation.nodes.empty()) return std::nullopt;
-  return allocation;
-}
-
-void RackwiseSelect::ClearGpuSelection(job_record_t* job) const {
-  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
-    auto* js = static_cast<gres_job_state_t*>(state->gres_data);
-    if (!js->gres_bit_select) return;
-    for (uint32_t i = 0; i < js->total_node_cnt; ++i) FREE_NULL_BITMAP(js->gres_bit_select[i]);
-    xfree(js->gres_bit_select);
-  });
-}
-
-void RackwiseSelect::ApplyGpuIndices(job_record_t* job, const PlacementDecision& decision) const {
-  gres_job_state_t* js = nullptr;
-  int entries = 0;
-  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
-    js = static_cast<gres_job_state_t*>(state->gres_data);
-    ++entries;
-  });
-  if (entries != 1 || !js->gres_cnt_node_select || js->total_node_cnt == 0) {
-    debug("rackwise: JobId=%u keeps cons_tres's GPU picks (%d gpu entries)", job->job_id, entries);
-    return;
-  }
-  for (const NodeGpus& ng : decision.nodes) {
-    const int i = model_->ToSlurm(ng.node);
-    if (i < 0 || static_cast<uint32_t>(i) >= js->total_node_cnt) continue;
-    const int want = std::popcount(ng.gpus);
-    if (js->gres_cnt_node_select[i] != static_cast<uint64_t>(want) ||
-        (js->gres_bit_select && js->gres_bit_select[i] && bit_set_count(js->gres_bit_select[i]) != want)) {
-      debug("rackwise: JobId=%u keeps cons_tres's GPUs on node %d (count differs from the core's)", job->job_id, i);
-      continue;
-    }
-    // Slurm's own record of the node's GPUs must agree that the core's indices exist and are free.
-    GpuMask busy = 0;
-    int size = -1;
-    ForEachGpuState(node_record_table_ptr[i]->gres_list, gpu_plugin_id_, [&](gres_state_t* state) {
-      const auto* ns = static_cast<const gres_node_state_t*>(state->gres_data);
-      busy |= BitsToMask(ns->gres_bit_alloc);
-      size = ns->gres_bit_alloc ? bit_size(ns->gres_bit_alloc) : static_cast<int>(ns->gres_cnt_avail);
-    });
-    if (size <= 0 || size > kMaxGpusPerNode || (ng.gpus >> size) != 0 || (busy & ng.gpus)) {
-      debug("rackwise: JobId=%u keeps cons_tres's GPUs on node %d (core's are busy or out of range)", job->job_id, i);
-      continue;
-    }
-    // gres_ctld copies these bits into the job's allocation at job_begin (instead of the lowest free ones).
-    if (!js->gres_bit_select)
-      js->gres_bit_select = static_cast<bitstr_t**>(xcalloc(js->total_node_cnt, sizeof(bitstr_t*)));
-    FREE_NULL_BITMAP(js->gres_bit_select[i]);
-    js->gres_bit_select[i] = bit_alloc(size);
-    for (int g = 0; g < size; ++g) {
-      if (ng.gpus & (GpuMask{1} << g)) bit_set(js->gres_bit_select[i], g);
-    }
-  }
-}
-
 int RackwiseSelect::InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                              uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
-                              bitstr_t* exc_core_bitmap) {
+                              uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                              SlurmList* preemptee_job_list, const JobTestTail& tail) {
   const auto start = std::chrono::steady_clock::now();
-  const int rc = inner_->job_test(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                                  preemptee_job_list, exc_core_bitmap);
+  const int rc = CallJobTest(*inner_, job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                              preemptee_job_list, tail);
   inner_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   ++inner_calls_;
   return rc;
 }
 
-bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
-  std::optional<Allocation> allocation = SelectedGpus(job, nodes);
-  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
-  allocation->id = "probe/" + allocation->id;
-  absl::Status status = model_->ledger().Commit(*allocation, CommitMode::kEnforce);
-  if (!status.ok()) {
-    *why = std::string(status.message());
-    return false;
-  }
-  model_->ledger().Release(allocation->id);
-  return true;
-}
-
-void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why) const {
+void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why) {
   std::string text = why.rfind("rackwise:", 0) == 0 ? why : "rackwise: " + why;
+  if (!kReasonSurvivesSelectNodes) {
+    // select_nodes() clears the text once job_test returns: put it back at the next entry (ReapplyReasons).
+    if (reapply_.size() < kMaxReapply) reapply_.emplace_back(job->job_id, text);
+  }
   if (job->state_desc && text == job->state_desc && job->state_reason == kPendingReason) return;
   xfree(job->state_desc);
   job->state_desc = xstrdup(text.c_str());
@@ -222,15 +134,27 @@ void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why)
   debug("rackwise: JobId=%u pending: %s", job->job_id, text.c_str());
 }
 
+void RackwiseSelect::ReapplyReasonsLocked() {
+  if (reapply_.empty() || !running_in_slurmctld()) return;
+  for (const auto& [id, text] : reapply_) {
+    job_record_t* job = find_job_record(id);
+    // Only where select_nodes() left its generic answer: any other reason (held, dependency, ...) stands.
+    if (!job || !IS_JOB_PENDING(job) || job->state_desc || job->state_reason != kPendingReason) continue;
+    job->state_desc = xstrdup(text.c_str());
+  }
+  reapply_.clear();
+}
+
 int RackwiseSelect::JobTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                            uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
-                            bitstr_t* exc_core_bitmap) {
+                            uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                            SlurmList* preemptee_job_list, const JobTestTail& tail) {
   std::lock_guard lock(mu_);
+  ReapplyReasonsLocked();
   inner_ns_ = 0;
   inner_calls_ = 0;
   const auto start = std::chrono::steady_clock::now();
   const int rc = JobTestLocked(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                               preemptee_job_list, exc_core_bitmap);
+                               preemptee_job_list, tail);
   if (get_log_level() >= LOG_LEVEL_DEBUG2 && job) {
     const int64_t total =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
@@ -241,12 +165,12 @@ int RackwiseSelect::JobTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_no
 }
 
 int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                                  uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
-                                  List* preemptee_job_list, bitstr_t* exc_core_bitmap) {
+                                  uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                                  SlurmList* preemptee_job_list, const JobTestTail& tail) {
   const uint16_t base = mode & SELECT_MODE_BASE;
   const auto inner = [&] {
     return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                     exc_core_bitmap);
+                     tail);
   };
   if (!model_ || !job || !bitmap || base == SELECT_MODE_RESV) return inner();
   const GpuAsk ask = ReadGpuAsk(job);
@@ -258,7 +182,7 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
       return SLURM_ERROR;
     }
     return RunNow(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                  exc_core_bitmap, ask);
+                  tail, ask);
   }
   // TEST_ONLY (submit) and WILL_RUN (backfill, --test-only): only what can never fit is refused here;
   // live power is judged when the job would start.
@@ -268,12 +192,20 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
     const PlacementRequest request = MakeRequest(job, ask, bitmap);
     if (request.allowed_nodes.empty()) return inner();  // no described (GPU) node offered: cons_tres refuses
     absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->static_ledger(), request);
+    // Only a submit-time test sees every node the job may use; backfill's test (WILL_RUN) sees the nodes free
+    // in one time slot, so a refusal there means "not in this slot", never "never".
+    const bool whole_partition = base == SELECT_MODE_TEST_ONLY;
     if (!outcome.ok()) {
       info("rackwise: JobId=%u cannot run: %s", job->job_id, std::string(outcome.status().message()).c_str());
       return SLURM_ERROR;
     }
     if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome); refusal && refusal->unresolvable) {
-      info("rackwise: JobId=%u can never run here: %s", job->job_id, refusal->Message().c_str());
+      if (whole_partition) {
+        info("rackwise: JobId=%u can never run here: %s", job->job_id, refusal->Message().c_str());
+      } else {
+        debug2("rackwise: JobId=%u does not fit the %zu nodes of this backfill slot", job->job_id,
+               request.allowed_nodes.size());
+      }
       return SLURM_ERROR;
     }
     if (statically_feasible_.size() >= kMaxFeasibleCache) statically_feasible_.clear();
@@ -287,15 +219,15 @@ constexpr char kBackfillHoldOut[] =
     " (backfill: a --nvlink=preferred job started ahead of its turn only takes its fewest NVLink domains)";
 
 int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                           uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
-                           bitstr_t* exc_core_bitmap, const GpuAsk& ask) {
+                           uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                           SlurmList* preemptee_job_list, const JobTestTail& tail, const GpuAsk& ask) {
   SyncHealthLocked();
   std::string power_why;
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps.
     ClearGpuSelection(job);
     int rc = InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                       exc_core_bitmap);
+                       tail);
     if (rc != SLURM_SUCCESS) return rc;
     if (PowerFits(job, bitmap, &power_why)) return SLURM_SUCCESS;
     SetPendingReason(job, power_why);
@@ -313,7 +245,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   if (backfill_hold_out) request.locality = Locality::kRequired;
   if (request.allowed_nodes.empty()) {  // no described (GPU) node offered: cons_tres refuses on its own
     return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                     exc_core_bitmap);
+                     tail);
   }
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->ledger(), request);
   if (!outcome.ok()) {
@@ -321,7 +253,12 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-    SetPendingReason(job, backfill_hold_out ? absl::StrCat(refusal->Message(), kBackfillHoldOut) : refusal->Message());
+    // The core's "never" is about the nodes it was offered, which here are only those usable now.
+    const std::string why = refusal->unresolvable
+                                ? absl::StrCat("the ", request.allowed_nodes.size(),
+                                               " nodes usable now cannot hold ", request.gpus, " GPUs as asked")
+                                : refusal->Message();
+    SetPendingReason(job, backfill_hold_out ? absl::StrCat(why, kBackfillHoldOut) : why);
     return SLURM_ERROR;
   }
   const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
@@ -368,7 +305,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       if (i >= 0 && i < size && bit_test(bitmap, i)) bit_set(candidate, i);
     }
     const int count = bit_set_count(candidate);
-    const job_details* details = job->details;
+    const JobDetails* details = job->details;
     if (count == previous_count || count == 0 ||
         (details && details->req_node_bitmap && !bit_super_set(details->req_node_bitmap, candidate))) {
       FREE_NULL_BITMAP(candidate);
@@ -383,13 +320,16 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     }
     ClearGpuSelection(job);  // no stale GPU picks of ours from an earlier try
     rc = InnerTest(job, candidate, tier_min, max_nodes, tier_req, mode, preemptee_candidates, preemptee_job_list,
-                   exc_core_bitmap);
+                   tail);
     if (rc == SLURM_SUCCESS) {
+      // What Slurm will start is what the GPU selection now says: the core's decision where it could be
+      // imposed, else cons_tres's own split, which is checked against the usable caps like any other.
+      const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate);
       if (PowerFits(job, candidate, &power_why)) {
-        if (t == 0) ApplyGpuIndices(job, decision);
         bit_copybits(bitmap, candidate);
         FREE_NULL_BITMAP(candidate);
-        debug("rackwise: JobId=%u placed from preference tier %zu", job->job_id, t);
+        debug("rackwise: JobId=%u placed from preference tier %zu%s", job->job_id, t,
+              exact ? " exactly as decided" : "");
         return SLURM_SUCCESS;
       }
       rc = SLURM_ERROR;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -27,16 +28,17 @@ class RackwiseSelect {
   // `inner` is cons_tres's operations table; it must outlive this object.
   explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) {}
 
-  // After the inner node_init (startup and every reconfigure that rebuilds the node table). At the first call
-  // a missing, invalid or disagreeing rackwise.yaml is SLURM_ERROR (slurmctld refuses to start, after our
-  // message); later a bad file keeps the previous description and logs why.
+  // After the inner node_init (startup, restart and every reconfigure that rebuilds the node table). A
+  // missing, invalid or disagreeing rackwise.yaml is logged with FILE:LINE and the description in force, or
+  // the last accepted one saved in StateSaveLocation, stays in force; only with neither is it SLURM_ERROR
+  // (slurmctld refuses to start, after our message).
   int NodeInit();
   // After the inner reconfigure: re-reads rackwise.yaml if it changed (keeping the old one if the new one is
   // bad), then rebuilds the ledger from job_list.
   void Reconfigure();
 
   int JobTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
-              uint16_t mode, List preemptee_candidates, List* preemptee_job_list, bitstr_t* exc_core_bitmap);
+              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail);
 
   // Ledger hooks, keyed by job id and idempotent.
   void JobRunning(job_record_t* job);  // nodeinfo_set: a job started, or was recovered after a restart
@@ -52,6 +54,10 @@ class RackwiseSelect {
   };
 
   std::string DescriptionPath() const;
+  std::string LastGoodPath() const;  // empty without a StateSaveLocation
+  // Compiles `text` against slurm.conf's nodes and puts it in force (the ledger is rebuilt by the caller).
+  absl::Status UseDescription(const std::string& text, const std::string& file);
+  void SaveLastGood() const;
   std::vector<SlurmNode> SlurmNodes() const;
   absl::Status LoadModel(bool keep_old_on_error);
   void RebuildLedgerLocked();
@@ -63,30 +69,36 @@ class RackwiseSelect {
   // The GPUs a job holds (after allocation) or would hold (after a RUN_NOW job_test), as an Allocation.
   std::optional<Allocation> AllocatedGpus(const job_record_t* job) const;
   std::optional<Allocation> SelectedGpus(const job_record_t* job, const bitstr_t* nodes) const;
-  // Pins the job's GPUs to the indices the core chose (rail alignment), where cons_tres agrees on the count
-  // and Slurm's own node state has those indices free.
-  void ApplyGpuIndices(job_record_t* job, const PlacementDecision& decision) const;
+  // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
+  // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between
+  // nodes for a per-job GPU count (no per-node, per-task or per-GPU CPU/memory ties). Returns true if the
+  // selection now equals the decision; otherwise cons_tres's picks stay (and are checked against the caps).
+  bool ApplyCoreDecision(job_record_t* job, const PlacementDecision& decision, const bitstr_t* nodes) const;
   // Drops every per-node GPU pick of the job's request (ours or a previous try's) before cons_tres runs.
   void ClearGpuSelection(job_record_t* job) const;
   int JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
-                    uint16_t mode, List preemptee_candidates, List* preemptee_job_list, bitstr_t* exc_core_bitmap);
+                    uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail);
   int InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
-                uint16_t mode, List preemptee_candidates, List* preemptee_job_list, bitstr_t* exc_core_bitmap);
+                uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail);
   int RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
-             uint16_t mode, List preemptee_candidates, List* preemptee_job_list, bitstr_t* exc_core_bitmap,
+             uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
-  void SetPendingReason(job_record_t* job, const std::string& why) const;
+  void SetPendingReason(job_record_t* job, const std::string& why);
+  // Puts back the reasons select_nodes() cleared after our refusals (Slurm >= 23.11; see slurm_compat.h).
+  void ReapplyReasonsLocked();
   void CommitJobLocked(job_record_t* job, bool starting);
 
   slurm_select_ops_t* inner_;
   std::mutex mu_;
   std::unique_ptr<ClusterModel> model_;
   std::string loaded_text_;  // the file content the model was built from, to skip unchanged reloads
+  std::string rejected_text_;  // the last file content refused, so that it is not retried and relogged
   std::string mismatch_;     // non-empty: slurm.conf changed under a description that no longer fits
   std::vector<NodeHealth> health_cache_;
   absl::flat_hash_set<uint32_t> statically_feasible_;  // job ids that fit the empty, healthy cluster
   uint32_t gpu_plugin_id_ = 0;
+  std::vector<std::pair<uint32_t, std::string>> reapply_;  // job id, reason text
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
 };

@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld, second half: loading rackwise.yaml (startup and reconfigure),
-// node health, and the ledger hooks that charge and release the GPUs Slurm actually gave each job.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
+// select/rackwise_cons_tres inside slurmctld, second half: node health and the ledger hooks that charge and
+// release the GPUs Slurm actually gave each job (rackwise_select_description.cc loads rackwise.yaml).
 #include "absl/strings/str_cat.h"
+#include "rackwise/start_guard.h"
 #include "rackwise_select.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_records.h"
@@ -14,84 +10,10 @@
 // job_list lives in the slurmctld binary; the plugin is also loaded by clients, where it does not exist.
 // A weak reference resolves to slurmctld's list there and to nullptr elsewhere (we only use it in slurmctld).
 extern "C" {
-extern List job_list __attribute__((weak));
+extern rackwise::slurm::SlurmList job_list __attribute__((weak));
 }
 
 namespace rackwise::slurm {
-
-std::string RackwiseSelect::DescriptionPath() const {
-  std::string conf = slurm_conf.slurm_conf ? slurm_conf.slurm_conf : "";
-  if (conf.empty()) {
-    const char* env = getenv("SLURM_CONF");
-    conf = env ? env : "/etc/slurm/slurm.conf";
-  }
-  const size_t slash = conf.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : conf.substr(0, slash);
-  return dir + "/rackwise.yaml";
-}
-
-std::vector<SlurmNode> RackwiseSelect::SlurmNodes() const {
-  std::vector<SlurmNode> nodes(node_record_count > 0 ? node_record_count : 0);
-  for (int i = 0; i < node_record_count; ++i) {
-    const node_record_t* node = node_record_table_ptr[i];
-    if (!node || !node->name) continue;
-    nodes[i].name = node->name;
-    const char* gres = node->gres ? node->gres : (node->config_ptr ? node->config_ptr->gres : nullptr);
-    nodes[i].gpus = gres ? GpusInGresString(gres) : 0;
-  }
-  return nodes;
-}
-
-absl::Status RackwiseSelect::LoadModel(bool force) {
-  const std::string path = DescriptionPath();
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(path, ": cannot read the cluster description: ", std::strerror(errno)));
-  if (!force && model_ && text.str() == loaded_text_ && mismatch_.empty()) return absl::OkStatus();
-  absl::StatusOr<std::unique_ptr<ClusterModel>> model = ClusterModel::FromYaml(text.str(), path, SlurmNodes());
-  if (!model.ok()) return model.status();
-  model_ = *std::move(model);
-  statically_feasible_.clear();
-  loaded_text_ = text.str();
-  mismatch_.clear();
-  health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
-  info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", path.c_str(),
-       model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
-       model_->topology().power_domains().size());
-  return absl::OkStatus();
-}
-
-int RackwiseSelect::NodeInit() {
-  std::lock_guard lock(mu_);
-  gpu_plugin_id_ = gres_build_id(const_cast<char*>("gpu"));
-  const bool first = !model_;
-  absl::Status status = LoadModel(/*force=*/true);
-  if (!status.ok()) {
-    if (first) {
-      error("rackwise: refusing to start: %s", std::string(status.message()).c_str());
-      return SLURM_ERROR;
-    }
-    // The node table was rebuilt: the old model's index map may no longer hold. Keep its caps, but place
-    // nothing new until a description that fits is loaded.
-    mismatch_ = absl::StrCat("rackwise: ", status.message(), " (fix it and run scontrol reconfigure)");
-    error("%s; keeping the previous description and holding GPU jobs", mismatch_.c_str());
-    return SLURM_SUCCESS;
-  }
-  RebuildLedgerLocked();
-  return SLURM_SUCCESS;
-}
-
-void RackwiseSelect::Reconfigure() {
-  std::lock_guard lock(mu_);
-  if (!model_) return;
-  absl::Status status = LoadModel(/*force=*/false);
-  if (!status.ok()) {
-    error("rackwise: keeping the previous cluster description: %s", std::string(status.message()).c_str());
-  }
-  RebuildLedgerLocked();
-}
 
 void RackwiseSelect::RebuildLedgerLocked() {
   if (!model_) return;
@@ -102,7 +24,7 @@ void RackwiseSelect::RebuildLedgerLocked() {
   }
   SyncHealthLocked();
   if (!&job_list || !job_list) return;
-  ListIterator it = list_iterator_create(job_list);
+  SlurmListIterator it = list_iterator_create(job_list);
   int recovered = 0;
   while (job_record_t* job = static_cast<job_record_t*>(list_next(it))) {
     if (IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job)) {
@@ -161,19 +83,23 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   if (!allocation) return;
   const Allocation* held = model_->ledger().Find(allocation->id);
   if (held && *held == *allocation) return;
-  absl::Status status = model_->ledger().Replace(*allocation, CommitMode::kEnforce);
+  const std::optional<Allocation> old = held ? std::optional<Allocation>(*held) : std::nullopt;
+  if (old) model_->ledger().Release(old->id);
+  // The same usable caps (the reserve kept free) as the placement: a start above them is a defect to report.
+  absl::Status status = CommitWithinUsableCaps(model_->ledger(), *allocation);
   if (status.ok()) return;
   // Record what runs even if it breaks a cap (lowered meanwhile, or started around us): nothing new is
   // placed there until the draw falls.
-  absl::Status recovered = model_->ledger().Replace(*allocation, CommitMode::kRecover);
+  absl::Status recovered = model_->ledger().Commit(*allocation, CommitMode::kRecover);
   if (starting) {
-    error("rackwise: JobId=%u started outside the ledger's limits: %s", job->job_id,
+    error("rackwise: JobId=%u started outside the usable caps: %s", job->job_id,
           std::string(status.message()).c_str());
   } else {
-    info("rackwise: JobId=%u recovered above a cap: %s", job->job_id, std::string(status.message()).c_str());
+    info("rackwise: JobId=%u recovered above a usable cap: %s", job->job_id, std::string(status.message()).c_str());
   }
   if (!recovered.ok()) {
     error("rackwise: JobId=%u not recorded: %s", job->job_id, std::string(recovered.message()).c_str());
+    if (old) (void)model_->ledger().Commit(*old, CommitMode::kRecover);
   }
 }
 

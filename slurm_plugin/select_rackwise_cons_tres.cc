@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres: the C ABI Slurm 22.05 loads (plugin_id + 36 select_p_* calls, plus
-// plugin_name/plugin_type/plugin_version and init/fini). It loads select/cons_tres as an inner plugin and
+// select/rackwise_cons_tres: the C ABI Slurm loads (22.05: plugin_id + 36 select_p_* calls; 24.11: + 31;
+// plus plugin_name/plugin_type/plugin_version and init/fini; slurm_compat.h has the differences). It loads select/cons_tres as an inner plugin and
 // forwards every call; inside slurmctld, RackwiseSelect narrows job_test's candidate nodes to the core's
 // decision and keeps the power ledger in step. Clients (squeue, sbatch, ...) load this too and only forward.
 //
@@ -16,7 +16,9 @@
 // Slurm last (see slurm_headers.h).
 #include "slurm_headers.h"
 
+using rackwise::slurm::JobTestTail;
 using rackwise::slurm::RackwiseSelect;
+using rackwise::slurm::SlurmList;
 
 // Built with -fvisibility=hidden: what Slurm looks up is made visible in these blocks, and the version
 // script (select.map) keeps everything else local.
@@ -32,7 +34,7 @@ extern const uint32_t plugin_id = 191;  // unique among select plugins; built-in
 
 namespace {
 
-// The order of slurm_select_ops_t in src/common/select.h (22.05).
+// The order of slurm_select_ops_t (22.05: src/common/select.h; 24.11: src/interfaces/select.c).
 const char* const kSelectSyms[] = {
     "plugin_id",
     "select_p_state_save",
@@ -44,7 +46,9 @@ const char* const kSelectSyms[] = {
     "select_p_job_ready",
     "select_p_job_expand",
     "select_p_job_resized",
+#if !RACKWISE_SLURM_2411
     "select_p_job_signal",
+#endif
     "select_p_job_fini",
     "select_p_job_suspend",
     "select_p_job_resume",
@@ -65,12 +69,18 @@ const char* const kSelectSyms[] = {
     "select_p_select_jobinfo_copy",
     "select_p_select_jobinfo_pack",
     "select_p_select_jobinfo_unpack",
+#if !RACKWISE_SLURM_2411
     "select_p_select_jobinfo_sprint",
     "select_p_select_jobinfo_xstrdup",
+#endif
     "select_p_get_info_from_plugin",
+#if !RACKWISE_SLURM_2411
     "select_p_update_node_config",
+#endif
     "select_p_reconfigure",
+#if !RACKWISE_SLURM_2411
     "select_p_resv_test",
+#endif
 };
 static_assert(sizeof(kSelectSyms) / sizeof(kSelectSyms[0]) == sizeof(slurm_select_ops_t) / sizeof(void*),
               "kSelectSyms must list every member of slurm_select_ops_t");
@@ -135,7 +145,7 @@ int fini(void) {
 
 int select_p_state_save(char* dir_name) { return g_inner.state_save(dir_name); }
 int select_p_state_restore(char* dir_name) { return g_inner.state_restore(dir_name); }
-int select_p_job_init(List job_list) { return g_inner.job_init(job_list); }
+int select_p_job_init(SlurmList job_list) { return g_inner.job_init(job_list); }
 
 int select_p_node_init(void) {
   int rc = g_inner.node_init();
@@ -145,12 +155,20 @@ int select_p_node_init(void) {
       "node_init", [] { return g_rackwise->NodeInit(); }, [] { return SLURM_ERROR; });
 }
 
+#if RACKWISE_SLURM_2411
 int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                      uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                      uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
+                      resv_exc_t* resv_exc_ptr, will_run_data_t* will_run_ptr) {
+  const JobTestTail tail{resv_exc_ptr, will_run_ptr};
+#else
+int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                      uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
                       bitstr_t* exc_core_bitmap) {
+  const JobTestTail tail{exc_core_bitmap};
+#endif
   const auto inner = [&] {
-    return g_inner.job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                            preemptee_job_list, exc_core_bitmap);
+    return rackwise::slurm::CallJobTest(g_inner, job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode,
+                                        preemptee_candidates, preemptee_job_list, tail);
   };
   if (!g_rackwise) return inner();
   // A failure of ours must not start jobs around the caps: after an internal error the job waits.
@@ -158,7 +176,7 @@ int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_node
       "job_test",
       [&] {
         return g_rackwise->JobTest(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                                   preemptee_job_list, exc_core_bitmap);
+                                   preemptee_job_list, tail);
       },
       [] { return SLURM_ERROR; });
 }
@@ -194,7 +212,9 @@ int select_p_job_resized(job_record_t* job_ptr, node_record_t* node_ptr) {
   return rc;
 }
 
+#if !RACKWISE_SLURM_2411
 int select_p_job_signal(job_record_t* job_ptr, int signal) { return g_inner.job_signal(job_ptr, signal); }
+#endif
 
 int select_p_job_fini(job_record_t* job_ptr) {
   int rc = g_inner.job_fini(job_ptr);
@@ -290,17 +310,21 @@ int select_p_select_jobinfo_pack(select_jobinfo_t* jobinfo, buf_t* buffer, uint1
 int select_p_select_jobinfo_unpack(select_jobinfo_t** jobinfo, buf_t* buffer, uint16_t protocol_version) {
   return g_inner.jobinfo_unpack(jobinfo, buffer, protocol_version);
 }
+#if !RACKWISE_SLURM_2411
 char* select_p_select_jobinfo_sprint(select_jobinfo_t* jobinfo, char* buf, size_t size, int mode) {
   return g_inner.jobinfo_sprint(jobinfo, buf, size, mode);
 }
 char* select_p_select_jobinfo_xstrdup(select_jobinfo_t* jobinfo, int mode) {
   return g_inner.jobinfo_xstrdup(jobinfo, mode);
 }
+#endif
 
 int select_p_get_info_from_plugin(enum select_plugindata_info dinfo, job_record_t* job_ptr, void* data) {
   return g_inner.get_info_from_plugin(dinfo, job_ptr, data);
 }
+#if !RACKWISE_SLURM_2411
 int select_p_update_node_config(int index) { return g_inner.update_node_config(index); }
+#endif
 
 int select_p_reconfigure(void) {
   int rc = g_inner.reconfigure();
@@ -316,10 +340,12 @@ int select_p_reconfigure(void) {
   return rc;
 }
 
+#if !RACKWISE_SLURM_2411
 bitstr_t* select_p_resv_test(resv_desc_msg_t* resv_desc_ptr, uint32_t node_cnt, bitstr_t* avail_bitmap,
                              bitstr_t** core_bitmap) {
   return g_inner.resv_test(resv_desc_ptr, node_cnt, avail_bitmap, core_bitmap);
 }
+#endif
 
 }  // extern "C"
 #pragma GCC visibility pop

@@ -53,9 +53,9 @@ inline GpuMask LowestBits(GpuMask free, uint64_t count) {
 }
 
 template <typename Fn>
-void ForEachGpuState(List list, uint32_t gpu_id, Fn&& fn) {
+void ForEachGpuState(SlurmList list, uint32_t gpu_id, Fn&& fn) {
   if (!list) return;
-  ListIterator it = list_iterator_create(list);
+  SlurmListIterator it = list_iterator_create(list);
   while (gres_state_t* state = static_cast<gres_state_t*>(list_next(it))) {
     if (state->plugin_id == gpu_id && state->gres_data) fn(state);
   }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One job stream, two schedulers, in one run: plain select/cons_tres with topology/tree (one leaf switch per
-# NVLink domain: each HGX node, each NVL72 rack) and select/rackwise_cons_tres, each on a fresh real cluster
+# NVLink domain: each HGX node, each NVL72 rack; on Slurm 24.11, RW_SLURM_PREFIX set, topology/block with one
+# block per NVLink domain, BlockSizes=1, and --segment=<trays> for NVL72 jobs that fit one rack) and
+# select/rackwise_cons_tres, each on a fresh real cluster
 # (cluster.yaml: 44 slurmd on 127.0.0.1). While the stream runs, every job's nodes and GPU indices are read
 # from `scontrol show job -d` and every rack's draw is sampled once a second (the description's power model).
 # Prints a Markdown table: NVLink domains per job, jobs at the minimum, rail alignment, rack power over cap,
@@ -43,6 +45,10 @@ run_stream() {
   for spec in "${stream[@]}"; do
     read -r part gpus secs <<<"$spec"
     if [[ $gpus == *x* ]]; then args=(-N "${gpus%x*}" --gpus-per-node="${gpus#*x}"); else args=(--gpus="$gpus"); fi
+    # topology/block keeps a job in one block only when asked: --segment=<nodes> (all its nodes in one block).
+    if [[ $name == *block* && $part == nvl && $gpus != *x* && $gpus -le 72 ]]; then
+      args+=(-N $(((gpus + 3) / 4)) --segment=$(((gpus + 3) / 4)))
+    fi
     id=$(sbatch --parsable -o /dev/null -e /dev/null -D "$RW_TMP" -p "$part" "${args[@]}" -t 5 \
       --wrap "sleep $secs" 2>>"$out/sbatch.err" | cut -d';' -f1)
     [[ -n $id ]] && echo "$id $part $gpus" >>"$out/jobs"
@@ -157,23 +163,39 @@ topo=$results/topology.conf
   echo "SwitchName=spine Switches=su[1-2]"
 } >"$topo"
 
-rw_log "stream of ${#stream[@]} jobs through cons_tres + topology/tree"
-run_stream cons_tres_tree select/cons_tres "$topo"
+base=cons_tres_tree
+if [[ -n ${RW_SLURM_PREFIX:-} ]]; then
+  # Slurm 24.11's anchor: topology/block, one block per NVLink domain (each HGX node; each NVL72 rack).
+  base=cons_tres_block
+  export RW_TOPOLOGY_PLUGIN=topology/block
+  {
+    for n in gpu0{1..8}; do echo "BlockName=b-$n Nodes=$n"; done
+    echo "BlockName=b-nvl01 Nodes=nvl01-t[01-18]"
+    echo "BlockName=b-nvl02 Nodes=nvl02-t[01-18]"
+    echo "BlockSizes=1"
+  } >"$topo"
+fi
+rw_log "stream of ${#stream[@]} jobs through cons_tres + ${RW_TOPOLOGY_PLUGIN:-topology/tree}"
+run_stream "$base" select/cons_tres "$topo"
 rw_log "the same stream through rackwise"
 run_stream rackwise select/rackwise_cons_tres
 
 table=$(
   echo "| scheduler | jobs placed | NVLink domains per job | jobs at min domains | rail-aligned (multi-node partial) | rack power over cap, kW*s | worst over cap, kW | makespan, s | sdiag main mean cycle, us (cycles) | sdiag backfill mean cycle, us (cycles) | us per job considered, main / backfill |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
-  summarize cons_tres_tree
+  summarize "$base"
   summarize rackwise
 )
 echo "$table"
 [[ -n $report ]] && echo "$table" >"$report"
 
 # Checks. Recompute the globals (summarize ran in a subshell above).
-summarize cons_tres_tree >/dev/null 2>&1
+summarize "$base" >/dev/null 2>&1
 summarize rackwise >/dev/null 2>&1
+# The checks below name the baseline cons_tres_tree; on 24.11 it is the block run.
+if [[ $base != cons_tres_tree ]]; then
+  for v in over main bf mainper bfper atmin placed aligned multi; do eval "cons_tres_tree_$v=\${${base}_$v}"; done
+fi
 awk -v o="$rackwise_over" 'BEGIN{exit !(o == 0)}' && rw_ok "rackwise kept every rack within its cap" ||
   rw_fail "rackwise put a rack over its cap ($rackwise_over kW*s)"
 ((rackwise_atmin * cons_tres_tree_placed >= cons_tres_tree_atmin * rackwise_placed)) &&

@@ -1,13 +1,25 @@
-# A real Slurm 22.05 cluster on 127.0.0.1 for the integration tests: one slurmctld and one slurmd per node
-# (Debian's slurmd is built with --enable-multiple-slurmd), free ports picked at run time, fake GPUs as
-# symlinks to /dev/null, everything (state, spool, logs, configs) in a temp dir that is removed afterwards.
-# Source it; see test_*.sh. Needs root (slurmd runs jobs as their user) and the Debian daemons.
+# A real Slurm cluster on 127.0.0.1 for the integration tests: one slurmctld and one slurmd per node (slurmd
+# built with --enable-multiple-slurmd), free ports picked at run time, fake GPUs as symlinks to /dev/null,
+# everything (state, spool, logs, configs) in a temp dir that is removed afterwards. Source it; see test_*.sh.
+# Needs root (slurmd runs jobs as their user).
 #
-# Environment: RW_PLUGIN_DIR (our built .so files), RW_SRC_DIR (this directory), RW_KEEP=1 keeps the temp dir.
+# Environment: RW_PLUGIN_DIR (our built .so files for this Slurm), RW_SLURM_PREFIX (an installed Slurm, e.g.
+# the 24.11 build from scripts/fetch-slurm-2411.sh; unset: Debian's 22.05 packages), RW_KEEP=1 keeps the temp
+# dir. Every wait fails at once, with the daemons' logs, when slurmctld or a slurmd we started has died.
 
 set -uo pipefail
 
-RW_DEBIAN_PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm
+if [[ -n ${RW_SLURM_PREFIX:-} ]]; then
+  RW_SBIN=$RW_SLURM_PREFIX/sbin
+  RW_BIN=$RW_SLURM_PREFIX/bin
+  RW_SLURM_PLUGINS=$RW_SLURM_PREFIX/lib/slurm
+else
+  RW_SBIN=/usr/sbin
+  RW_BIN=/usr/bin
+  RW_SLURM_PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm
+fi
+RW_DEBIAN_PLUGINS=$RW_SLURM_PLUGINS  # the old name, kept for scripts that use it
+export PATH="$RW_BIN:$RW_SBIN:$PATH"  # squeue, sbatch, scontrol, ... of the Slurm under test
 RW_NODES=()            # node names, in slurm.conf order
 declare -A RW_NODE_GPUS=()
 RW_PIDS=()             # daemons we started
@@ -24,10 +36,10 @@ rw_ok() { rw_log "ok: $*"; }
 rw_require() {
   local why=""
   [[ $(id -u) -eq 0 ]] || why="not root (slurmd must run as root)"
-  for b in /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/bin/squeue /usr/bin/scontrol /usr/bin/sdiag; do
-    [[ -x $b ]] || why="${why:+$why; }$b missing (apt-get install slurmctld slurmd slurm-client)"
+  for b in $RW_SBIN/slurmctld $RW_SBIN/slurmd $RW_BIN/sbatch $RW_BIN/squeue $RW_BIN/scontrol $RW_BIN/sdiag; do
+    [[ -x $b ]] || why="${why:+$why; }$b missing (apt-get install slurmctld slurmd slurm-client, or scripts/fetch-slurm-2411.sh)"
   done
-  [[ -f $RW_DEBIAN_PLUGINS/select_cons_tres.so ]] || why="${why:+$why; }$RW_DEBIAN_PLUGINS/select_cons_tres.so missing"
+  [[ -f $RW_SLURM_PLUGINS/select_cons_tres.so ]] || why="${why:+$why; }$RW_SLURM_PLUGINS/select_cons_tres.so missing"
   [[ -f ${RW_PLUGIN_DIR:-}/select_rackwise_cons_tres.so ]] || why="${why:+$why; }plugin not built in ${RW_PLUGIN_DIR:-?}"
   if [[ -n $why ]]; then
     if [[ -n ${CI:-} ]]; then
@@ -92,8 +104,8 @@ rw_nodes_from_yaml() {
 }
 
 # rw_setup SELECT YAML [TOPOLOGY_CONF]: writes slurm.conf, gres.conf, plugstack.conf and rackwise.yaml into a
-# new temp dir. SELECT is select/rackwise_cons_tres or select/cons_tres (the baseline, with topology/tree when
-# TOPOLOGY_CONF is given).
+# new temp dir. SELECT is select/rackwise_cons_tres or select/cons_tres (the baseline, with topology/tree, or
+# RW_TOPOLOGY_PLUGIN, when TOPOLOGY_CONF is given).
 rw_setup() {
   local select=$1 yaml=$2 topo=${3:-}
   RW_TMP=$(mktemp -d /tmp/rackwise-slurm.XXXXXX)
@@ -127,7 +139,7 @@ rw_setup() {
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
     echo "MpiDefault=none"
-    echo "SwitchType=switch/none"
+    [[ -z ${RW_SLURM_PREFIX:-} ]] && echo "SwitchType=switch/none"  # 23.11 dropped switch/none (no SwitchType)
     echo "JobCompType=jobcomp/none"
     echo "AccountingStorageType=accounting_storage/none"
     echo "ReturnToService=2"
@@ -138,7 +150,7 @@ rw_setup() {
     echo "SelectType=$select"
     echo "SelectTypeParameters=CR_Core"
     echo "GresTypes=gpu"
-    echo "PluginDir=${RW_PLUGIN_DIR}:$RW_DEBIAN_PLUGINS"
+    echo "PluginDir=${RW_PLUGIN_DIR}:$RW_SLURM_PLUGINS"
     echo "PlugStackConfig=$RW_TMP/etc/plugstack.conf"
     if [[ -n ${RW_POWER_SAVE:-} ]]; then
       # Power saving that only acts when asked (scontrol update state=power_down): SuspendTime is longer than
@@ -151,8 +163,9 @@ rw_setup() {
       echo "SlurmctldParameters=power_save_interval=1,power_save_min_interval=0"
     fi
     if [[ -n $topo ]]; then
-      echo "TopologyPlugin=topology/tree"
-      echo "TopologyParam=TopoOptional"
+      # RW_TOPOLOGY_PLUGIN: topology/tree (default) or, from Slurm 23.11, topology/block.
+      echo "TopologyPlugin=${RW_TOPOLOGY_PLUGIN:-topology/tree}"
+      [[ ${RW_TOPOLOGY_PLUGIN:-topology/tree} == topology/tree ]] && echo "TopologyParam=TopoOptional"
       cp "$topo" "$RW_TMP/etc/topology.conf"
     fi
     local i=0 n
@@ -190,31 +203,62 @@ rw_power_scripts() {
   local conf=$SLURM_CONF tmp=$RW_TMP
   # slurmctld runs them with almost no environment: absolute paths, and a log of what they did.
   printf '%s\n' '#!/bin/sh' "export SLURM_CONF=$conf" \
-    'for n in $(/usr/bin/scontrol show hostnames "$1"); do' \
+    "for n in \$($RW_BIN/scontrol show hostnames \"\$1\"); do" \
     "  echo \"\$(/bin/date -u +%T) suspend \$n\" >>\"$tmp/log/power.log\"" \
-    '  /usr/bin/pkill -TERM -f "slurmd -D -N $n -f"' \
+    '  /usr/bin/pkill -TERM -f "slurmd -D -N $n -f $SLURM_CONF"' \
     'done' 'exit 0' >"$tmp/etc/suspend.sh"
   printf '%s\n' '#!/bin/sh' "export SLURM_CONF=$conf" \
-    'for n in $(/usr/bin/scontrol show hostnames "$1"); do' \
+    "for n in \$($RW_BIN/scontrol show hostnames \"\$1\"); do" \
     "  echo \"\$(/bin/date -u +%T) resume \$n\" >>\"$tmp/log/power.log\"" \
     "  /bin/mkdir -p \"$tmp/spool/\$n\"" \
-    "  /usr/sbin/slurmd -D -N \"\$n\" -f \"$conf\" >>\"$tmp/log/slurmd.out\" 2>&1 &" \
+    "  $RW_SBIN/slurmd -D -N \"\$n\" -f \"$conf\" >>\"$tmp/log/slurmd.out\" 2>&1 &" \
     "  echo \$! >>\"$tmp/extra.pids\"" \
     'done' 'exit 0' >"$tmp/etc/resume.sh"
   chmod 755 "$tmp/etc/suspend.sh" "$tmp/etc/resume.sh"
 }
 
+# Prints the end of the daemons' logs (after a daemon died or a wait stalled).
+rw_dump_logs() {
+  local f
+  for f in "$RW_TMP/log/slurmctld.out" "$RW_TMP/log/slurmctld.log" "$RW_TMP/log/slurmd.out"; do
+    [[ -s $f ]] || continue
+    rw_log "--- last lines of $f:"
+    tail -n 25 "$f" >&2
+  done
+}
+
+# Exits the test at once (status 1, logs printed) when a daemon it depends on has died: without a controller
+# every client call would wait for its timeouts and the test would hang instead of failing.
+rw_die() {
+  rw_fail "$*"
+  rw_dump_logs
+  # Inside $(...) an exit would only end the subshell: stop the test itself (its TERM trap exits 1).
+  [[ $BASHPID != "$$" ]] && kill -TERM "$$"
+  exit 1
+}
+rw_check_ctld() {
+  [[ -z $RW_CTLD_PID ]] || kill -0 "$RW_CTLD_PID" 2>/dev/null || rw_die "slurmctld (pid $RW_CTLD_PID) has died"
+}
+
+# Starts slurmctld and waits until it answers. Returns 1 (with its log) if it exits instead.
 rw_start_ctld() {
-  # Through /usr/sbin/slurmctld: running_in_slurmctld() compares the program name.
-  /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >>"$RW_TMP/log/slurmctld.out" 2>&1 &
+  # Through .../sbin/slurmctld: running_in_slurmctld() compares the program name.
+  "$RW_SBIN/slurmctld" -D -i -f "$SLURM_CONF" >>"$RW_TMP/log/slurmctld.out" 2>&1 &
   RW_CTLD_PID=$!
   RW_PIDS+=("$RW_CTLD_PID")
   local t
-  for ((t = 0; t < 150; t++)); do
-    if ! kill -0 "$RW_CTLD_PID" 2>/dev/null; then return 1; fi
+  for ((t = 0; t < 900; t++)); do  # a safety net only: it answers in seconds, or exits
+    if ! kill -0 "$RW_CTLD_PID" 2>/dev/null; then
+      rw_log "slurmctld exited while starting:"
+      rw_dump_logs
+      RW_CTLD_PID=""
+      return 1
+    fi
     scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
     sleep 0.2
   done
+  rw_log "slurmctld did not answer in 180 s"
+  rw_dump_logs
   return 1
 }
 
@@ -228,24 +272,36 @@ rw_stop_ctld() {
   RW_CTLD_PID=""
 }
 
-# Starts slurmctld and every slurmd; waits until all nodes are idle.
+# Starts slurmctld and every slurmd; waits until every node has registered and is idle. Waits on progress,
+# not on a fixed time: it fails when a daemon dies or when no further node registers for RW_REGISTER_STALL
+# seconds (default 120; registration of 44 slurmd on a loaded 2-core machine can take a minute).
 rw_start() {
-  rw_start_ctld || { rw_log "slurmctld did not come up:"; tail -20 "$RW_TMP/log/slurmctld.log" >&2; return 1; }
+  rw_start_ctld || { rw_log "slurmctld did not come up"; return 1; }
   local n
+  declare -gA RW_SLURMD_PID=()
   for n in "${RW_NODES[@]}"; do
     mkdir -p "$RW_TMP/spool/$n"
-    /usr/sbin/slurmd -D -N "$n" -f "$SLURM_CONF" >>"$RW_TMP/log/slurmd.out" 2>&1 &
+    "$RW_SBIN/slurmd" -D -N "$n" -f "$SLURM_CONF" >>"$RW_TMP/log/slurmd.out" 2>&1 &
     RW_PIDS+=("$!")
+    RW_SLURMD_PID[$n]=$!
   done
-  local t idle
-  for ((t = 0; t < 300; t++)); do
+  local idle=-1 last=-1 since=$SECONDS stall=${RW_REGISTER_STALL:-120}
+  while :; do
+    rw_check_ctld
+    for n in "${RW_NODES[@]}"; do
+      kill -0 "${RW_SLURMD_PID[$n]}" 2>/dev/null || rw_die "slurmd of $n (pid ${RW_SLURMD_PID[$n]}) has died"
+    done
     idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2=="idle"' | sort -u | wc -l)
-    [[ $idle -eq ${#RW_NODES[@]} ]] && return 0
-    sleep 0.2
+    [[ $idle -eq ${#RW_NODES[@]} ]] && { rw_log "all ${#RW_NODES[@]} slurmd registered"; return 0; }
+    if [[ $idle -ne $last ]]; then last=$idle since=$SECONDS; fi
+    if ((SECONDS - since > stall)); then
+      rw_log "only $idle of ${#RW_NODES[@]} nodes idle, none registered for ${stall} s:"
+      sinfo -N -o '%N %t %E' >&2
+      rw_dump_logs
+      return 1
+    fi
+    sleep 0.5
   done
-  rw_log "only $idle of ${#RW_NODES[@]} nodes idle:"
-  sinfo -N -o '%N %t %E' >&2
-  return 1
 }
 
 # Every process below `pid`, depth first.
@@ -299,18 +355,52 @@ rw_teardown() {
 # --- jobs -------------------------------------------------------------------------------------------
 
 # rw_submit ARGS...: sbatch a sleeper; prints the job id (empty on rejection, the error on stderr).
+# Accepted ids are kept in $RW_TMP/accepted.ids (see rw_check_never).
 rw_submit() {
-  sbatch --parsable -o /dev/null -e /dev/null -D "$RW_TMP" "$@" --wrap 'sleep 3000' 2>"$RW_TMP/sbatch.err" | cut -d';' -f1
+  local id
+  id=$(sbatch --parsable -o /dev/null -e /dev/null -D "$RW_TMP" "$@" --wrap 'sleep 3000' 2>"$RW_TMP/sbatch.err" | cut -d';' -f1)
+  [[ -n $id ]] && echo "$id" >>"$RW_TMP/accepted.ids"
+  echo "$id"
 }
 
-rw_state() { squeue -h -j "$1" -o %T 2>/dev/null; }
-rw_reason() { squeue -h -j "$1" -o %r 2>/dev/null; }
+# "Never" must mean never: no job that slurmctld accepted may have been logged as one that can never run.
+rw_check_never() {
+  local ids bad=""
+  ids=$(grep -o 'rackwise: JobId=[0-9]* can never run here' "$RW_TMP/log/slurmctld.log" | grep -o '[0-9]*' | sort -u)
+  for id in $ids; do grep -qx "$id" "$RW_TMP/accepted.ids" 2>/dev/null && bad+=" $id"; done
+  [[ -z $bad ]] && rw_ok "no accepted job was logged as one that can never run" ||
+    rw_fail "accepted jobs logged as never runnable:$bad"
+}
+
+rw_state() { rw_check_ctld; squeue -h -j "$1" -o %T 2>/dev/null; }
+rw_reason() { rw_check_ctld; squeue -h -j "$1" -o %r 2>/dev/null; }
 
 # rw_wait_state ID STATE SECONDS
 rw_wait_state() {
   local id=$1 want=$2 limit=$3 t
   for ((t = 0; t < limit * 5; t++)); do
     [[ $(rw_state "$id") == "$want" ]] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# rw_wait_log REGEX SECONDS [N]: waits until slurmctld.log has at least N (default 1) lines matching REGEX.
+rw_wait_log() {
+  local re=$1 limit=$2 want=${3:-1} t
+  for ((t = 0; t < limit * 5; t++)); do
+    rw_check_ctld
+    (($(grep -c -- "$re" "$RW_TMP/log/slurmctld.log" 2>/dev/null) >= want)) && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# rw_wait_reason ID REGEX SECONDS: waits until the job's pending reason (squeue -o %r) matches REGEX.
+rw_wait_reason() {
+  local id=$1 re=$2 limit=$3 t
+  for ((t = 0; t < limit * 5; t++)); do
+    rw_reason "$id" | grep -q -- "$re" && return 0
     sleep 0.2
   done
   return 1

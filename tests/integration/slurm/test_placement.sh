@@ -21,6 +21,28 @@ gpus_in_rack() {  # GPUs held by running jobs in a rack
   done
   echo "$total"
 }
+# Racks whose draw (idle + running jobs' GPUs, the description's power model) is above cap x (1 - reserve).
+racks_over_usable() {
+  local reserve=$1 rack gpus draw cap
+  declare -A cap_w=([h01]=$(awk '/name: h01/{f=1} f&&/power_cap_kw/{print $2*1000; exit}' "$yaml")
+                    [h02]=$(awk '/name: h02/{f=1} f&&/power_cap_kw/{print $2*1000; exit}' "$yaml")
+                    [nvl01]=132000 [nvl02]=132000)
+  for rack in h01 h02 nvl01 nvl02; do
+    gpus=$(gpus_in_rack "$rack")
+    case $rack in h0*) draw=$(awk -v g="$gpus" 'BEGIN{print 10000 + g * 962.5}') ;;
+                  *) draw=$(awk -v g="$gpus" 'BEGIN{print 27000 + g * 1275}') ;; esac
+    cap=${cap_w[$rack]}
+    awk -v d="$draw" -v c="$cap" -v r="$reserve" 'BEGIN{exit !(d > c * (1 - r / 100))}' &&
+      echo "$rack ${draw} W > $(awk -v c="$cap" -v r="$reserve" 'BEGIN{print c * (1 - r / 100)}') W"
+  done
+}
+# scontrol reconfigure, then wait until slurmctld has loaded the (good) rackwise.yaml once more.
+reconfigure_and_wait() {
+  local before
+  before=$(grep -c 'rackwise: loaded .*rackwise.yaml' "$RW_TMP/log/slurmctld.log")
+  scontrol reconfigure
+  rw_wait_log 'rackwise: loaded .*rackwise.yaml' 30 $((before + 1)) || rw_fail "rackwise.yaml not reloaded"
+}
 cancel_all() {
   scancel --user=root 2>/dev/null
   local t
@@ -67,8 +89,7 @@ rw_wait_state "$c" RUNNING 20 || rw_fail "8-GPU job $c not running"
 scancel "$a"
 for ((t = 0; t < 50; t++)); do [[ -z $(rw_state "$a") ]] && break; sleep 0.2; done
 r=$(rw_submit -p nvl --gpus=72 --nvlink=required)
-sleep 5
-if [[ $(rw_state "$r") == PENDING ]] && rw_reason "$r" | grep -q 'rackwise:'; then
+if rw_wait_reason "$r" 'rackwise:' 20 && [[ $(rw_state "$r") == PENDING ]]; then
   rw_ok "--nvlink=required waits for a whole NVL72 rack: $(rw_reason "$r")"
 else
   rw_fail "required 72-GPU job: $(rw_state "$r") on $(rw_job_racks "$r" | paste -sd,)"
@@ -140,8 +161,7 @@ w=$(rw_submit -p h02 --gpus=32)
 p1=$(rw_submit -p h02 --gpus=20)
 rw_wait_state "$p1" RUNNING 20 || rw_fail "p1 not running"
 p2=$(rw_submit -p h02 --gpus=8)
-sleep 6
-if [[ $(rw_state "$p2") == PENDING ]] && rw_reason "$p2" | grep -q 'rackwise:.*rack h02 would need 7.7 kW'; then
+if rw_wait_reason "$p2" 'rackwise:.*rack h02 would need 7.7 kW' 20 && [[ $(rw_state "$p2") == PENDING ]]; then
   rw_ok "job over h02's cap waits with 12 GPUs free: $(rw_reason "$p2")"
 else
   rw_fail "p2 state $(rw_state "$p2") reason '$(rw_reason "$p2")'"
@@ -153,36 +173,48 @@ rw_wait_state "$p2" RUNNING 20 && rw_ok "waiting job started when power freed" |
 
 # --- Caps hold across a slurmctld restart with jobs running ---------------------------------------------
 p3=$(rw_submit -p h02 --gpus=16)
-sleep 5
+rw_wait_reason "$p3" 'rackwise:' 20
 [[ $(rw_state "$p3") == PENDING ]] || rw_fail "p3 should wait before the restart ($(rw_state "$p3"))"
 rw_stop_ctld
 rw_start_ctld || rw_fail "slurmctld did not restart"
-sleep 8
 [[ $(rw_state "$p2") == RUNNING ]] && rw_ok "running job survived the restart" || rw_fail "p2 is $(rw_state "$p2") after restart"
-if [[ $(rw_state "$p3") == PENDING ]] && rw_reason "$p3" | grep -q 'rackwise:'; then
+if rw_wait_reason "$p3" 'rackwise:' 20 && [[ $(rw_state "$p3") == PENDING ]]; then
   rw_ok "after restart the ledger still holds p3 back: $(rw_reason "$p3")"
 else
   rw_fail "p3 after restart: $(rw_state "$p3") '$(rw_reason "$p3")'"
 fi
 [[ $(gpus_in_rack h02) -le 20 ]] && rw_ok "h02 within cap after restart" || rw_fail "h02 over cap after restart"
 
-# --- Reconfigure: a bad file keeps the old one; a lowered cap applies at once -------------------------------
+# --- Reconfigure: a bad file keeps the old one in force (placement goes on); a lowered cap applies at once ----
 printf 'cluster: broken\nracks: [\n' >"$yaml"
 scontrol reconfigure
-sleep 2
+rw_wait_log 'rackwise: rejected the cluster description.*rackwise.yaml:[0-9]' 30 &&
+  rw_ok "bad file rejected with FILE:LINE: $(grep -o 'rackwise: rejected the cluster description.\{0,90\}' "$RW_TMP/log/slurmctld.log" | tail -1)" ||
+  rw_fail "no rejection with FILE:LINE in the log"
 scontrol ping | grep -q UP && rw_ok "slurmctld survives a bad rackwise.yaml at reconfigure" || rw_fail "slurmctld died on bad yaml"
-grep -q 'rackwise: keeping the previous cluster description' "$RW_TMP/log/slurmctld.log" &&
-  rw_ok "bad file logged and the previous one kept" || rw_fail "no 'keeping the previous' log line"
+# A GPU job submitted while the bad file is in place starts (the previous description is in force, not a hold).
+k=$(rw_submit -p hgx -w gpu01 --gpus=4)
+rw_wait_state "$k" RUNNING 30 && rw_ok "a job submitted under the bad file starts" ||
+  rw_fail "job under the bad file: $(rw_state "$k") '$(rw_reason "$k")'"
 [[ $(rw_state "$p3") == PENDING ]] && rw_ok "caps still enforced with the previous description" || rw_fail "p3 ran under a bad file"
+# A restart with the bad file still there: the last accepted description (StateSaveLocation) is used.
+rw_stop_ctld
+rw_start_ctld && rw_ok "slurmctld restarts with a bad rackwise.yaml (last accepted one kept)" ||
+  rw_fail "slurmctld did not restart with a bad file"
+grep -q 'keeping the last accepted description (.*rackwise.last-good.yaml)' "$RW_TMP/log/slurmctld.log" &&
+  rw_ok "the saved description is in force after the restart" || rw_fail "no 'last accepted description' log line"
+[[ $(rw_state "$k") == RUNNING && $(rw_state "$p3") == PENDING ]] && rw_ok "jobs and caps as before the restart" ||
+  rw_fail "after restart with a bad file: k $(rw_state "$k"), p3 $(rw_state "$p3")"
+k2=$(rw_submit -p hgx -w gpu02 --gpus=4)
+rw_wait_state "$k2" RUNNING 30 && rw_ok "placement goes on after the restart with a bad file" ||
+  rw_fail "job after restart with a bad file: $(rw_state "$k2") '$(rw_reason "$k2")'"
 cancel_all
 sed 's/power_cap_kw: 41/power_cap_kw: 20/' "$RW_TMP/rackwise.yaml.good" >"$yaml"  # h01: 10 kW idle + 10 GPUs
-scontrol reconfigure
-sleep 2
+reconfigure_and_wait
 x=$(rw_submit -w gpu01 --gpus=8)
 rw_wait_state "$x" RUNNING 20 || rw_fail "8 GPUs under the lowered h01 cap did not start"
 h=$(rw_submit -w gpu02 --gpus=4)
-sleep 6
-if [[ $(rw_state "$h") == PENDING ]] && rw_reason "$h" | grep -q 'rackwise:'; then rw_ok "lowered h01 cap applies at once: $(rw_reason "$h")"
+if rw_wait_reason "$h" 'rackwise:' 20 && [[ $(rw_state "$h") == PENDING ]]; then rw_ok "lowered h01 cap applies at once: $(rw_reason "$h")"
 else rw_fail "job over the lowered cap: $(rw_state "$h") '$(rw_reason "$h")'"; fi
 cp "$RW_TMP/rackwise.yaml.good" "$yaml"
 scontrol reconfigure
@@ -211,12 +243,48 @@ rw_wait_state "$j" RUNNING 20 && rw_ok "placement carries on with a vanished slu
 scontrol ping | grep -q UP && rw_ok "slurmctld alive after a slurmd vanished" || rw_fail "slurmctld died"
 cancel_all
 
-# --- slurmctld refuses to start on a description that disagrees with slurm.conf ---------------------------
+# --- cons_tres's own GPU split must not break the reserve: a per-job GPU count over two named nodes ---------
+# 10% reserve and both HGX racks at 30 kW: 27 kW usable = 17 GPUs each (the whole cap: 20). Each rack holds 15,
+# so the core plans the 4-GPU job as gpu03:2 + gpu07:2; cons_tres alone gives the first node 3 (h01 at 27.3 kW:
+# inside the whole cap, into the reserve). The job must get exactly the core's split.
+{ sed 's/power_cap_kw: 41/power_cap_kw: 30/' "$RW_TMP/rackwise.yaml.good"; printf 'policy:\n  power_reserve_pct: 10\n'; } >"$yaml"
+reconfigure_and_wait
+fillers=()
+for spec in gpu01:8 gpu02:7 gpu05:8 gpu06:7; do fillers+=("$(rw_submit -w "${spec%:*}" --gpus="${spec#*:}")"); done
+for f in "${fillers[@]}"; do rw_wait_state "$f" RUNNING 20 || rw_fail "filler job $f did not start: $(rw_reason "$f")"; done
+sp=$(rw_submit -w gpu03,gpu07 -N 2 --gpus=4)
+if rw_wait_state "$sp" RUNNING 30; then
+  split=$(rw_job_gpus "$sp" | awk '{print $1 ":" split($2, a, ",")}' | sort | paste -sd' ')
+  [[ $split == "gpu03:2 gpu07:2" ]] && rw_ok "the job got exactly the core's split ($split)" ||
+    rw_fail "the job got $split, the core planned gpu03:2 gpu07:2"
+else
+  rw_fail "split job not running: $(rw_reason "$sp")"
+fi
+over=$(racks_over_usable 10)
+[[ -z $over ]] && rw_ok "no rack above its usable cap (10% reserve)" || rw_fail "over the usable cap: $over"
+# A per-task form (GPUs tied to tasks: the split is cons_tres's) is checked against the same usable caps.
+pt=$(rw_submit -w gpu04,gpu07 -N 2 -n 4 --gpus-per-task=1)
+rw_wait_state "$pt" RUNNING 30 || rw_log "per-task job: $(rw_state "$pt") '$(rw_reason "$pt")'"
+over=$(racks_over_usable 10)
+[[ -z $over ]] && rw_ok "with a per-task job too: no rack above its usable cap" || rw_fail "over the usable cap: $over"
+cancel_all
+cp "$RW_TMP/rackwise.yaml.good" "$yaml"
+reconfigure_and_wait
+
+# --- A description that disagrees with slurm.conf: the last accepted one is used; with none, no start -------
 rw_stop_ctld
 awk '/- name: nvl02$/{skip=1} skip&&/^  - name:/&&!/nvl02/{skip=0} !skip' "$RW_TMP/rackwise.yaml.good" >"$yaml"
 : >"$RW_TMP/log/slurmctld.log"
+if rw_start_ctld && grep -q 'rackwise: rejected the cluster description: .*nvl02-t01' "$RW_TMP/log/slurmctld.log"; then
+  rw_ok "a disagreeing file at restart is rejected and the last accepted one used"
+else
+  rw_fail "restart with a disagreeing file and a saved description"
+fi
+rw_stop_ctld
+rm -f "$RW_TMP/state/rackwise.last-good.yaml"
+: >"$RW_TMP/log/slurmctld.log"
 if rw_start_ctld; then
-  rw_fail "slurmctld started with a description that lacks rack nvl02"
+  rw_fail "slurmctld started with a description that lacks rack nvl02 and nothing saved"
 else
   grep -q 'rackwise: refusing to start: .*nvl02-t01 has GPUs but no rack lists it' "$RW_TMP/log/slurmctld.log" &&
     rw_ok "refused to start: $(grep -o 'rackwise: refusing to start: .\{0,100\}' "$RW_TMP/log/slurmctld.log" | head -1)" ||
@@ -226,5 +294,6 @@ RW_CTLD_PID=""
 cp "$RW_TMP/rackwise.yaml.good" "$yaml"
 rw_start_ctld && rw_ok "starts again with the right file" || rw_fail "did not start with the good file"
 
+rw_check_never
 rw_log "$RW_FAILS failure(s)"
 exit $((RW_FAILS > 0))

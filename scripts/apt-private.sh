@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Sourced by the fetch-slurm-*.sh scripts: apt options that keep sources, lists and downloads in a private
+# directory, so that the system's apt configuration and state are never touched.
+# rw_apt_private_opts DIR: sets the array apt_opts for DIR (with DIR/sources.list and DIR/sources.list.d/).
+rw_apt_private_opts() {
+  local dir=$1
+  apt_opts=(
+    -o "Dir::Etc::SourceList=$dir/sources.list"
+    -o "Dir::Etc::SourceParts=$dir/sources.list.d"
+    -o "Dir::State::Lists=$dir/lists"
+    -o "Dir::Cache::Archives=$dir/archives"
+    -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
+    -o "APT::Sandbox::User=root"
+    -o "Debug::NoLocking=1"
+  )
+}
