@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rackwise/hostlist.h"
+#include "telemetry_validator.h"
 
 namespace rackwise {
 namespace {
@@ -41,6 +42,7 @@ class Checker {
     CheckPowerDomainIdle();
     CheckScalableUnits();
     CheckPolicy();
+    CheckTelemetry(d_, lines_, file_, out_);
     return out_->size() == before;
   }
 

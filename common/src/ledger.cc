@@ -31,6 +31,11 @@ Ledger::Ledger(const Topology& topology) : topology_(&topology) {
     pd_cap_.push_back(pd.cap);
     pd_draw_.push_back(pd.idle);
   }
+  rack_adjust_.assign(rack_cap_.size(), 0);
+  rack_measured_.assign(rack_cap_.size(), std::nullopt);
+  added_since_reading_.assign(rack_cap_.size(), 0);
+  added_before_reading_.assign(rack_cap_.size(), 0);
+  pd_adjust_.assign(pd_cap_.size(), 0);
   buckets_.resize(topology.node_types().size());
   for (const NvlinkDomain& d : topology.domains()) {
     auto& b = buckets_[d.type];
@@ -97,17 +102,18 @@ absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
   if (mode == CommitMode::kEnforce) {
     absl::flat_hash_map<PowerDomainId, Milliwatts> pd_add;
     for (const auto& [rack, add] : rack_add) {
-      if (rack_draw_[rack] + add > rack_cap_[rack])
+      if (counted_rack_draw(rack) + add > rack_cap_[rack])
         return absl::FailedPreconditionError(
             absl::StrCat("allocation ", a.id, ": rack ", topology_->racks()[rack].name, " would need ", Kw(add), ", ",
-                         Kw(std::max<Milliwatts>(0, rack_cap_[rack] - rack_draw_[rack])), " left"));
+                         Kw(std::max<Milliwatts>(0, rack_cap_[rack] - counted_rack_draw(rack))), " left",
+                         rack_measured_[rack] ? " (measured)" : ""));
       for (PowerDomainId p : topology_->racks()[rack].power_chain) pd_add[p] += add;
     }
     for (const auto& [pd, add] : pd_add) {
-      if (pd_draw_[pd] + add > pd_cap_[pd])
+      if (counted_power_domain_draw(pd) + add > pd_cap_[pd])
         return absl::FailedPreconditionError(
             absl::StrCat("allocation ", a.id, ": power domain ", topology_->power_domains()[pd].name, " would need ",
-                         Kw(add), ", ", Kw(std::max<Milliwatts>(0, pd_cap_[pd] - pd_draw_[pd])), " left"));
+                         Kw(add), ", ", Kw(std::max<Milliwatts>(0, pd_cap_[pd] - counted_power_domain_draw(pd))), " left"));
     }
   }
   Apply(a, +1);
@@ -144,6 +150,8 @@ void Ledger::Apply(const Allocation& a, int sign) {
     const Milliwatts watts = std::popcount(ng.gpus) * PerGpu(a, ng.node) * sign;
     rack_draw_[node.rack] += watts;
     for (PowerDomainId p : topology_->racks()[node.rack].power_chain) pd_draw_[p] += watts;
+    if (sign > 0) added_since_reading_[node.rack] += watts;
+    if (rack_measured_[node.rack]) Readjust(node.rack);
     if (sign > 0) {
       allocated_[ng.node] |= ng.gpus;
     } else {

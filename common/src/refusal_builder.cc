@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "rackwise/telemetry.h"
 
 namespace rackwise::internal {
 namespace {
@@ -105,6 +106,8 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
     best_free = rack_free[rack];
     best_detail = absl::StrFormat("%s would need %s for %d GPUs, %s left.", where, Kw(need), gpus,
                                   Kw(std::max<Milliwatts>(0, left)));
+    // Name measured watts when a reading counts for the rack, so that "why" is not hidden behind an estimate.
+    if (std::string note = MeasuredRackNote(ledger, rack); !note.empty()) best_detail += " Measured: " + note + ".";
   }
   if (!best_detail.empty()) {
     out.detail = best_detail;

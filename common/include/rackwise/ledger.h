@@ -7,6 +7,7 @@
 // Not thread-safe: faces serialise access (slurmctld holds its locks; the extender holds a mutex).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,11 +67,12 @@ class Ledger {
   Milliwatts rack_draw(RackId rack) const { return rack_draw_[rack]; }
   Milliwatts power_domain_draw(PowerDomainId domain) const { return pd_draw_[domain]; }
   // Room under one cap after keeping `reserve_fraction` of it free; negative when the draw is above it.
+  // Room under one cap: counted draw (see below), not the bare estimate.
   Milliwatts RackRoom(RackId rack, double reserve_fraction = 0) const {
-    return UsableCap(rack_cap_[rack], reserve_fraction) - rack_draw_[rack];
+    return UsableCap(rack_cap_[rack], reserve_fraction) - counted_rack_draw(rack);
   }
   Milliwatts PowerDomainRoom(PowerDomainId domain, double reserve_fraction = 0) const {
-    return UsableCap(pd_cap_[domain], reserve_fraction) - pd_draw_[domain];
+    return UsableCap(pd_cap_[domain], reserve_fraction) - counted_power_domain_draw(domain);
   }
   // What a rack can still take: the least room over the rack and every power domain above it. Never negative.
   Milliwatts RackHeadroom(RackId rack, double reserve_fraction = 0) const;
@@ -87,6 +89,25 @@ class Ledger {
   // these buckets for best fit instead of scanning the cluster.
   const std::vector<DomainId>& DomainsWithFree(NodeTypeId type, int free) const;
 
+  // --- Measured power (telemetry) ---
+  // The draw that caps are checked against. Without a measurement it is the estimate (rack_draw). With one,
+  // M = measured + estimates of allocations made since the previous reading (the reading may predate their
+  // ramp-up): counted = M when M >= estimate, else estimate - reclaim * (estimate - M). Since reclaim < 1, the
+  // counted draw is never below M: a placement that fits the counted draw also fits what the rack draws.
+  Milliwatts counted_rack_draw(RackId rack) const { return rack_draw_[rack] + rack_adjust_[rack]; }
+  Milliwatts counted_power_domain_draw(PowerDomainId domain) const { return pd_draw_[domain] + pd_adjust_[domain]; }
+  // The last reading of a rack's whole draw, if one was applied (and not cleared since).
+  std::optional<Milliwatts> measured_rack_draw(RackId rack) const;
+  // M as above, for a measured rack: the reading plus what was placed since.
+  std::optional<Milliwatts> measured_rack_draw_now(RackId rack) const;
+  // Applies one round of readings: one entry per rack, nullopt where there is no fresh reading (the rack falls
+  // back to its estimate). `reclaim_fraction` is in [0, 0.5]. With `count_recent`, allocations made since the
+  // previous reading still count on top of this one (a face that polls); without, every allocation already held
+  // is taken to be in the reading (a one-shot read of a state file).
+  void SetMeasuredDraw(const std::vector<std::optional<Milliwatts>>& rack_watts, double reclaim_fraction,
+                       bool count_recent = true);
+  void ClearMeasuredDraw();
+
   // Checks every invariant from scratch (draws equal idle + allocations, no GPU twice, indexes consistent).
   // For tests and `rackwise validate --state`; returns the first inconsistency.
   absl::Status CheckInvariants() const;
@@ -95,6 +116,8 @@ class Ledger {
   void Apply(const Allocation& allocation, int sign);
   void Reindex(NodeId node);
   Milliwatts PerGpu(const Allocation& allocation, NodeId node) const;
+  // Recomputes rack_adjust_ for one rack from its reading and carries the change up the power chain.
+  void Readjust(RackId rack);
 
   const Topology* topology_;
   absl::flat_hash_map<std::string, Allocation> allocations_;
@@ -109,6 +132,11 @@ class Ledger {
   std::vector<std::vector<int>> domain_hist_;  // [domain][f] = up nodes with exactly f free GPUs
   std::vector<std::vector<std::vector<DomainId>>> buckets_;  // [type][free] -> domains
   std::vector<int> bucket_pos_;                // position of each domain in its bucket
+  // Measured power: counted draw = estimate + adjust (see counted_rack_draw).
+  std::vector<Milliwatts> rack_adjust_, pd_adjust_;
+  std::vector<std::optional<Milliwatts>> rack_measured_;
+  std::vector<Milliwatts> added_since_reading_, added_before_reading_;  // estimates placed since the last two readings
+  double reclaim_fraction_ = 0;
 };
 
 }  // namespace rackwise

@@ -1,0 +1,110 @@
+// Measured power as facts: the description's `telemetry:` settings, the readings a face fetched (with their
+// age), and what they mean for every rack. No clock and no I/O here: faces fetch (tools/, k8s_extender/,
+// slurm_plugin/ through the telemetry/ client), pass ages in seconds, and apply the result to a Ledger with
+// Ledger::SetMeasuredDraw. The placer then counts max(estimate, measured) while a reading is fresh (less an
+// opt-in share of the gap when a rack measures below its estimate; see ledger.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rackwise/ledger.h"
+#include "rackwise/topology.h"
+#include "rackwise/v1/cluster.pb.h"
+
+namespace rackwise {
+
+enum class TelemetryState {
+  kOff,    // no telemetry section, or the face was told to skip it
+  kFresh,  // every rack has a fresh reading
+  kStale,  // the source failed or some racks have no fresh reading: those count their estimate
+};
+const char* TelemetryStateName(TelemetryState state);  // "off", "fresh", "stale"
+
+enum class OverdrawAction { kNone, kLowerLimits, kRequeueNewest };
+const char* OverdrawActionName(OverdrawAction action);  // "none", "lower_limits", "requeue_newest"
+
+// The `telemetry:` section with its documented defaults applied.
+struct TelemetrySettings {
+  bool enabled = false;  // the description has a telemetry section
+  std::string prometheus_url;
+  std::string node_power_query;
+  std::string node_label = "Hostname";
+  std::string rack_power_query;  // empty: no per-rack query
+  std::string rack_label;
+  double interval_s = 15;
+  double stale_after_s = 60;
+  double reclaim_fraction = 0;  // reclaim_pct / 100
+  OverdrawAction on_overdraw = OverdrawAction::kNone;
+
+  static TelemetrySettings FromDescription(const v1::ClusterDescription& description);
+};
+
+// One value of a query's answer: the label value naming a node or rack, watts, and how old the sample is.
+struct PowerReading {
+  std::string name;
+  double watts = 0;
+  double age_s = 0;
+};
+
+// What one poll brought back. A source that failed carries its error and no readings.
+struct PowerReadings {
+  bool nodes_ok = false;
+  std::string nodes_error;
+  std::vector<PowerReading> nodes;  // GPU watts per node (the node's idle watts are added here)
+  bool racks_ok = false;            // meaningless when there is no rack query
+  std::string racks_error;
+  std::vector<PowerReading> racks;  // whole-rack watts (PDU)
+};
+
+// The most one reading may say: far above any real node or rack, so that a broken exporter cannot overflow
+// the ledger's arithmetic. Readings above it are ignored (and said so).
+inline constexpr double kMaxNodeReadingWatts = 1e6;
+inline constexpr double kMaxRackReadingWatts = 1e8;
+
+struct MeasuredDraw {
+  TelemetryState state = TelemetryState::kOff;
+  std::vector<std::optional<Milliwatts>> racks;  // per RackId: the measured whole-rack draw, or none (estimate)
+  int measured_racks = 0;
+  std::vector<std::string> problems;  // why a source or a rack falls back, one sentence each
+};
+
+// A rack's measured draw is its PDU reading when the rack query gives a fresh one, else the sum over its nodes
+// of idle watts plus the node's fresh GPU reading when every node of the rack has one; otherwise none. A
+// reading is fresh when 0 <= age_s <= stale_after_s; non-finite, negative or absurd values are ignored.
+MeasuredDraw MeasureRacks(const Topology& topology, const TelemetrySettings& settings, const PowerReadings& readings);
+
+// Applies a measurement to a ledger (see Ledger::SetMeasuredDraw); state kOff clears any earlier one.
+void ApplyMeasuredDraw(const MeasuredDraw& measured, const TelemetrySettings& settings, bool count_recent,
+                       Ledger* ledger);
+
+// A sentence naming a rack's measured watts next to its estimate when a reading counts for it, e.g.
+// "rack r01 measures 27.3 kW (estimate 20.0 kW; usable cap 27.0 kW)"; empty when the rack has no reading.
+std::string MeasuredRackNote(const Ledger& ledger, RackId rack);
+
+// A rack whose last reading is above its cap: nothing more is placed there (its counted draw is above the
+// cap), the faces raise an alarm naming it and the allocations on it, and act as on_overdraw says.
+struct Overdraw {
+  RackId rack = kNoId;
+  Milliwatts measured = 0;
+  Milliwatts cap = 0;
+  std::vector<std::string> allocations;  // ids of the allocations with GPUs in the rack, sorted
+};
+std::vector<Overdraw> FindOverdraws(const Ledger& ledger);
+// "rack r01 measures 31.2 kW, above its 30.0 kW cap; jobs on it: a, b"
+std::string OverdrawMessage(const Ledger& ledger, const Overdraw& overdraw);
+
+// on_overdraw: lower_limits. A lowered watts-per-GPU limit for every allocation on the rack, so that the rack's
+// measured draw falls under its cap if every GPU there saves the same amount: each allocation's charged watts
+// per GPU less ceil(excess / GPUs allocated in the rack), never below `floor_per_gpu` (the policy's
+// min_watts_per_gpu, or half the charged watts when that is 0). Limits only go down: an allocation whose
+// limit would not change is left out.
+struct LimitChange {
+  std::string allocation;
+  Milliwatts from_per_gpu = 0;
+  Milliwatts to_per_gpu = 0;
+};
+std::vector<LimitChange> PlanLowerLimits(const Ledger& ledger, const Overdraw& overdraw);
+
+}  // namespace rackwise

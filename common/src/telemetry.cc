@@ -1,0 +1,196 @@
+// Measured power: settings, readings -> per-rack measured draw, overdraw. See telemetry.h.
+#include "rackwise/telemetry.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace rackwise {
+namespace {
+
+std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
+
+// A reading's watts in milliwatts when it is usable, else why not.
+std::optional<Milliwatts> Usable(const PowerReading& r, double stale_after_s, double max_watts, std::string* why) {
+  if (!std::isfinite(r.watts) || r.watts < 0 || r.watts > max_watts) {
+    *why = absl::StrCat("reading for ", r.name, " is not a plausible number of watts: ", r.watts);
+    return std::nullopt;
+  }
+  if (!std::isfinite(r.age_s) || r.age_s < 0 || r.age_s > stale_after_s) {
+    *why = absl::StrCat("reading for ", r.name, " is stale (", r.age_s, " s old, stale after ", stale_after_s, " s)");
+    return std::nullopt;
+  }
+  return WattsToMilliwatts(r.watts);
+}
+
+// Fresh readings by name; problems reported once each (bounded, so that a huge answer cannot flood a log).
+absl::flat_hash_map<std::string, Milliwatts> FreshByName(const std::vector<PowerReading>& readings,
+                                                        double stale_after_s, double max_watts,
+                                                        std::vector<std::string>* problems) {
+  absl::flat_hash_map<std::string, Milliwatts> out;
+  int reported = 0;
+  for (const PowerReading& r : readings) {
+    std::string why;
+    if (std::optional<Milliwatts> mw = Usable(r, stale_after_s, max_watts, &why)) {
+      // The same name twice (two series with one label value): keep the larger, the safe side.
+      Milliwatts& slot = out[r.name];
+      slot = std::max(slot, *mw);
+    } else if (reported++ < 5) {
+      problems->push_back(std::move(why));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* TelemetryStateName(TelemetryState state) {
+  switch (state) {
+    case TelemetryState::kOff: return "off";
+    case TelemetryState::kFresh: return "fresh";
+    case TelemetryState::kStale: return "stale";
+  }
+  return "off";
+}
+
+const char* OverdrawActionName(OverdrawAction action) {
+  switch (action) {
+    case OverdrawAction::kNone: return "none";
+    case OverdrawAction::kLowerLimits: return "lower_limits";
+    case OverdrawAction::kRequeueNewest: return "requeue_newest";
+  }
+  return "none";
+}
+
+TelemetrySettings TelemetrySettings::FromDescription(const v1::ClusterDescription& d) {
+  TelemetrySettings s;
+  if (!d.has_telemetry()) return s;
+  const v1::Telemetry& t = d.telemetry();
+  s.enabled = true;
+  s.prometheus_url = t.prometheus_url();
+  s.node_power_query = t.node_power_query();
+  if (!t.node_label().empty()) s.node_label = t.node_label();
+  s.rack_power_query = t.rack_power_query();
+  s.rack_label = t.rack_label();
+  if (t.interval_s() > 0) s.interval_s = t.interval_s();
+  if (t.stale_after_s() > 0) s.stale_after_s = t.stale_after_s();
+  s.reclaim_fraction = t.reclaim_pct() / 100.0;
+  switch (t.on_overdraw()) {
+    case v1::OVERDRAW_ACTION_LOWER_LIMITS: s.on_overdraw = OverdrawAction::kLowerLimits; break;
+    case v1::OVERDRAW_ACTION_REQUEUE_NEWEST: s.on_overdraw = OverdrawAction::kRequeueNewest; break;
+    default: s.on_overdraw = OverdrawAction::kNone; break;
+  }
+  return s;
+}
+
+MeasuredDraw MeasureRacks(const Topology& t, const TelemetrySettings& settings, const PowerReadings& readings) {
+  MeasuredDraw out;
+  if (!settings.enabled) return out;
+  out.racks.assign(t.racks().size(), std::nullopt);
+  if (!readings.nodes_ok) out.problems.push_back(absl::StrCat("node power query failed: ", readings.nodes_error));
+  const bool rack_query = !settings.rack_power_query.empty();
+  if (rack_query && !readings.racks_ok)
+    out.problems.push_back(absl::StrCat("rack power query failed: ", readings.racks_error));
+  const auto nodes = FreshByName(readings.nodes_ok ? readings.nodes : std::vector<PowerReading>{},
+                                 settings.stale_after_s, kMaxNodeReadingWatts, &out.problems);
+  const auto racks = FreshByName(rack_query && readings.racks_ok ? readings.racks : std::vector<PowerReading>{},
+                                 settings.stale_after_s, kMaxRackReadingWatts, &out.problems);
+  int unmeasured_reported = 0;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const Rack& rack = t.racks()[r];
+    if (auto it = racks.find(rack.name); it != racks.end()) {
+      out.racks[r] = it->second;
+    } else {
+      Milliwatts sum = 0;
+      const Node* missing = nullptr;
+      for (NodeId n : rack.nodes) {
+        auto node = nodes.find(t.nodes()[n].name);
+        if (node == nodes.end()) {
+          missing = &t.nodes()[n];
+          break;
+        }
+        sum += t.type_of(n).idle + node->second;
+      }
+      if (missing == nullptr && !rack.nodes.empty()) {
+        out.racks[r] = sum;
+      } else if (readings.nodes_ok && unmeasured_reported++ < 5) {
+        out.problems.push_back(absl::StrCat("rack ", rack.name, " counts its estimate: no fresh reading for node ",
+                                            missing ? missing->name : "(none)"));
+      }
+    }
+    if (out.racks[r]) out.measured_racks++;
+  }
+  out.state = out.measured_racks == static_cast<int>(t.racks().size()) ? TelemetryState::kFresh
+                                                                        : TelemetryState::kStale;
+  return out;
+}
+
+void ApplyMeasuredDraw(const MeasuredDraw& measured, const TelemetrySettings& settings, bool count_recent,
+                       Ledger* ledger) {
+  if (measured.state == TelemetryState::kOff) {
+    ledger->ClearMeasuredDraw();
+    return;
+  }
+  ledger->SetMeasuredDraw(measured.racks, settings.reclaim_fraction, count_recent);
+}
+
+std::string MeasuredRackNote(const Ledger& l, RackId rack) {
+  const std::optional<Milliwatts> now = l.measured_rack_draw_now(rack);
+  if (!now) return "";
+  const double reserve = l.topology().policy().power_reserve_fraction;
+  return absl::StrCat("rack ", l.topology().racks()[rack].name, " measures ", Kw(*now), " (estimate ",
+                      Kw(l.rack_draw(rack)), "; usable cap ", Kw(UsableCap(l.rack_cap(rack), reserve)), ")");
+}
+
+std::vector<Overdraw> FindOverdraws(const Ledger& l) {
+  const Topology& t = l.topology();
+  std::vector<Overdraw> out;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const std::optional<Milliwatts> m = l.measured_rack_draw(r);
+    if (m && *m > l.rack_cap(r)) out.push_back({r, *m, l.rack_cap(r), {}});
+  }
+  if (out.empty()) return out;
+  for (const Allocation* a : l.Allocations()) {  // sorted by id
+    for (Overdraw& o : out) {
+      const bool here = std::any_of(a->nodes.begin(), a->nodes.end(),
+                                    [&](const NodeGpus& ng) { return t.nodes()[ng.node].rack == o.rack; });
+      if (here) o.allocations.push_back(a->id);
+    }
+  }
+  return out;
+}
+
+std::string OverdrawMessage(const Ledger& l, const Overdraw& o) {
+  return absl::StrCat("rack ", l.topology().racks()[o.rack].name, " measures ", Kw(o.measured), ", above its ",
+                      Kw(o.cap), " cap; jobs on it: ", o.allocations.empty() ? "none" : absl::StrJoin(o.allocations, ", "));
+}
+
+std::vector<LimitChange> PlanLowerLimits(const Ledger& l, const Overdraw& o) {
+  const Topology& t = l.topology();
+  std::vector<LimitChange> out;
+  long long gpus = 0;
+  for (const std::string& id : o.allocations) {
+    for (const NodeGpus& ng : l.Find(id)->nodes)
+      if (t.nodes()[ng.node].rack == o.rack) gpus += std::popcount(ng.gpus);
+  }
+  if (gpus == 0 || o.measured <= o.cap) return out;
+  const Milliwatts cut = (o.measured - o.cap + gpus - 1) / gpus;
+  const Milliwatts policy_floor = WattsToMilliwatts(t.policy().min_watts_per_gpu);
+  for (const std::string& id : o.allocations) {
+    const Allocation& a = *l.Find(id);
+    const NodeGpus& first = *std::find_if(a.nodes.begin(), a.nodes.end(),
+                                          [&](const NodeGpus& ng) { return t.nodes()[ng.node].rack == o.rack; });
+    const Milliwatts charged = a.per_gpu > 0 ? a.per_gpu : t.type_of(first.node).per_gpu;
+    const Milliwatts floor = policy_floor > 0 ? policy_floor : charged / 2;
+    const Milliwatts to = std::max(floor, charged - cut);
+    if (to < charged) out.push_back({id, charged, to});
+  }
+  return out;
+}
+
+}  // namespace rackwise

@@ -1,0 +1,247 @@
+// Measured power: readings -> per-rack draw, the ledger's counted draw (max(estimate, measured), reclaim),
+// the placer refusing a rack that measures above its usable cap, overdraw and lowered limits.
+#include "rackwise/telemetry.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "rackwise/placer.h"
+#include "rackwise/synthetic_cluster.h"
+
+namespace rackwise {
+namespace {
+
+// Two H100 racks of 4 nodes: idle 4 x 2.5 kW = 10 kW per rack, 962.5 W per allocated GPU, cap 30 kW.
+Topology TwoRacks(double reserve_pct = 0) {
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 30, 2, 2, 0});
+  v1::ClusterDescription d = BuildSyntheticCluster(spec);
+  d.mutable_policy()->set_power_reserve_pct(reserve_pct);
+  auto t = Topology::Build(d);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return *std::move(t);
+}
+
+TelemetrySettings On(double reclaim_pct = 0) {
+  TelemetrySettings s;
+  s.enabled = true;
+  s.reclaim_fraction = reclaim_pct / 100;
+  return s;
+}
+
+// GPU watts for every node of a rack, all fresh.
+PowerReadings NodesAt(const Topology& t, RackId rack, double gpu_watts, double age_s = 1) {
+  PowerReadings r;
+  r.nodes_ok = true;
+  for (NodeId n : t.racks()[rack].nodes) r.nodes.push_back({t.nodes()[n].name, gpu_watts, age_s});
+  return r;
+}
+
+TEST(MeasureRacksTest, NodeReadingsAddIdleWatts) {
+  Topology t = TwoRacks();
+  MeasuredDraw m = MeasureRacks(t, On(), NodesAt(t, 0, 1000));
+  ASSERT_TRUE(m.racks[0].has_value());
+  EXPECT_EQ(*m.racks[0], 4 * (2'500'000 + 1'000'000));
+  EXPECT_FALSE(m.racks[1].has_value());  // no reading for rack 1: it counts its estimate
+  EXPECT_EQ(m.state, TelemetryState::kStale);
+  EXPECT_EQ(m.measured_racks, 1);
+  ASSERT_FALSE(m.problems.empty());
+  EXPECT_NE(m.problems[0].find("b0-r0001"), std::string::npos) << m.problems[0];
+}
+
+TEST(MeasureRacksTest, FreshWhenEveryRackIsMeasuredAndRackReadingWins) {
+  Topology t = TwoRacks();
+  PowerReadings r = NodesAt(t, 0, 0);
+  PowerReadings r1 = NodesAt(t, 1, 0);
+  r.nodes.insert(r.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  r.racks_ok = true;
+  r.racks.push_back({"b0-r0001", 21'000, 2});
+  TelemetrySettings s = On();
+  s.rack_power_query = "sum by (rack) (pdu_watts)";
+  MeasuredDraw m = MeasureRacks(t, s, r);
+  EXPECT_EQ(m.state, TelemetryState::kFresh);
+  EXPECT_EQ(*m.racks[0], 10'000'000);
+  EXPECT_EQ(*m.racks[1], 21'000'000);
+}
+
+TEST(MeasureRacksTest, StaleBrokenAndMissingReadingsFallBack) {
+  Topology t = TwoRacks();
+  for (double bad : {std::nan(""), -5.0, 1e12, std::numeric_limits<double>::infinity()}) {
+    PowerReadings r = NodesAt(t, 0, 100);
+    r.nodes[2].watts = bad;
+    EXPECT_FALSE(MeasureRacks(t, On(), r).racks[0].has_value()) << bad;
+  }
+  PowerReadings old = NodesAt(t, 0, 100, 61);  // stale_after_s 60
+  MeasuredDraw m = MeasureRacks(t, On(), old);
+  EXPECT_FALSE(m.racks[0].has_value());
+  EXPECT_NE(m.problems[0].find("stale"), std::string::npos);
+  PowerReadings failed;
+  failed.nodes_error = "connection refused";
+  m = MeasureRacks(t, On(), failed);
+  EXPECT_EQ(m.state, TelemetryState::kStale);
+  EXPECT_EQ(m.measured_racks, 0);
+  EXPECT_NE(m.problems[0].find("connection refused"), std::string::npos);
+  EXPECT_EQ(MeasureRacks(t, TelemetrySettings{}, NodesAt(t, 0, 1)).state, TelemetryState::kOff);
+}
+
+TEST(MeasureRacksTest, DuplicateNamesKeepTheLargerReading) {
+  Topology t = TwoRacks();
+  PowerReadings r = NodesAt(t, 0, 100);
+  r.nodes.push_back({r.nodes[0].name, 900, 1});
+  r.nodes.push_back({r.nodes[0].name, 50, 1});
+  EXPECT_EQ(*MeasureRacks(t, On(), r).racks[0], 4 * 2'500'000 + 3 * 100'000 + 900'000);
+}
+
+TEST(LedgerMeasuredTest, CountsTheLargerOfEstimateAndMeasured) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}}, 0}).ok());  // estimate 10 + 7.7 = 17.7 kW
+  l.SetMeasuredDraw({Milliwatts{25'000'000}, std::nullopt}, 0, /*count_recent=*/false);  // `a` is in the reading
+  EXPECT_EQ(l.counted_rack_draw(0), 25'000'000);
+  EXPECT_EQ(l.rack_draw(0), 17'700'000);  // the estimate itself is untouched
+  EXPECT_EQ(l.counted_rack_draw(1), l.rack_draw(1));
+  EXPECT_EQ(l.RackRoom(0), 5'000'000);
+  // Below the estimate, reclaim 0: the estimate counts.
+  l.SetMeasuredDraw({Milliwatts{12'000'000}, std::nullopt}, 0);
+  EXPECT_EQ(l.counted_rack_draw(0), 17'700'000);
+  // Reclaim 50%: half the 5.7 kW gap.
+  l.SetMeasuredDraw({Milliwatts{12'000'000}, std::nullopt}, 0.5);
+  EXPECT_EQ(l.counted_rack_draw(0), 17'700'000 - 2'850'000);
+  // Fractions past 0.5 are clamped: the counted draw never drops to the measured one.
+  l.SetMeasuredDraw({Milliwatts{12'000'000}, std::nullopt}, 3);
+  EXPECT_EQ(l.counted_rack_draw(0), 17'700'000 - 2'850'000);
+  l.ClearMeasuredDraw();
+  EXPECT_EQ(l.counted_rack_draw(0), 17'700'000);
+  EXPECT_TRUE(l.CheckInvariants().ok());
+}
+
+TEST(LedgerMeasuredTest, AllocationsAfterAReadingCountOnTopUntilTwoReadingsPass) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  l.SetMeasuredDraw({Milliwatts{20'000'000}, std::nullopt}, 0);  // 10 kW over the 10 kW estimate
+  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}}, 0}).ok());            // +7.7 kW
+  EXPECT_EQ(l.counted_rack_draw(0), 27'700'000);
+  l.SetMeasuredDraw({Milliwatts{20'000'000}, std::nullopt}, 0);  // may predate a's ramp-up: a still counts
+  EXPECT_EQ(l.counted_rack_draw(0), 27'700'000);
+  l.SetMeasuredDraw({Milliwatts{20'000'000}, std::nullopt}, 0);  // now a is in the reading
+  EXPECT_EQ(l.counted_rack_draw(0), 20'000'000);
+  // Released work leaves the reading as it is (the next reading shows the drop).
+  EXPECT_TRUE(l.Release("a"));
+  EXPECT_EQ(l.counted_rack_draw(0), 20'000'000);
+  // One-shot reads take every held allocation to be in the reading.
+  ASSERT_TRUE(l.Commit({"b", {{0, 0xff}}, 0}).ok());
+  l.SetMeasuredDraw({Milliwatts{20'000'000}, std::nullopt}, 0, /*count_recent=*/false);
+  EXPECT_EQ(l.counted_rack_draw(0), 20'000'000);
+}
+
+TEST(LedgerMeasuredTest, PowerDomainsCountTheirRacksMeasuredExcess) {
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 30, 2, 2, 50});
+  auto t = Topology::Build(BuildSyntheticCluster(spec));
+  ASSERT_TRUE(t.ok());
+  Ledger l(*t);
+  ASSERT_EQ(t->power_domains().size(), 1u);
+  l.SetMeasuredDraw({Milliwatts{26'000'000}, Milliwatts{4'000'000}}, 0.5);  // +16 kW; -6 kW, half reclaimed
+  EXPECT_EQ(l.counted_power_domain_draw(0), 20'000'000 + 16'000'000 - 3'000'000);
+  EXPECT_EQ(l.PowerDomainRoom(0), 50'000'000 - 33'000'000);
+}
+
+TEST(LedgerMeasuredTest, CommitRefusesWhatTheMeasurementLeavesNoRoomFor) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  l.SetMeasuredDraw({Milliwatts{29'000'000}, std::nullopt}, 0);
+  absl::Status s = l.Commit({"a", {{0, 0b11}}, 0});  // 1.925 kW > 1 kW left
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("measured"), std::string::npos) << s;
+  EXPECT_TRUE(l.Commit({"b", {{0, 0b1}}, 0}).ok());  // 962.5 W fits
+}
+
+TEST(PlacerMeasuredTest, RackMeasuringAboveItsUsableCapTakesNothingAndSaysWhy) {
+  Topology t = TwoRacks(/*reserve_pct=*/10);  // usable 27 kW
+  Ledger l(t);
+  l.SetMeasuredDraw({Milliwatts{27'500'000}, std::nullopt}, 0.5);
+  PlacementRequest r;
+  r.gpus = 8;
+  r.allowed_nodes = t.racks()[0].nodes;
+  absl::StatusOr<PlacementOutcome> out = Placer::Place(l, r);
+  ASSERT_TRUE(out.ok());
+  const auto* refusal = std::get_if<PlacementRefusal>(&*out);
+  ASSERT_NE(refusal, nullptr);
+  EXPECT_EQ(refusal->counts[static_cast<int>(NodeReason::kRackPower)], 4);
+  EXPECT_NE(refusal->detail.find("rack b0-r0000 measures 27.5 kW (estimate 10.0 kW; usable cap 27.0 kW)"),
+            std::string::npos)
+      << refusal->detail;
+  EXPECT_EQ(Placer::FilterNode(l, r, 0), NodeReason::kRackPower);
+  // Stale: the estimate counts again and the rack takes the job.
+  l.SetMeasuredDraw({std::nullopt, std::nullopt}, 0.5);
+  out = Placer::Place(l, r);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(std::holds_alternative<PlacementDecision>(*out));
+  EXPECT_EQ(MeasuredRackNote(l, 0), "");
+}
+
+TEST(PlacerMeasuredTest, ReclaimLetsMoreRunButNeverPastTheUsableCap) {
+  Topology t = TwoRacks();  // 30 kW cap, 10 kW idle: 20 GPUs' worth at 962.5 W by estimate
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}, {1, 0xff}}, 0}).ok());  // 25.4 kW by estimate
+  PlacementRequest r;
+  r.gpus = 8;
+  r.gpus_per_node = 8;
+  r.allowed_nodes = t.racks()[0].nodes;
+  auto fits = [&] { return std::holds_alternative<PlacementDecision>(*Placer::Place(l, r)); };
+  l.SetMeasuredDraw({Milliwatts{15'000'000}, std::nullopt}, 0, false);
+  EXPECT_FALSE(fits());  // no reclaim: 25.4 + 7.7 > 30
+  l.SetMeasuredDraw({Milliwatts{15'000'000}, std::nullopt}, 0.5, false);
+  EXPECT_TRUE(fits());   // counted 25.4 - 5.2 = 20.2; + 7.7 = 27.9 <= 30
+  ASSERT_TRUE(l.Commit(std::get<PlacementDecision>(*Placer::Place(l, r)).ToAllocation("b")).ok());
+  EXPECT_LE(l.counted_rack_draw(0), l.rack_cap(0));
+  EXPECT_LE(*l.measured_rack_draw_now(0), l.rack_cap(0));
+  EXPECT_FALSE(fits());  // and no further
+}
+
+TEST(OverdrawTest, FindsRacksAboveTheirCapWithTheirJobsAndPlansLowerLimits) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"job-b", {{0, 0xff}}, 0}).ok());
+  ASSERT_TRUE(l.Commit({"job-a", {{1, 0x0f}}, 800'000}).ok());
+  ASSERT_TRUE(l.Commit({"elsewhere", {{4, 0x0f}}, 0}).ok());
+  EXPECT_TRUE(FindOverdraws(l).empty());
+  l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);
+  std::vector<Overdraw> over = FindOverdraws(l);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(OverdrawMessage(l, over[0]), "rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a, job-b");
+  // 1.2 kW over, 12 GPUs: each saves 100 W.
+  std::vector<LimitChange> plan = PlanLowerLimits(l, over[0]);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].allocation, "job-a");
+  EXPECT_EQ(plan[0].to_per_gpu, 700'000);
+  EXPECT_EQ(plan[1].to_per_gpu, 862'500);
+  // Never below the floor (half the charged watts when the policy sets none).
+  l.SetMeasuredDraw({Milliwatts{60'000'000}, std::nullopt}, 0);
+  plan = PlanLowerLimits(l, FindOverdraws(l)[0]);
+  EXPECT_EQ(plan[0].to_per_gpu, 400'000);
+  EXPECT_EQ(plan[1].to_per_gpu, 481'250);
+}
+
+TEST(TelemetrySettingsTest, DefaultsAndMapping) {
+  v1::ClusterDescription d;
+  EXPECT_FALSE(TelemetrySettings::FromDescription(d).enabled);
+  v1::Telemetry* t = d.mutable_telemetry();
+  t->set_prometheus_url("http://p:9090");
+  t->set_reclaim_pct(20);
+  t->set_on_overdraw(v1::OVERDRAW_ACTION_REQUEUE_NEWEST);
+  TelemetrySettings s = TelemetrySettings::FromDescription(d);
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.node_label, "Hostname");
+  EXPECT_EQ(s.interval_s, 15);
+  EXPECT_EQ(s.stale_after_s, 60);
+  EXPECT_DOUBLE_EQ(s.reclaim_fraction, 0.2);
+  EXPECT_EQ(s.on_overdraw, OverdrawAction::kRequeueNewest);
+  EXPECT_STREQ(OverdrawActionName(s.on_overdraw), "requeue_newest");
+  EXPECT_STREQ(TelemetryStateName(TelemetryState::kStale), "stale");
+}
+
+}  // namespace
+}  // namespace rackwise

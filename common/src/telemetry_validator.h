@@ -1,0 +1,17 @@
+// The rules of a description's `telemetry:` section (URL, queries, labels, intervals, reclaim_pct 0..50,
+// on_overdraw), reported like every other rule: at the line of the field to edit.
+#pragma once
+
+#include <string_view>
+
+#include "rackwise/diagnostic.h"
+#include "rackwise/v1/cluster.pb.h"
+#include "yaml_to_proto.h"
+
+namespace rackwise {
+
+// Appends a diagnostic for every telemetry rule `description` breaks (nothing when it has no telemetry).
+void CheckTelemetry(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+                    Diagnostics* diagnostics);
+
+}  // namespace rackwise
