@@ -6,23 +6,25 @@
 // rackwise.yaml's policy block.
 //
 // In slurmd (slurm_spank_job_prolog / _epilog, run as root), it holds the job's GPUs on the node to the watts
-// per GPU the select plugin counted (node_power::JobPowerEnforcer, settings in rackwise.yaml's
-// power_enforcement) and gives the previous limits back at the end. Fail closed: when a limit the job needs
+// per GPU the select plugin counted and gives the previous limits back at the end, through the helper
+// rackwise-slurm-gpu-power installed beside it (gpu_power_main.cc; settings in rackwise.yaml's
+// power_enforcement). Fail closed: when a limit the job needs
 // cannot be set, the prolog fails (Slurm requeues the job) after draining the node with a reason naming
 // rackwise and the cause, which Slurm keeps (it only writes its own "Prolog error" on a node not yet drained).
 //
 // Licensed under the GNU General Public License, version 2 or (at your option) any later version, like the
 // Slurm it runs inside.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <exception>
-#include <memory>
 #include <string>
 
 #include "job_options.h"
-#include "job_power.h"
-#include "node_power/job_power_enforcer.h"
-#include "node_power/nvml_library.h"
-#include "rackwise/cluster_description.h"
 
 extern "C" {  // spank.h declares the plugin entry points without C linkage of its own
 #include <slurm/slurm.h>
@@ -79,11 +81,6 @@ std::string Env(const char* name) {
   return value ? value : "";
 }
 
-rackwise::slurm::JobScriptEnvironment JobScriptEnvironmentNow() {
-  return {Env("SLURM_JOB_ID"), Env("SLURMD_NODENAME"), Env("SLURM_JOB_GPUS"),
-          Env(rackwise::slurm::kPrologGpuWattsEnv), Env("SLURM_CONF")};
-}
-
 // Drains `node` with `reason` (prefixed "rackwise: "), so that no further job lands on GPUs whose power limit
 // rackwise cannot hold, and the administrator sees why in sinfo -R / scontrol show node.
 void DrainNode(const std::string& node, const std::string& cause) {
@@ -100,77 +97,67 @@ void DrainNode(const std::string& node, const std::string& cause) {
   }
 }
 
-struct JobScriptContext {
-  rackwise::slurm::JobScriptEnvironment env;
-  rackwise::slurm::EnforcementSettings settings;
-  std::unique_ptr<rackwise::Topology> topology;
-};
-
-// Loads rackwise.yaml for a job script. On error the status says what is wrong with the file.
-absl::StatusOr<JobScriptContext> LoadJobScriptContext() {
-  JobScriptContext context;
-  context.env = JobScriptEnvironmentNow();
-  rackwise::Diagnostics diagnostics;
-  const std::string path = rackwise::slurm::DescriptionPathBeside(context.env.slurm_conf);
-  absl::StatusOr<rackwise::v1::ClusterDescription> description = rackwise::LoadClusterDescription(path, &diagnostics);
-  if (!description.ok()) return description.status();
-  absl::StatusOr<rackwise::Topology> topology = rackwise::Topology::Build(*description);
-  if (!topology.ok()) return topology.status();
-  context.settings = rackwise::slurm::SettingsFor(description->power_enforcement(), context.env.node);
-  context.topology = std::make_unique<rackwise::Topology>(*std::move(topology));
-  return context;
+// The GPU power work runs in rackwise-slurm-gpu-power, installed beside this plugin: it reads rackwise.yaml,
+// whose protobuf schema must not be linked into this plugin (slurmd, sbatch and srun load the select plugin
+// too, and protobuf aborts when two copies of one schema register in a process).
+std::string HelperPath() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&HelperPath), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string path = info.dli_fname;
+  const std::string::size_type slash = path.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/rackwise-slurm-gpu-power";
 }
 
-rackwise::node_power::JobPowerEnforcer EnforcerFor(const rackwise::slurm::EnforcementSettings& settings) {
-  const std::string library = settings.nvml_library;
-  return rackwise::node_power::JobPowerEnforcer([library] { return rackwise::node_power::OpenNvml(library); },
-                                                settings.state_file);
-}
-
-// Fails the job on this node: drains the node with the cause and returns the prolog's failure.
-int RefuseJob(const rackwise::slurm::JobScriptEnvironment& env, const std::string& cause) {
-  slurm_error("rackwise: job %s: %s", env.job_id.c_str(), cause.c_str());
-  DrainNode(env.node, "job " + env.job_id + ": " + cause);
-  return -1;
-}
-
-int JobProlog() {
-  absl::StatusOr<JobScriptContext> context = LoadJobScriptContext();
-  const rackwise::slurm::JobScriptEnvironment env = JobScriptEnvironmentNow();
-  if (!context.ok()) {
-    // Without the description the counted watts are unknown: only a job that declared its own must not run.
-    if (env.gpu_watts.empty() || env.job_gpus.empty()) {
-      slurm_error("rackwise: job %s: no GPU power limit: %s", env.job_id.c_str(),
-                  std::string(context.status().message()).c_str());
-      return 0;
-    }
-    return RefuseJob(env, "cannot enforce --gpu-watts=" + env.gpu_watts + ": " +
-                              std::string(context.status().message()));
+// Runs `helper mode` with this process's environment (the job script's). Returns its exit status (-1 if it
+// could not run or died) and the first line it printed.
+int RunHelper(const char* mode, std::string& output) {
+  const std::string path = HelperPath();
+  int pipe_fds[2];
+  if (path.empty() || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    output = "cannot run rackwise-slurm-gpu-power";
+    return -1;
   }
-  if (!context->settings.enabled) return 0;
-  absl::StatusOr<std::optional<rackwise::node_power::JobGpuPower>> job =
-      rackwise::slurm::JobGpuPowerOn(*context->topology, env);
-  if (!job.ok()) return RefuseJob(env, std::string(job.status().message()));
-  if (!*job) return 0;
-  absl::StatusOr<std::string> started = EnforcerFor(context->settings).Start(**job);
-  if (!started.ok()) return RefuseJob(env, std::string(started.status().message()));
-  slurm_info("rackwise: job %s: %s", env.job_id.c_str(), started->c_str());
-  return 0;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    char* const argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>(mode), nullptr};
+    execv(path.c_str(), argv);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  char buffer[4096];
+  ssize_t n = 0;
+  while (pid > 0 && output.size() < sizeof(buffer) && (n = read(pipe_fds[0], buffer, sizeof(buffer))) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    output.append(buffer, static_cast<size_t>(n));
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  output = output.substr(0, output.find('\n'));
+  if (pid < 0 || !WIFEXITED(status)) {
+    if (output.empty()) output = path + (pid < 0 ? ": cannot fork" : ": killed");
+    return -1;
+  }
+  if (WEXITSTATUS(status) == 127 && output.empty()) output = "cannot run " + path;
+  return WEXITSTATUS(status);
 }
 
-int JobEpilog() {
-  absl::StatusOr<JobScriptContext> context = LoadJobScriptContext();
-  const rackwise::slurm::JobScriptEnvironment env = JobScriptEnvironmentNow();
-  if (!context.ok()) {
-    // Limits left in place only hold GPUs lower than counted; the next job's prolog refuses their GPUs.
-    slurm_error("rackwise: job %s: cannot restore GPU power limits: %s", env.job_id.c_str(),
-                std::string(context.status().message()).c_str());
+// Exit status of rackwise-slurm-gpu-power: 0 the job may run here (output: what was done), 1 it must not
+// (output: why); anything else is a failure of the helper, also fatal for the job on this node.
+int JobScript(const char* mode) {
+  const std::string job = Env("SLURM_JOB_ID");
+  std::string output;
+  const int status = RunHelper(mode, output);
+  if (status == 0) {
+    if (!output.empty()) slurm_info("rackwise: job %s: %s", job.c_str(), output.c_str());
     return 0;
   }
-  absl::StatusOr<std::string> finished = EnforcerFor(context->settings).Finish(rackwise::slurm::LeaseOwner(env.job_id));
-  if (!finished.ok()) return RefuseJob(env, std::string(finished.status().message()));
-  slurm_info("rackwise: job %s: %s", env.job_id.c_str(), finished->c_str());
-  return 0;
+  slurm_error("rackwise: job %s: %s", job.c_str(), output.c_str());
+  DrainNode(Env("SLURMD_NODENAME"), "job " + job + ": " + output);
+  return -1;
 }
 
 }  // namespace
@@ -213,15 +200,16 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
   try {
-    return JobProlog();
+    return JobScript("prolog");
   } catch (...) {
-    return RefuseJob(JobScriptEnvironmentNow(), "internal error while setting GPU power limits");
+    slurm_error("rackwise: internal error while setting GPU power limits");
+    return -1;
   }
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
   try {
-    return JobEpilog();
+    return JobScript("epilog");
   } catch (...) {
     slurm_error("rackwise: internal error while restoring GPU power limits");
     return -1;

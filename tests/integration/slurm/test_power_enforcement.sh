@@ -33,9 +33,8 @@ racks:
     nodes: gpu[01-03]
     power_cap_kw: 40
 YAML
-# Prolog on every node at allocation; a requeued job waits in the queue instead of being held.
-RW_EXTRA_CONF=$'PrologFlags=Alloc\nSchedulerParameters=bf_interval=1,sched_interval=2,bf_continue,nohold_on_prolog_fail' \
-  RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
+# The prolog runs on every node at allocation.
+RW_EXTRA_CONF=PrologFlags=Alloc RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
 rm -f "$yaml"
 cat >>"$RW_TMP/etc/rackwise.yaml" <<YAML
 power_enforcement:
@@ -117,6 +116,7 @@ if wait_for 30 node_drained gpu02; then
 else
   rw_fail "gpu02 not drained: $(node_state gpu02) $(node_reason gpu02)"
 fi
+# Slurm requeues a job whose prolog failed, held (unless SchedulerParameters=nohold_on_prolog_fail).
 wait_for 20 test "$(restarts "$f")" -ge 1 && [[ $(rw_state "$f") == PENDING ]] &&
   rw_ok "job $f requeued (Restarts=$(restarts "$f"), PENDING: $(rw_reason "$f"))" ||
   rw_fail "job $f not requeued: $(rw_state "$f") restarts=$(restarts "$f") $(rw_reason "$f")"
@@ -124,9 +124,12 @@ wait_for 20 test "$(restarts "$f")" -ge 1 && [[ $(rw_state "$f") == PENDING ]] &
   rw_fail "gpu02 limits $(limits gpu02)"
 [[ -z $(grep -v '^#' "$RW_TMP/nvml/gpu02/gpu-power-limits" 2>/dev/null) ]] || rw_fail "gpu02 leases left"
 
-# The administrator fixes the cause and resumes the node: the requeued job runs there, limited.
+# The administrator fixes the cause, resumes the node and releases the job (now, rather than after the delay
+# Slurm gives a requeued job): it runs there, limited.
 sed -i '/^fail /d' "$RW_TMP/nvml/gpu02/fake_nvml.state"
 scontrol update nodename=gpu02 state=resume
+scontrol release "$f"
+scontrol update jobid="$f" starttime=now
 if rw_wait_state "$f" RUNNING 30; then
   fidx=$(rw_job_gpus "$f" | awk '$1 == "gpu02" {print $2}')
   wait_for 20 limits_are gpu02 "$(expected gpu02 "$fidx" 450000)" &&
