@@ -17,11 +17,6 @@ class JobPowerEnforcerTest : public FakeNvmlTest {
   JobPowerEnforcer Enforcer(std::string library = RACKWISE_FAKE_NVML) {
     return JobPowerEnforcer([library] { return OpenNvml(library); }, dir_ + "/leases");
   }
-  std::vector<int64_t> CurrentLimits() {
-    std::vector<int64_t> limits;
-    for (int gpu = 0; gpu < 4; ++gpu) limits.push_back(CurrentMw(gpu));
-    return limits;
-  }
 };
 
 TEST_F(JobPowerEnforcerTest, LimitsTheJobsGpusAndRestoresThemAtTheEnd) {
