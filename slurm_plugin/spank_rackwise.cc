@@ -127,10 +127,10 @@ int RunHelper(const char* mode, std::string& output) {
   close(pipe_fds[1]);
   char buffer[4096];
   ssize_t n = 0;
-  while (pid > 0 && output.size() < sizeof(buffer) && (n = read(pipe_fds[0], buffer, sizeof(buffer))) != 0) {
+  while (pid > 0 && (n = read(pipe_fds[0], buffer, sizeof(buffer))) != 0) {  // to EOF, so that it never blocks
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) break;
-    output.append(buffer, static_cast<size_t>(n));
+    if (output.size() < sizeof(buffer)) output.append(buffer, static_cast<size_t>(n));
   }
   close(pipe_fds[0]);
   int status = 0;

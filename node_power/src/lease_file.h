@@ -13,6 +13,11 @@
 
 namespace rackwise::node_power {
 
+// Creates the directory of `path` if it is missing (its parent must exist).
+absl::Status MakeDirectoryOf(const std::string& path);
+// False only when `path` certainly does not exist.
+bool MayExist(const std::string& path);
+
 // A missing file holds no leases. A malformed line is DataLoss naming the file and line.
 absl::StatusOr<std::vector<PowerLimitLease>> ReadLeaseFile(const std::string& path);
 absl::Status WriteLeaseFile(const std::string& path, const std::vector<PowerLimitLease>& leases);

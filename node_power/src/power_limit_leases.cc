@@ -55,6 +55,7 @@ absl::Status PowerLimitLeases::CheckRequest(std::string_view owner_view, const s
 
 absl::Status PowerLimitLeases::Acquire(std::string_view owner, const std::vector<int>& gpus, int64_t limit_mw) {
   if (absl::Status ok = CheckRequest(owner, gpus); !ok.ok()) return ok;
+  if (absl::Status made = MakeDirectoryOf(state_file_); !made.ok()) return made;
   absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);  // locked until returning
   if (!held.ok()) return held.status();
 
@@ -127,6 +128,7 @@ absl::Status PowerLimitLeases::SetAll(const std::vector<PowerLimitLease>& leases
 }
 
 absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string_view owner) {
+  if (!MayExist(state_file_)) return std::vector<ReleasedLease>{};  // only Acquire creates it
   absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);  // locked until returning
   if (!held.ok()) return held.status();
 
@@ -162,6 +164,7 @@ absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string
 }
 
 absl::StatusOr<std::vector<PowerLimitLease>> PowerLimitLeases::List() const {
+  if (!MayExist(state_file_)) return std::vector<PowerLimitLease>{};
   absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);
   if (!held.ok()) return held.status();
   return std::move(held->leases);

@@ -165,6 +165,18 @@ TEST_F(PowerLimitLeasesTest, AFailedRestoreKeepsTheLeaseForALaterRelease) {
   EXPECT_THAT(Leases(), IsEmpty());
 }
 
+TEST_F(PowerLimitLeasesTest, AMissingStateDirectoryHoldsNothingUntilTheFirstAcquireCreatesIt) {
+  PowerLimitLeases leases(nvml_.get(), dir_ + "/state/leases");
+  absl::StatusOr<std::vector<ReleasedLease>> released = leases.Release("job1");  // an epilog on a fresh node
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_THAT(*released, IsEmpty());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/state"));
+  ASSERT_TRUE(leases.Acquire("job1", {0}, 300000).ok());
+  EXPECT_THAT(*leases.List(), SizeIs(1));
+  EXPECT_EQ(PowerLimitLeases(nvml_.get(), dir_ + "/no/such/leases").Acquire("job2", {1}, 300000).code(),
+            absl::StatusCode::kInternal);
+}
+
 TEST_F(PowerLimitLeasesTest, BadRequestsAreRefusedBeforeAnyChange) {
   PowerLimitLeases leases(nvml_.get(), leases_file_);
   EXPECT_EQ(leases.Acquire("", {0}, 300000).code(), absl::StatusCode::kInvalidArgument);
