@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,9 +37,13 @@ absl::StatusOr<PowerLimitLease> ParseLine(absl::string_view line, const std::str
   return lease;
 }
 
-absl::Status SyncDirectoryOf(const std::string& path) {
+std::string DirectoryOf(const std::string& path) {
   const std::string::size_type slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+absl::Status SyncDirectoryOf(const std::string& path) {
+  const std::string dir = DirectoryOf(path);
   int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Errno("cannot open directory", dir);
   int rc = fsync(fd);
@@ -47,6 +52,14 @@ absl::Status SyncDirectoryOf(const std::string& path) {
 }
 
 }  // namespace
+
+absl::Status MakeDirectoryOf(const std::string& path) {
+  const std::string dir = DirectoryOf(path);
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Errno("cannot create directory", dir);
+  return absl::OkStatus();
+}
+
+bool MayExist(const std::string& path) { return access(path.c_str(), F_OK) == 0 || errno != ENOENT; }
 
 absl::StatusOr<std::vector<PowerLimitLease>> ReadLeaseFile(const std::string& path) {
   if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::vector<PowerLimitLease>{};
@@ -111,6 +124,14 @@ absl::StatusOr<LeaseFileLock> LeaseFileLock::Acquire(const std::string& path) {
     return error;
   }
   return LeaseFileLock(fd);
+}
+
+absl::StatusOr<LockedLeases> LockAndReadLeaseFile(const std::string& path) {
+  absl::StatusOr<LeaseFileLock> lock = LeaseFileLock::Acquire(path);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<std::vector<PowerLimitLease>> leases = ReadLeaseFile(path);
+  if (!leases.ok()) return leases.status();
+  return LockedLeases{*std::move(lock), *std::move(leases)};
 }
 
 LeaseFileLock::~LeaseFileLock() {

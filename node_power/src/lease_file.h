@@ -13,6 +13,11 @@
 
 namespace rackwise::node_power {
 
+// Creates the directory of `path` if it is missing (its parent must exist).
+absl::Status MakeDirectoryOf(const std::string& path);
+// False only when `path` certainly does not exist.
+bool MayExist(const std::string& path);
+
 // A missing file holds no leases. A malformed line is DataLoss naming the file and line.
 absl::StatusOr<std::vector<PowerLimitLease>> ReadLeaseFile(const std::string& path);
 absl::Status WriteLeaseFile(const std::string& path, const std::vector<PowerLimitLease>& leases);
@@ -29,5 +34,12 @@ class LeaseFileLock {
   explicit LeaseFileLock(int fd) : fd_(fd) {}
   int fd_;
 };
+
+// A state file's leases, read while holding its lock, which is released when this is destroyed.
+struct LockedLeases {
+  LeaseFileLock lock;
+  std::vector<PowerLimitLease> leases;
+};
+absl::StatusOr<LockedLeases> LockAndReadLeaseFile(const std::string& path);
 
 }  // namespace rackwise::node_power

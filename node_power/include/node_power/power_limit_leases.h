@@ -44,8 +44,9 @@ struct ReleasedLease {
 
 class PowerLimitLeases {
  public:
-  // `control` is not owned and must outlive this object. `state_file` is created on first use; its directory
-  // must exist. Thread-compatible; separate processes may share a state file.
+  // `control` is not owned and must outlive this object. `state_file` (and its directory, whose parent must
+  // exist) is created by the first Acquire; Release and List of a missing file hold nothing.
+  // Thread-compatible; separate processes may share a state file.
   PowerLimitLeases(GpuPowerControl* control, std::string state_file);
 
   // Sets the power limit of each GPU in `gpus` to `limit_mw` for `owner`. InvalidArgument for a bad owner,
