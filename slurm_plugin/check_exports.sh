@@ -32,7 +32,11 @@ compare() {
 compare "$(basename "$select_so")" "$(defined "$select_so")" "$expected_select"
 compare "$(basename "$spank_so")" "$(defined "$spank_so")" \
   "$(printf '%s\n' plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_init \
-     slurm_spank_init_post_opt | sort -u)"
+     slurm_spank_init_post_opt slurm_spank_job_prolog slurm_spank_job_epilog | sort -u)"
+
+# The SPANK plugin is loaded beside the select plugin (slurmd, sbatch, srun): a second copy of the description's
+# protobuf schema in it would abort those processes at load time ("File already exists in database").
+if grep -qa 'rackwise/v1/cluster.proto' "$spank_so"; then echo "FAIL: the SPANK plugin embeds cluster.proto"; fail=1; fi
 
 # Slurm's symbols must stay unresolved (found in slurmctld/libslurmfull at load time), not linked in.
 if nm -D "$select_so" | grep -q ' T slurm_'; then echo "FAIL: select plugin defines slurm_* symbols"; fail=1; fi

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "job_power.h"
 #include "rackwise_select.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_records.h"
@@ -25,9 +26,7 @@ std::string RackwiseSelect::DescriptionPath() const {
     const char* env = getenv("SLURM_CONF");
     conf = env ? env : "/etc/slurm/slurm.conf";
   }
-  const size_t slash = conf.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : conf.substr(0, slash);
-  return dir + "/rackwise.yaml";
+  return DescriptionPathBeside(conf);
 }
 
 std::vector<SlurmNode> RackwiseSelect::SlurmNodes() const {

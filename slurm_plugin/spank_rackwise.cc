@@ -5,14 +5,29 @@
 // job; select/rackwise_cons_tres reads them back from there. Defaults and limits are the administrator's, in
 // rackwise.yaml's policy block.
 //
+// In slurmd (slurm_spank_job_prolog / _epilog, run as root), it holds the job's GPUs on the node to the watts
+// per GPU the select plugin counted and gives the previous limits back at the end, through the helper
+// rackwise-slurm-gpu-power installed beside it (gpu_power_main.cc; settings in rackwise.yaml's
+// power_enforcement). Fail closed: when a limit the job needs
+// cannot be set, the prolog fails (Slurm requeues the job) after draining the node with a reason naming
+// rackwise and the cause, which Slurm keeps (it only writes its own "Prolog error" on a node not yet drained).
+//
 // Licensed under the GNU General Public License, version 2 or (at your option) any later version, like the
 // Slurm it runs inside.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
 #include "job_options.h"
 
 extern "C" {  // spank.h declares the plugin entry points without C linkage of its own
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
 
@@ -61,6 +76,90 @@ struct spank_option g_options[] = {
      OnGpuWatts},
 };
 
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// Drains `node` with `reason` (prefixed "rackwise: "), so that no further job lands on GPUs whose power limit
+// rackwise cannot hold, and the administrator sees why in sinfo -R / scontrol show node.
+void DrainNode(const std::string& node, const std::string& cause) {
+  std::string reason = "rackwise: " + cause;
+  if (reason.size() > 400) reason = reason.substr(0, 397) + "...";
+  update_node_msg_t update;
+  slurm_init_update_node_msg(&update);
+  update.node_names = const_cast<char*>(node.c_str());
+  update.node_state = NODE_STATE_DRAIN;
+  update.reason = const_cast<char*>(reason.c_str());
+  update.reason_uid = 0;
+  if (slurm_update_node(&update) != SLURM_SUCCESS) {
+    slurm_error("rackwise: cannot drain %s (%s): %s", node.c_str(), reason.c_str(), slurm_strerror(slurm_get_errno()));
+  }
+}
+
+// The GPU power work runs in rackwise-slurm-gpu-power, installed beside this plugin: it reads rackwise.yaml,
+// whose protobuf schema must not be linked into this plugin (slurmd, sbatch and srun load the select plugin
+// too, and protobuf aborts when two copies of one schema register in a process).
+std::string HelperPath() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&HelperPath), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string path = info.dli_fname;
+  const std::string::size_type slash = path.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/rackwise-slurm-gpu-power";
+}
+
+// Runs `helper mode` with this process's environment (the job script's). Returns its exit status (-1 if it
+// could not run or died) and the first line it printed.
+int RunHelper(const char* mode, std::string& output) {
+  const std::string path = HelperPath();
+  int pipe_fds[2];
+  if (path.empty() || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    output = "cannot run rackwise-slurm-gpu-power";
+    return -1;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    char* const argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>(mode), nullptr};
+    execv(path.c_str(), argv);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  char buffer[4096];
+  ssize_t n = 0;
+  while (pid > 0 && output.size() < sizeof(buffer) && (n = read(pipe_fds[0], buffer, sizeof(buffer))) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    output.append(buffer, static_cast<size_t>(n));
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  output = output.substr(0, output.find('\n'));
+  if (pid < 0 || !WIFEXITED(status)) {
+    if (output.empty()) output = path + (pid < 0 ? ": cannot fork" : ": killed");
+    return -1;
+  }
+  if (WEXITSTATUS(status) == 127 && output.empty()) output = "cannot run " + path;
+  return WEXITSTATUS(status);
+}
+
+// Exit status of rackwise-slurm-gpu-power: 0 the job may run here (output: what was done), 1 it must not
+// (output: why); anything else is a failure of the helper, also fatal for the job on this node.
+int JobScript(const char* mode) {
+  const std::string job = Env("SLURM_JOB_ID");
+  std::string output;
+  const int status = RunHelper(mode, output);
+  if (status == 0) {
+    if (!output.empty()) slurm_info("rackwise: job %s: %s", job.c_str(), output.c_str());
+    return 0;
+  }
+  slurm_error("rackwise: job %s: %s", job.c_str(), output.c_str());
+  DrainNode(Env("SLURMD_NODENAME"), "job " + job + ": " + output);
+  return -1;
+}
+
 }  // namespace
 
 // Built with -fvisibility=hidden: what Slurm looks up is made visible here, and the version script
@@ -97,6 +196,24 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     return -1;
   }
   return 0;
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
+  try {
+    return JobScript("prolog");
+  } catch (...) {
+    slurm_error("rackwise: internal error while setting GPU power limits");
+    return -1;
+  }
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
+  try {
+    return JobScript("epilog");
+  } catch (...) {
+    slurm_error("rackwise: internal error while restoring GPU power limits");
+    return -1;
+  }
 }
 
 }  // extern "C"

@@ -41,6 +41,7 @@ class Checker {
     CheckPowerDomainIdle();
     CheckScalableUnits();
     CheckPolicy();
+    CheckPowerEnforcement();
     return out_->size() == before;
   }
 
@@ -373,6 +374,24 @@ class Checker {
       CheckAmount("policy.weights.rack_packing", "policy: weights.rack_packing", w.rack_packing());
       CheckAmount("policy.weights.rail_alignment", "policy: weights.rail_alignment", w.rail_alignment());
       CheckAmount("policy.weights.power_headroom", "policy: weights.power_headroom", w.power_headroom());
+    }
+  }
+
+  void CheckPowerEnforcement() {
+    const v1::PowerEnforcement& e = d_.power_enforcement();
+    if (!v1::PowerLimitMode_IsValid(e.mode())) {
+      Report("power_enforcement.mode",
+             absl::StrCat("power_enforcement: unknown mode value ", static_cast<int>(e.mode())));
+    }
+    if (!e.state_dir().empty() && e.state_dir()[0] != '/') {
+      Report("power_enforcement.state_dir",
+             absl::StrCat("power_enforcement: state_dir must be an absolute path, got '", e.state_dir(), "'"));
+    }
+    for (const auto& [path, value] : {std::pair{"nvml_library", &e.nvml_library()}, {"state_dir", &e.state_dir()}}) {
+      if (value->find_first_of(std::string_view("\0\n", 2)) != std::string::npos) {
+        Report(absl::StrCat("power_enforcement.", path),
+               absl::StrCat("power_enforcement: ", path, " must not contain a NUL or a line break"));
+      }
     }
   }
 

@@ -77,6 +77,11 @@ class FakeNvmlTest : public ::testing::Test {
     EXPECT_TRUE(limits.ok()) << limits.status();
     return limits.ok() ? limits->current_mw : -1;
   }
+  std::vector<int64_t> CurrentLimits() {
+    std::vector<int64_t> limits;
+    for (int gpu = 0; gpu < 4; ++gpu) limits.push_back(CurrentMw(gpu));
+    return limits;
+  }
 
   std::string dir_, state_, log_;
 };

@@ -113,6 +113,14 @@ absl::StatusOr<LeaseFileLock> LeaseFileLock::Acquire(const std::string& path) {
   return LeaseFileLock(fd);
 }
 
+absl::StatusOr<LockedLeases> LockAndReadLeaseFile(const std::string& path) {
+  absl::StatusOr<LeaseFileLock> lock = LeaseFileLock::Acquire(path);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<std::vector<PowerLimitLease>> leases = ReadLeaseFile(path);
+  if (!leases.ok()) return leases.status();
+  return LockedLeases{*std::move(lock), *std::move(leases)};
+}
+
 LeaseFileLock::~LeaseFileLock() {
   if (fd_ >= 0) close(fd_);  // closing releases the flock
 }

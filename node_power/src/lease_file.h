@@ -30,4 +30,11 @@ class LeaseFileLock {
   int fd_;
 };
 
+// A state file's leases, read while holding its lock, which is released when this is destroyed.
+struct LockedLeases {
+  LeaseFileLock lock;
+  std::vector<PowerLimitLease> leases;
+};
+absl::StatusOr<LockedLeases> LockAndReadLeaseFile(const std::string& path);
+
 }  // namespace rackwise::node_power

@@ -55,16 +55,14 @@ absl::Status PowerLimitLeases::CheckRequest(std::string_view owner_view, const s
 
 absl::Status PowerLimitLeases::Acquire(std::string_view owner, const std::vector<int>& gpus, int64_t limit_mw) {
   if (absl::Status ok = CheckRequest(owner, gpus); !ok.ok()) return ok;
-  absl::StatusOr<LeaseFileLock> lock = LeaseFileLock::Acquire(state_file_);
-  if (!lock.ok()) return lock.status();
-  absl::StatusOr<std::vector<PowerLimitLease>> held = ReadLeaseFile(state_file_);
+  absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);  // locked until returning
   if (!held.ok()) return held.status();
 
   // Check everything before changing anything.
   std::vector<PowerLimitLease> wanted;
   std::vector<GpuPowerLimits> before;
   for (int gpu : gpus) {
-    const PowerLimitLease* lease = Find(*held, gpu);
+    const PowerLimitLease* lease = Find(held->leases, gpu);
     if (lease != nullptr && lease->owner != owner) {
       return absl::FailedPreconditionError(absl::StrCat("GPU ", gpu, " is already limited to ",
                                                         Watts(lease->limit_mw), " for ", lease->owner));
@@ -83,13 +81,13 @@ absl::Status PowerLimitLeases::Acquire(std::string_view owner, const std::vector
 
   // Record the previous limits before touching a GPU, so that a crash at any point leaves enough to restore.
   std::vector<PowerLimitLease> recorded;
-  for (const PowerLimitLease& lease : *held) {
+  for (const PowerLimitLease& lease : held->leases) {
     if (Find(wanted, lease.gpu) == nullptr) recorded.push_back(lease);
   }
   recorded.insert(recorded.end(), wanted.begin(), wanted.end());
   if (absl::Status written = WriteLeaseFile(state_file_, recorded); !written.ok()) return written;
 
-  std::vector<PowerLimitLease> kept = *held;
+  std::vector<PowerLimitLease> kept = held->leases;
   absl::Status set = SetAll(wanted, before, kept);
   if (set.ok()) return set;
   // Rolled back: the file goes back to what it held, plus any GPU that could not be set back.
@@ -129,16 +127,14 @@ absl::Status PowerLimitLeases::SetAll(const std::vector<PowerLimitLease>& leases
 }
 
 absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string_view owner) {
-  absl::StatusOr<LeaseFileLock> lock = LeaseFileLock::Acquire(state_file_);
-  if (!lock.ok()) return lock.status();
-  absl::StatusOr<std::vector<PowerLimitLease>> held = ReadLeaseFile(state_file_);
+  absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);  // locked until returning
   if (!held.ok()) return held.status();
 
   std::vector<ReleasedLease> released;
   std::vector<PowerLimitLease> remaining;
   std::vector<std::string> failures;
   absl::StatusCode code = absl::StatusCode::kOk;
-  for (const PowerLimitLease& lease : *held) {
+  for (const PowerLimitLease& lease : held->leases) {
     if (lease.owner != owner) {
       remaining.push_back(lease);
       continue;
@@ -158,7 +154,7 @@ absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string
     released.push_back(ReleasedLease{lease, limits->current_mw,
                                      limits->current_mw == lease.limit_mw && lease.limit_mw != lease.previous_mw});
   }
-  if (remaining.size() != held->size()) {
+  if (remaining.size() != held->leases.size()) {
     if (absl::Status written = WriteLeaseFile(state_file_, remaining); !written.ok()) return written;
   }
   if (!failures.empty()) return absl::Status(code, absl::StrJoin(failures, "; "));
@@ -166,9 +162,9 @@ absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string
 }
 
 absl::StatusOr<std::vector<PowerLimitLease>> PowerLimitLeases::List() const {
-  absl::StatusOr<LeaseFileLock> lock = LeaseFileLock::Acquire(state_file_);
-  if (!lock.ok()) return lock.status();
-  return ReadLeaseFile(state_file_);
+  absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);
+  if (!held.ok()) return held.status();
+  return std::move(held->leases);
 }
 
 }  // namespace rackwise::node_power

@@ -1,6 +1,8 @@
 // PowerLimitLeases against the fake NVML (dlopen'ed) and its state file.
 #include "node_power/power_limit_leases.h"
 
+#include <sys/wait.h>
+
 #include "fake_nvml_fixture.h"
 #include "gmock/gmock.h"
 #include "lease_file.h"
@@ -20,11 +22,6 @@ class PowerLimitLeasesTest : public FakeNvmlTest {
     nvml_ = Open();
     ASSERT_NE(nvml_, nullptr);
     leases_file_ = dir_ + "/leases";
-  }
-  std::vector<int64_t> CurrentLimits() {
-    std::vector<int64_t> limits;
-    for (int gpu = 0; gpu < 4; ++gpu) limits.push_back(CurrentMw(gpu));
-    return limits;
   }
   std::vector<PowerLimitLease> Leases() {
     absl::StatusOr<std::vector<PowerLimitLease>> leases = ReadLeaseFile(leases_file_);
@@ -178,6 +175,30 @@ TEST_F(PowerLimitLeasesTest, BadRequestsAreRefusedBeforeAnyChange) {
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(missing.message(), HasSubstr("GPU 4 does not exist (this machine has 4 GPUs)"));
   EXPECT_THAT(Calls("nvmlDeviceSetPowerManagementLimit"), IsEmpty());
+}
+
+// slurmd runs each job's prolog in a process of its own: concurrent Acquires must all be recorded.
+TEST_F(PowerLimitLeasesTest, ConcurrentProcessesEachKeepTheirLease) {
+  std::vector<pid_t> children;
+  for (int gpu = 0; gpu < 4; ++gpu) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::unique_ptr<GpuPowerControl> nvml = Open();
+      bool ok = nvml != nullptr && PowerLimitLeases(nvml.get(), leases_file_)
+                                       .Acquire("job" + std::to_string(gpu), {gpu}, 300000 + gpu * 1000)
+                                       .ok();
+      _exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_THAT(Leases(), SizeIs(4));
+  EXPECT_THAT(CurrentLimits(), ElementsAre(300000, 301000, 302000, 303000));
 }
 
 TEST_F(PowerLimitLeasesTest, ACorruptStateFileIsAnErrorNamingTheLine) {

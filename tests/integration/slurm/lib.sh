@@ -3,7 +3,9 @@
 # symlinks to /dev/null, everything (state, spool, logs, configs) in a temp dir that is removed afterwards.
 # Source it; see test_*.sh. Needs root (slurmd runs jobs as their user) and the Debian daemons.
 #
-# Environment: RW_PLUGIN_DIR (our built .so files), RW_SRC_DIR (this directory), RW_KEEP=1 keeps the temp dir.
+# Environment: RW_PLUGIN_DIR (our built .so files), RW_SRC_DIR (this directory), RW_KEEP=1 keeps the temp dir;
+# for rw_setup: RW_EXTRA_CONF (lines appended to slurm.conf; a repeated key overrides the one above),
+# RW_SPANK=required (plugstack.conf's mode for spank_rackwise.so; default optional).
 
 set -uo pipefail
 
@@ -170,6 +172,7 @@ rw_setup() {
     [[ -n $h02 ]] && echo "PartitionName=h02 Nodes=$h02 MaxTime=INFINITE DefaultTime=60 State=UP"
     nvl1=$(printf '%s\n' "${RW_NODES[@]}" | grep '^nvl' | paste -sd,)
     [[ -n $nvl1 ]] && echo "PartitionName=nvl Nodes=$nvl1 MaxTime=INFINITE DefaultTime=60 State=UP"
+    [[ -n ${RW_EXTRA_CONF:-} ]] && echo "$RW_EXTRA_CONF"
   } >"$SLURM_CONF"
   {
     echo "AutoDetect=off"
@@ -178,7 +181,7 @@ rw_setup() {
       echo "NodeName=$n Name=gpu File=$RW_TMP/fakedev/nvidia[0-$((RW_NODE_GPUS[$n] - 1))]"
     done
   } >"$RW_TMP/etc/gres.conf"
-  echo "optional ${RW_PLUGIN_DIR}/spank_rackwise.so" >"$RW_TMP/etc/plugstack.conf"
+  echo "${RW_SPANK:-optional} ${RW_PLUGIN_DIR}/spank_rackwise.so" >"$RW_TMP/etc/plugstack.conf"
   [[ -n ${RW_POWER_SAVE:-} ]] && rw_power_scripts
   trap rw_teardown EXIT
   trap 'exit 1' INT TERM

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# GPU power limits enforced by spank_rackwise.so in a real slurmd, against a fake libnvidia-ml.so.1 per node
+# (tests/fake_nvml: GPUs of 200-700 W in a state file the prolog, the epilog and this script all see, and a log of
+# every NVML call). Three nodes: gpu01 healthy, gpu02 refuses nvmlDeviceSetPowerManagementLimit (no permission),
+# gpu03's boards cannot go below 500 W.
+#  - an undeclared job (the node type's 962.5 W per GPU is above the boards' 700 W maximum) runs with no limit
+#    changed;
+#  - `sbatch --gpus=2 --gpu-watts=450` gets exactly its GPU indices limited to 450 W while it runs, restored to
+#    700 W when it ends;
+#  - a job whose limit cannot be set (refused, or below the board's minimum) does not run: the node is drained
+#    with a reason naming rackwise and the cause, and the job is requeued; once the cause is gone and the node
+#    resumed, the requeued job runs there with its limit.
+# Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_FAKE_NVML=<build>/tests/fake_nvml/lib/libnvidia-ml.so.1 \
+#        test_power_enforcement.sh   (exit 77: skipped, see lib.sh)
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+rw_require
+[[ -f ${RW_FAKE_NVML:-} ]] || { echo "FAIL: RW_FAKE_NVML (the fake libnvidia-ml.so.1) not set or missing" >&2; exit 1; }
+
+yaml=$(mktemp /tmp/rackwise-enforce.XXXXXX.yaml)
+cat >"$yaml" <<'YAML'
+cluster: enforce
+node_types:
+  - name: hgx-h100
+    gpus: 8
+    nvlink: node
+    gpu_watts: 700
+    node_watts: 10200
+    idle_watts: 2500
+racks:
+  - name: r1
+    type: hgx-h100
+    nodes: gpu[01-03]
+    power_cap_kw: 40
+YAML
+# The prolog runs on every node at allocation.
+RW_EXTRA_CONF=PrologFlags=Alloc RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
+rm -f "$yaml"
+cat >>"$RW_TMP/etc/rackwise.yaml" <<YAML
+power_enforcement:
+  mode: enforce
+  nvml_library: $RW_TMP/nvml/%n/libnvidia-ml.so.1
+  state_dir: $RW_TMP/nvml/%n
+YAML
+for n in gpu01 gpu02 gpu03; do
+  mkdir -p "$RW_TMP/nvml/$n"
+  cp "$RW_FAKE_NVML" "$RW_TMP/nvml/$n/libnvidia-ml.so.1"
+  min=200000
+  [[ $n == gpu03 ]] && min=500000
+  for g in 0 1 2 3 4 5 6 7; do echo "gpu GPU-$n-$g $min 700000 700000 700000 80000"; done >"$RW_TMP/nvml/$n/fake_nvml.state"
+done
+echo "fail nvmlDeviceSetPowerManagementLimit 4" >>"$RW_TMP/nvml/gpu02/fake_nvml.state"
+rw_start || exit 1
+
+# "idx=limit_mw ..." of a node's fake GPUs.
+limits() { awk '$1 == "gpu" {printf "%s%d=%s", (n++ ? " " : ""), n - 1, $6} END {print ""}' "$RW_TMP/nvml/$1/fake_nvml.state"; }
+# The limits a node shows when GPUs in the comma list $2 are at $3 mW and the others at 700000.
+expected() {
+  local g out=""
+  for g in 0 1 2 3 4 5 6 7; do
+    if [[ ,$2, == *,$g,* ]]; then out+="$g=$3 "; else out+="$g=700000 "; fi
+  done
+  echo "${out% }"
+}
+sets() { grep -c 'nvmlDeviceSetPowerManagementLimit' "$RW_TMP/nvml/$1/fake_nvml.state.log" 2>/dev/null; }
+# wait_for SECONDS COMMAND...: until COMMAND succeeds; fails at once if slurmctld died.
+wait_for() {
+  local limit=$1 t
+  shift
+  for ((t = 0; t < limit * 5; t++)); do
+    "$@" && return 0
+    kill -0 "$RW_CTLD_PID" 2>/dev/null || { rw_fail "slurmctld died"; tail -20 "$RW_TMP/log/slurmctld.log" >&2; return 1; }
+    sleep 0.2
+  done
+  return 1
+}
+limits_are() { [[ $(limits "$1") == "$2" ]]; }
+node_state() { sinfo -h -n "$1" -o %t 2>/dev/null; }
+node_drained() { [[ $(node_state "$1") == drain || $(node_state "$1") == drng ]]; }
+node_reason() { scontrol show node "$1" | sed -n 's/^ *Reason=\(.*\) \[.*/\1/p'; }
+restarts() { scontrol show job "$1" | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
+gone() { [[ -z $(rw_state "$1") ]]; }
+
+# --- an undeclared job: counted at 962.5 W per GPU, above the boards' maximum: nothing to limit -----------
+u=$(rw_submit -w gpu01 --gpus=1)
+rw_wait_state "$u" RUNNING 20 && rw_ok "undeclared job $u runs on gpu01 ($(rw_job_gpus "$u"))" ||
+  rw_fail "undeclared job ${u:-?}: $(rw_state "$u") $(rw_reason "$u")"
+[[ $(sets gpu01) -eq 0 && $(limits gpu01) == "$(expected gpu01 "" 0)" ]] &&
+  rw_ok "no NVML call changed a limit for the undeclared job" || rw_fail "undeclared job changed limits: $(limits gpu01)"
+
+# --- --gpus=2 --gpu-watts=450: exactly the job's GPUs at 450 W while it runs, 700 W again after ---------
+d=$(rw_submit -w gpu01 --gpus=2 --gpu-watts=450)
+rw_wait_state "$d" RUNNING 20 || rw_fail "declared job ${d:-?}: $(rw_state "$d") $(rw_reason "$d")"
+idx=$(rw_job_gpus "$d" | awk '$1 == "gpu01" {print $2}')
+[[ $idx == *,* && $idx != *0* ]] || rw_fail "declared job $d got GPUs '$idx' (the undeclared job holds 0)"
+if wait_for 20 limits_are gpu01 "$(expected gpu01 "$idx" 450000)"; then
+  rw_ok "job $d (--gpu-watts=450) runs with exactly its GPUs $idx limited to 450 W: $(limits gpu01)"
+else
+  rw_fail "job $d on GPUs $idx: limits $(limits gpu01)"
+fi
+scancel "$d"
+if wait_for 20 limits_are gpu01 "$(expected gpu01 "" 0)"; then
+  rw_ok "job $d ended: its GPUs are back at 700 W ($(sets gpu01) limit changes in all)"
+else
+  rw_fail "job $d ended, limits $(limits gpu01)"
+fi
+[[ $(sets gpu01) -eq 4 ]] || rw_fail "expected 4 limit changes on gpu01 (2 set, 2 restored): $(grep Set "$RW_TMP/nvml/gpu01/fake_nvml.state.log")"
+scancel "$u"
+
+# --- a limit the board refuses: drained with the cause, job requeued, nothing left limited -------------
+f=$(rw_submit -w gpu02 --gpus=2 --gpu-watts=450)
+if wait_for 30 node_drained gpu02; then
+  reason=$(node_reason gpu02)
+  [[ $reason == "rackwise: job $f: cannot limit 450 W per GPU on GPUs "*"Insufficient Permissions"* ]] &&
+    rw_ok "gpu02 drained: $reason" || rw_fail "gpu02 drained with reason '$reason'"
+else
+  rw_fail "gpu02 not drained: $(node_state gpu02) $(node_reason gpu02)"
+fi
+# Slurm requeues a job whose prolog failed, held (unless SchedulerParameters=nohold_on_prolog_fail).
+wait_for 20 test "$(restarts "$f")" -ge 1 && [[ $(rw_state "$f") == PENDING ]] &&
+  rw_ok "job $f requeued (Restarts=$(restarts "$f"), PENDING: $(rw_reason "$f"))" ||
+  rw_fail "job $f not requeued: $(rw_state "$f") restarts=$(restarts "$f") $(rw_reason "$f")"
+[[ $(limits gpu02) == "$(expected gpu02 "" 0)" ]] && rw_ok "no GPU of gpu02 left limited" ||
+  rw_fail "gpu02 limits $(limits gpu02)"
+[[ -z $(grep -v '^#' "$RW_TMP/nvml/gpu02/gpu-power-limits" 2>/dev/null) ]] || rw_fail "gpu02 leases left"
+
+# The administrator fixes the cause, resumes the node and releases the job (now, rather than after the delay
+# Slurm gives a requeued job): it runs there, limited.
+sed -i '/^fail /d' "$RW_TMP/nvml/gpu02/fake_nvml.state"
+scontrol update nodename=gpu02 state=resume
+scontrol release "$f"
+scontrol update jobid="$f" starttime=now
+if rw_wait_state "$f" RUNNING 30; then
+  fidx=$(rw_job_gpus "$f" | awk '$1 == "gpu02" {print $2}')
+  wait_for 20 limits_are gpu02 "$(expected gpu02 "$fidx" 450000)" &&
+    rw_ok "after scontrol update state=resume, requeued job $f runs on gpu02 with GPUs $fidx at 450 W" ||
+    rw_fail "job $f on gpu02 GPUs $fidx: limits $(limits gpu02)"
+else
+  rw_fail "requeued job $f did not run after resume: $(rw_state "$f") $(rw_reason "$f"), gpu02 $(node_state gpu02)"
+fi
+scancel "$f"
+
+# --- below the board's minimum (gpu03's boards: 500-700 W) ----------------------------------------------
+m=$(rw_submit -w gpu03 --gpus=1 --gpu-watts=450)
+if wait_for 30 node_drained gpu03; then
+  reason=$(node_reason gpu03)
+  [[ $reason == *"450 W is outside the board's power limit range 500 W to 700 W"* ]] &&
+    rw_ok "below the board minimum: gpu03 drained: $reason" || rw_fail "gpu03 drained with reason '$reason'"
+else
+  rw_fail "gpu03 not drained: $(node_state gpu03) $(node_reason gpu03)"
+fi
+[[ $(rw_state "$m") != RUNNING && $(sets gpu03) -eq 0 ]] && rw_ok "job $m did not run on gpu03, no limit changed" ||
+  rw_fail "job $m: $(rw_state "$m"), $(sets gpu03) limit changes on gpu03"
+scancel "$m"
+wait_for 20 gone "$f" || rw_fail "job $f did not end"
+wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" || rw_fail "gpu02 not restored after job $f: $(limits gpu02)"
+exit $((RW_FAILS != 0))
