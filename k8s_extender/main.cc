@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "daemon_support.h"
 #include "http_server.h"
 #include "kube_client.h"
 #include "kube_config.h"
@@ -26,21 +27,7 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
-void Log(const std::string& line) {
-  std::time_t t = std::time(nullptr);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  std::fprintf(stderr, "%s rackwise-extender: %s\n", ts, line.c_str());
-  std::fflush(stderr);
-}
-
-bool SplitHostPort(const std::string& s, std::string* host, int* port) {
-  size_t colon = s.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = s.substr(0, colon);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  return absl::SimpleAtoi(s.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
-}
+void Log(const std::string& line) { rackwise::k8s::LogLine("rackwise-extender", line); }
 
 }  // namespace
 
@@ -125,7 +112,7 @@ int main(int argc, char** argv) {
   if (!client) service.SetSynced(true);
 
   HttpServerOptions http;
-  if (!SplitHostPort(listen, &http.host, &http.port)) {
+  if (!k8s::SplitHostPort(listen, &http.host, &http.port)) {
     Log(absl::StrCat("--listen ", listen, ": expected HOST:PORT"));
     return 2;
   }

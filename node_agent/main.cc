@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent_http.h"
+#include "daemon_support.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "lease_limits.h"
@@ -30,20 +31,7 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
-void Log(const std::string& line) {
-  std::time_t t = std::time(nullptr);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  std::fprintf(stderr, "%s rackwise-node-agent: %s\n", ts, line.c_str());
-  std::fflush(stderr);
-}
-
-bool SplitHostPort(const std::string& s, std::string* host, int* port) {
-  size_t colon = s.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = s.substr(0, colon);
-  return absl::SimpleAtoi(s.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
-}
+void Log(const std::string& line) { rackwise::k8s::LogLine("rackwise-node-agent", line); }
 
 // Sleeps `seconds` in small steps so that a signal ends the wait at once.
 void Wait(double seconds) {
@@ -87,7 +75,7 @@ int main(int argc, char** argv) {
   }
   std::string host;
   int port = 0;
-  if (!SplitHostPort(listen, &host, &port)) {
+  if (!k8s::SplitHostPort(listen, &host, &port)) {
     Log(absl::StrCat("--listen ", listen, ": expected HOST:PORT"));
     return 2;
   }

@@ -7,6 +7,47 @@
 namespace rackwise::node_agent {
 namespace {
 
+// A hand-rolled protobuf encoder, independent of the generated code: the field numbers below are upstream's
+// (k8s.io/kubelet/pkg/apis/podresources/v1/api.proto), so the test fails if api.proto ever drifts from them.
+std::string Varint(uint64_t v) {
+  std::string out;
+  do {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;
+    out.push_back(static_cast<char>(v ? byte | 0x80 : byte));
+  } while (v);
+  return out;
+}
+std::string Bytes(int field, const std::string& payload) {
+  return Varint(static_cast<uint64_t>(field) << 3 | 2) + Varint(payload.size()) + payload;
+}
+std::string Number(int field, uint64_t value) { return Varint(static_cast<uint64_t>(field) << 3) + Varint(value); }
+
+TEST(DevicesByPod, DecodesUpstreamWireBytesAndSkipsFieldsItDoesNotDeclare) {
+  // ContainerDevices{resource_name=1, device_ids=2, topology=3{nodes=1{ID=1}}}
+  std::string gpus = Bytes(1, "nvidia.com/gpu") + Bytes(2, "GPU-0001") + Bytes(2, "GPU-0002") +
+                     Bytes(3, Bytes(1, Number(1, 1)));
+  // ContainerResources{name=1, devices=2, cpu_ids=3 (packed), memory=4 (newer kubelets), dynamic_resources=5}
+  std::string container = Bytes(1, "main") + Bytes(2, gpus) + Bytes(3, Varint(2) + Varint(3)) +
+                          Bytes(4, Bytes(1, "memory") + Number(2, 1 << 30)) + Bytes(5, Bytes(2, "claim"));
+  // PodResources{name=1, namespace=2, containers=3}; ListPodResourcesResponse{pod_resources=1}
+  std::string wire = Bytes(1, Bytes(1, "train") + Bytes(2, "ml") + Bytes(3, container));
+  ::v1::ListPodResourcesResponse response;
+  ASSERT_TRUE(response.ParseFromString(wire));
+  std::vector<PodDevices> devices = DevicesByPod(response, "nvidia.com/gpu");
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].Key(), "ml/train");
+  EXPECT_EQ(devices[0].device_ids, (std::vector<std::string>{"GPU-0001", "GPU-0002"}));
+  EXPECT_EQ(response.pod_resources(0).containers(0).cpu_ids_size(), 2);
+}
+
+TEST(PodResourcesLister, MethodNameOnTheWire) {
+  // gRPC routes by this path; the kubelet serves exactly /v1.PodResourcesLister/List.
+  EXPECT_EQ(std::string(::v1::ListPodResourcesResponse::descriptor()->file()->package()), "v1");
+  EXPECT_EQ(::v1::ListPodResourcesResponse::descriptor()->file()->service(0)->full_name(), "v1.PodResourcesLister");
+  EXPECT_EQ(::v1::ListPodResourcesResponse::descriptor()->file()->service(0)->method(0)->name(), "List");
+}
+
 TEST(DevicesByPod, GathersOneResourceOverContainers) {
   ::v1::ListPodResourcesResponse response;
   ::v1::PodResources* pod = response.add_pod_resources();
