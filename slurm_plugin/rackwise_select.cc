@@ -203,14 +203,10 @@ int RackwiseSelect::InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_
 bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
   std::optional<Allocation> allocation = SelectedGpus(job, nodes);
   if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
-  allocation->id = "probe/" + allocation->id;
-  absl::Status status = model_->ledger().Commit(*allocation, CommitMode::kEnforce);
-  if (!status.ok()) {
-    *why = std::string(status.message());
-    return false;
-  }
-  model_->ledger().Release(allocation->id);
-  return true;
+  allocation->id = "probe/" + allocation->id;  // never the id of what the job may already hold
+  absl::Status status = model_->ledger().Check(*allocation, CommitMode::kEnforce);
+  if (!status.ok()) *why = std::string(status.message());
+  return status.ok();
 }
 
 void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why) const {
