@@ -69,15 +69,6 @@ PlacementRequest ExtenderService::SinglePodRequest(const PodInfo& pod) const {
   return r;
 }
 
-std::string ExtenderService::CheckWatts(const PodInfo& pod) const {
-  const PlacementPolicy& p = topology_->policy();
-  if (pod.watts_per_gpu > 0 && (pod.watts_per_gpu < p.min_watts_per_gpu || pod.watts_per_gpu > p.max_watts_per_gpu)) {
-    return absl::StrCat("rackwise: ", kGpuWattsAnnotation, "=", pod.watts_per_gpu,
-                        " is outside the policy's limits [", p.min_watts_per_gpu, ", ", p.max_watts_per_gpu, "]");
-  }
-  return "";
-}
-
 void ExtenderService::Remember(const PodInfo& pod, int64_t now_ms) {
   MakeRoom(pending_, now_ms, options_.max_pending_pods, options_.pending_ttl_ms,
            [](const PendingPod& p) { return p.seen_ms; });
@@ -119,8 +110,11 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
     metrics_->CountDecision(Verb::kFilter, "no_gpus");
     return result;
   }
-  if (std::string bad = CheckWatts(*pod); !bad.empty()) {
-    const uint32_t why = result.AddReason(std::move(bad));
+  const PlacementRequest request = SinglePodRequest(*pod);
+  // A request the core calls malformed (watts outside the bounds, the policy's or every node type's limits)
+  // can never fit: every node says why, in the core's words.
+  if (absl::Status bad = Placer::CheckRequest(*topology_, request); !bad.ok()) {
+    const uint32_t why = result.AddReason(absl::StrCat("rackwise: ", bad.message()));
     for (uint32_t i = 0; i < n; ++i) result.unresolvable.push_back({i, why});
     metrics_->CountDecision(Verb::kFilter, "unresolvable");
     return result;
@@ -130,14 +124,17 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
 
-  const PlacementRequest request = SinglePodRequest(*pod);
   // Reason texts are added to the answer the first time a node fails for that reason.
   std::array<uint32_t, static_cast<size_t>(NodeReason::kCount)> reason_index;
   reason_index.fill(UINT32_MAX);
   AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
-  Placer::FilterNodes(ledger_, request, ids, &verdicts);  // checks the request once, not once per node
+  // Checks the request once, not once per node (it was checked above, so the status is OK).
+  if (absl::Status bad = Placer::FilterNodes(ledger_, request, ids, &verdicts); !bad.ok()) {
+    result.error = absl::StrCat("rackwise: ", bad.message());
+    return result;
+  }
   for (uint32_t i = 0; i < n; ++i) {
     if (ids[i] == kNoId) continue;
     const std::optional<NodeReason>& why = verdicts[i];

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placer.h"
 #include "rackwise/topology.h"
+#include "rackwise/v1/state.pb.h"
 
 namespace rackwise::k8s {
 
@@ -101,6 +103,19 @@ class ExtenderService {
   // An operator override of a node's health (wins over the API server's view while not kUp).
   absl::Status SetNodeHealth(const std::string& node, NodeHealth health, const std::vector<int>& failed_gpus);
 
+  // --- operator state that survives a restart (extender_operator_state.cc) ---
+  // Called under the lock after every operator change (Place with commit, Release, SetPowerCap, SetNodeHealth)
+  // with everything operators have set. When it fails the change is undone and the call returns Unavailable,
+  // so that a change the caller sees succeed is always saved. Unset: nothing is saved.
+  using StateSink = std::function<absl::Status(const v1::ClusterState&)>;
+  void SetStateSink(StateSink sink);
+  // Puts back a state a sink saved (call it before the API server's pods arrive and before SetSynced): caps,
+  // operator health and failed GPUs, and allocations (recorded as running, even above a cap lowered since).
+  // Names must exist (LoadStateFile checks them). On error the service may hold part of the state.
+  absl::Status RestoreOperatorState(const v1::ClusterState& state);
+  // What operators have set: their allocations, their health overrides and failed GPUs, changed caps.
+  v1::ClusterState OperatorState() const;
+
   StateSnapshot Snapshot() const;
   // Gauges in the Prometheus text format: rack draw/cap/headroom, free GPUs per domain, reservations.
   void RenderStateMetrics(std::string* out) const;
@@ -128,7 +143,6 @@ class ExtenderService {
   };
 
   PlacementRequest SinglePodRequest(const PodInfo& pod) const;
-  std::string CheckWatts(const PodInfo& pod) const;
   void Remember(const PodInfo& pod, int64_t now_ms);
   void ReleaseRecord(const std::string& key);
   void ApplyPodLocked(const PodInfo& pod, int64_t now_ms);
@@ -139,6 +153,9 @@ class ExtenderService {
   int64_t GroupFirstTry(const std::string& group, int64_t now_ms);
   // The candidates' ids: the cached resolution, or one made now into *scratch.
   const std::vector<NodeId>& CandidateIds(const CandidateNodes& candidates, std::vector<NodeId>* scratch) const;
+  v1::ClusterState OperatorStateLocked() const;
+  // Saves the operator state through the sink; on failure runs `undo` and returns Unavailable.
+  absl::Status PersistLocked(const std::function<void()>& undo);
 
   std::unique_ptr<Topology> topology_;
   CandidateNodeCache candidate_cache_;
@@ -159,6 +176,7 @@ class ExtenderService {
   absl::flat_hash_map<std::string, int64_t> group_first_try_ms_;
   absl::flat_hash_map<std::string, bool> operator_ids_;     // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
+  StateSink state_sink_;
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
 };

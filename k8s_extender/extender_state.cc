@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
 #include "extender_service.h"
 
 namespace rackwise::k8s {
@@ -41,13 +42,9 @@ bool ExtenderService::synced() const {
 }
 
 GpuMask ExtenderService::PickFreeGpus(NodeId node, int count) const {
-  int n = topology_->nodes()[node].gpus;
-  GpuMask all = n >= 64 ? ~GpuMask{0} : (GpuMask{1} << n) - 1;
-  GpuMask free = all & ~ledger_.allocated_gpus(node) & ~ledger_.failed_gpus(node);
-  GpuMask out = 0;
-  for (int i = 0; i < n && std::popcount(out) < count; ++i) {
-    if (free & (GpuMask{1} << i)) out |= GpuMask{1} << i;
-  }
+  const GpuMask free = FullGpuMask(topology_->nodes()[node].gpus) & ~ledger_.allocated_gpus(node) &
+                       ~ledger_.failed_gpus(node);
+  const GpuMask out = LowestGpus(free, count);
   return std::popcount(out) == count ? out : 0;
 }
 
@@ -179,30 +176,46 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
     if (absl::Status s = ledger_.Commit(d->ToAllocation(request.id)); !s.ok()) return s;
     operator_ids_[request.id] = true;
+    absl::Status saved = PersistLocked([&] {
+      ledger_.Release(request.id);
+      operator_ids_.erase(request.id);
+    });
+    if (!saved.ok()) return saved;
   }
   return outcome;
 }
 
 bool ExtenderService::Release(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!operator_ids_.erase(id)) return false;
-  return ledger_.Release(id);
+  const Allocation* held = ledger_.Find(id);
+  if (!operator_ids_.contains(id) || held == nullptr) return false;
+  const Allocation old = *held;
+  operator_ids_.erase(id);
+  ledger_.Release(id);
+  absl::Status saved = PersistLocked([&] {
+    (void)ledger_.Commit(old, CommitMode::kRecover);  // it held these GPUs a moment ago
+    operator_ids_[id] = true;
+  });
+  return saved.ok();
 }
 
 absl::Status ExtenderService::SetPowerCap(const std::string& name, double kilowatts) {
-  if (!(kilowatts >= 0) || kilowatts > 1e7) {
-    return absl::InvalidArgumentError(absl::StrCat("power_cap_kw: ", kilowatts, " is not in [0, 1e7]"));
+  if (absl::Status bad = CheckCapKw(kilowatts); !bad.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("power_cap_kw: ", bad.message()));
   }
   std::lock_guard<std::mutex> lock(mu_);
   Milliwatts cap = WattsToMilliwatts(kilowatts * 1000.0);
   if (std::optional<RackId> r = topology_->FindRack(name)) {
+    const Milliwatts old = ledger_.rack_cap(*r);
     ledger_.SetRackCap(*r, cap);
-  } else if (std::optional<PowerDomainId> p = topology_->FindPowerDomain(name)) {
-    ledger_.SetPowerDomainCap(*p, cap);
-  } else {
-    return absl::NotFoundError(absl::StrCat("no rack or power domain named \"", name, "\""));
+    return PersistLocked([&] { ledger_.SetRackCap(*r, old); });
   }
-  return absl::OkStatus();
+  if (std::optional<PowerDomainId> p = topology_->FindPowerDomain(name)) {
+    const Milliwatts old = ledger_.power_domain_cap(*p);
+    ledger_.SetPowerDomainCap(*p, cap);
+    return PersistLocked([&] { ledger_.SetPowerDomainCap(*p, old); });
+  }
+  return absl::NotFoundError(absl::StrCat("no rack or power domain named \"", name, "\""));
 }
 
 absl::Status ExtenderService::SetNodeHealth(const std::string& name, NodeHealth health,
@@ -217,12 +230,15 @@ absl::Status ExtenderService::SetNodeHealth(const std::string& name, NodeHealth 
                                                      " (0..", gpus - 1, ")"));
     }
   }
-  operator_health_[*node] = health;
-  RefreshHealth(*node);
-  for (int g = 0; g < gpus; ++g) {
-    ledger_.SetGpuFailed(*node, g, std::find(failed_gpus.begin(), failed_gpus.end(), g) != failed_gpus.end());
-  }
-  return absl::OkStatus();
+  const NodeHealth old_health = operator_health_[*node];
+  const GpuMask old_failed = ledger_.failed_gpus(*node);
+  auto set = [&](NodeHealth h, auto failed) {
+    operator_health_[*node] = h;
+    RefreshHealth(*node);
+    for (int g = 0; g < gpus; ++g) ledger_.SetGpuFailed(*node, g, failed(g));
+  };
+  set(health, [&](int g) { return std::find(failed_gpus.begin(), failed_gpus.end(), g) != failed_gpus.end(); });
+  return PersistLocked([&] { set(old_health, [&](int g) { return (old_failed >> g) & 1; }); });
 }
 
 StateSnapshot ExtenderService::Snapshot() const {

@@ -2,6 +2,7 @@
 #include "grpc_service.h"
 
 #include "kube_config.h"
+#include "rackwise/named_request.h"
 
 #include <bit>
 #include <chrono>
@@ -46,32 +47,21 @@ class Timer {
 }  // namespace
 
 absl::StatusOr<PlacementRequest> RequestFromProto(const Topology& topology, const v1::PlacementRequest& p) {
-  PlacementRequest r;
-  r.id = p.id();
-  if (p.gpus() < 1 || p.gpus() > 1'000'000) return absl::InvalidArgumentError("request.gpus: must be in 1..1000000");
-  r.gpus = static_cast<int>(p.gpus());
-  if (p.gpus_per_node() > static_cast<uint32_t>(kMaxGpusPerNode)) {
-    return absl::InvalidArgumentError(absl::StrCat("request.gpus_per_node: at most ", kMaxGpusPerNode));
-  }
-  r.gpus_per_node = static_cast<int>(p.gpus_per_node());
+  NamedRequest named;
+  named.id = p.id();
+  named.gpus = p.gpus();
+  named.gpus_per_node = p.gpus_per_node();
   switch (p.locality()) {
-    case v1::LOCALITY_REQUIRED: r.locality = Locality::kRequired; break;
-    case v1::LOCALITY_PREFERRED: r.locality = Locality::kPreferred; break;
-    case v1::LOCALITY_NONE: r.locality = Locality::kNone; break;
+    case v1::LOCALITY_REQUIRED: named.locality = Locality::kRequired; break;
+    case v1::LOCALITY_PREFERRED: named.locality = Locality::kPreferred; break;
+    case v1::LOCALITY_NONE: named.locality = Locality::kNone; break;
     default: break;
   }
-  if (!(p.watts_per_gpu() >= 0)) return absl::InvalidArgumentError("request.watts_per_gpu: must be >= 0");
-  r.watts_per_gpu = p.watts_per_gpu();
-  for (const std::string& n : p.allowed_nodes()) {
-    std::optional<NodeId> id = topology.FindNode(n);
-    if (!id) return absl::InvalidArgumentError(absl::StrCat("request.allowed_nodes: unknown node \"", n, "\""));
-    r.allowed_nodes.push_back(*id);
-  }
-  for (const std::string& n : p.excluded_nodes()) {
-    std::optional<NodeId> id = topology.FindNode(n);
-    if (!id) return absl::InvalidArgumentError(absl::StrCat("request.excluded_nodes: unknown node \"", n, "\""));
-    r.excluded_nodes.push_back(*id);
-  }
+  named.watts_per_gpu = p.watts_per_gpu();  // bounded by the core (CheckWattsPerGpu, the node types' floors)
+  named.allowed_nodes.assign(p.allowed_nodes().begin(), p.allowed_nodes().end());
+  named.excluded_nodes.assign(p.excluded_nodes().begin(), p.excluded_nodes().end());
+  absl::StatusOr<PlacementRequest> r = ResolveRequest(topology, named);
+  if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("request.", r.status().message()));
   return r;
 }
 
@@ -81,9 +71,7 @@ void OutcomeToProto(const Topology& topology, const PlacementOutcome& outcome, v
     for (const NodeGpus& ng : d->nodes) {
       v1::NodeGpus* n = out->add_nodes();
       n->set_node(topology.nodes()[ng.node].name);
-      for (int i = 0; i < kMaxGpusPerNode; ++i) {
-        if (ng.gpus & (GpuMask{1} << i)) n->add_gpus(i);
-      }
+      for (int gpu : GpuIndices(ng.gpus)) n->add_gpus(gpu);
     }
     out->set_domains(d->domains);
     out->set_min_domains(d->min_domains);

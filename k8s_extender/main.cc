@@ -17,6 +17,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_sync.h"
+#include "state_file.h"
 #include "rackwise/cluster_description.h"
 #ifdef RACKWISE_HAVE_GRPC
 #include "grpc_service.h"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   using namespace rackwise;
   using namespace rackwise::k8s;
   CLI::App app{"rackwise-extender: kube-scheduler extender and gRPC placement service"};
+  std::string state_file;
   std::string cluster, listen = "0.0.0.0:8888", grpc_listen = "0.0.0.0:8889", kubeconfig;
   std::string tls_cert, tls_key, client_ca, grpc_cert, grpc_key, grpc_admin_ca, admin_token_file;
   std::vector<std::string> admin_cns;
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
   size_t max_body = 64u << 20, candidate_cache = ExtenderOptions{}.candidate_cache_entries;
   int threads = 32, read_timeout_ms = 5000;
   app.add_option("--cluster", cluster, "cluster description (rackwise.yaml)")->required();
+  app.add_option("--state-file", state_file,
+                 "where caps, health and allocations set over gRPC are saved and read back after a restart "
+                 "(default: beside --cluster, NAME.state.yaml)");
   app.add_option("--listen", listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
   app.add_option("--grpc-listen", grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
@@ -109,6 +114,14 @@ int main(int argc, char** argv) {
   options.reservation_ttl_ms = static_cast<int64_t>(reservation_ttl_s * 1000);
   options.candidate_cache_entries = candidate_cache;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
+  if (state_file.empty()) state_file = DefaultStateFile(cluster);
+  absl::StatusOr<v1::ClusterState> restored = AttachStateFile(state_file, *description, &service);
+  if (!restored.ok()) {
+    Log(absl::StrCat("operator state ", state_file, ": ", restored.status().message()));
+    return 1;
+  }
+  Log(absl::StrCat("operator state ", state_file, ": ", restored->allocations_size(), " allocations, ",
+                   restored->nodes_size(), " node overrides, ", restored->caps_size(), " caps restored"));
   if (!client) service.SetSynced(true);
 
   HttpServerOptions http;

@@ -10,6 +10,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/locality.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -121,25 +123,19 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod) {
   info.gpus = static_cast<int>(gpus);
 
   if (std::string v = MetaValue(meta, kNvlinkAnnotation); !v.empty()) {
-    std::string l = absl::AsciiStrToLower(absl::StripAsciiWhitespace(v));
-    if (l == "required") {
-      info.locality = Locality::kRequired;
-    } else if (l == "preferred") {
-      info.locality = Locality::kPreferred;
-    } else if (l == "none") {
-      info.locality = Locality::kNone;
-    } else {
+    info.locality = ParseLocality(v);
+    if (!info.locality) {
       return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kNvlinkAnnotation, "]: \"", v,
-                                                     "\" is not one of required, preferred, none"));
+                                                     "\" is not one of ", kLocalityChoices));
     }
   }
   if (std::string v = MetaValue(meta, kGpuWattsAnnotation); !v.empty()) {
-    double w = 0;
-    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(v), &w) || !std::isfinite(w) || w <= 0 || w > 100'000) {
-      return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kGpuWattsAnnotation, "]: \"", v,
-                                                     "\" is not a number of watts in (0, 100000]"));
+    absl::StatusOr<double> w = ParseWattsPerGpu(v);
+    if (!w.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata.annotations[", kGpuWattsAnnotation, "]: ", w.status().message()));
     }
-    info.watts_per_gpu = w;
+    info.watts_per_gpu = *w;
   }
 
   // Groups.

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
+
 namespace rackwise::k8s {
 namespace {
 
@@ -44,6 +47,30 @@ TEST(PodSpec, Annotations) {
   EXPECT_DOUBLE_EQ(p->watts_per_gpu, 550);
   EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/nvlink":"always"})", "[]")).ok());
   EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/gpu-watts":"-3"})", "[]")).ok());
+}
+
+// The annotation goes through the core's bounds (rackwise/power_bounds.h): extreme, tiny and malformed watts
+// are refused naming the annotation; what passes is a sane number of watts, never a free job.
+TEST(PodSpec, GpuWattsAnnotationIsBounded) {
+  for (const char* text : {"0", "0.001", "4.9e-324", "1e-310", "-0", "nan", "inf", "-inf", "1e300", "-5", "1e17",
+                           "9223372036854775807", "18446744073709551616", "99999999999999999999999999", "1e999",
+                           "10000.001", "100000", "0x10", "700W", "", " ", "1", "700", " 450.5 ", "10000"}) {
+    auto p = ParsePod(Pod(absl::StrCat(R"(,"annotations":{"rackwise.io/gpu-watts":")", text, "\"}"),
+                          R"([{"resources":{"limits":{"nvidia.com/gpu":"8"}}}])"));
+    if (!p.ok()) {
+      EXPECT_NE(p.status().message().find("rackwise.io/gpu-watts"), std::string::npos) << text << p.status();
+      continue;
+    }
+    const bool absent = std::string(text).find_first_not_of(' ') == std::string::npos;
+    if (absent) {
+      EXPECT_EQ(p->watts_per_gpu, 0) << text;
+    } else {
+      EXPECT_GE(p->watts_per_gpu, kMinWattsPerGpu) << text;
+      EXPECT_LE(p->watts_per_gpu, kMaxWattsPerGpu) << text;
+    }
+  }
+  EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/gpu-watts":"0.001"})", "[]")).ok());
+  EXPECT_FALSE(ParsePod(Pod(R"(,"annotations":{"rackwise.io/gpu-watts":"1e300"})", "[]")).ok());
 }
 
 TEST(PodSpec, RackwiseGroup) {

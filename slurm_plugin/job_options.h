@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "rackwise/locality.h"
 #include "rackwise/placement_policy.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise::slurm {
 
 inline constexpr char kNvlinkEnv[] = "RACKWISE_NVLINK";
 inline constexpr char kGpuWattsEnv[] = "RACKWISE_GPU_WATTS";
-inline constexpr double kMaxGpuWatts = 100000;  // a sanity bound; administrators set the real one in the policy
 
 struct JobOptions {
   std::optional<Locality> locality;  // unset: the policy's default
@@ -26,7 +27,8 @@ struct JobOptions {
 
 // "required" | "preferred" | "none" (case-insensitive). Anything else: InvalidArgument naming the option.
 absl::StatusOr<Locality> ParseNvlink(std::string_view value);
-// A positive number of watts, at most kMaxGpuWatts ("700", "700.5"). Anything else: InvalidArgument.
+// A number of watts within the core's bounds (rackwise/power_bounds.h: ParseWattsPerGpu), such as "700" or
+// "700.5". Anything else: InvalidArgument naming the option.
 absl::StatusOr<double> ParseGpuWatts(std::string_view value);
 
 // Reads the options from "NAME=value" entries (a job's spank_job_env). Unknown names are ignored; a malformed
@@ -34,6 +36,6 @@ absl::StatusOr<double> ParseGpuWatts(std::string_view value);
 // environment was set some other way).
 absl::StatusOr<JobOptions> ParseJobEnv(const std::vector<std::string_view>& env);
 
-const char* LocalityName(Locality locality);
+using rackwise::LocalityName;  // the core's spelling (rackwise/locality.h)
 
 }  // namespace rackwise::slurm

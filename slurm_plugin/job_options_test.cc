@@ -24,7 +24,7 @@ TEST(ParseNvlink, RejectsAnythingElseNamingTheOption) {
 TEST(ParseGpuWatts, AcceptsPositiveWattsWithinBound) {
   EXPECT_DOUBLE_EQ(*ParseGpuWatts("700"), 700);
   EXPECT_DOUBLE_EQ(*ParseGpuWatts("450.5"), 450.5);
-  EXPECT_DOUBLE_EQ(*ParseGpuWatts("100000"), 100000);
+  EXPECT_DOUBLE_EQ(*ParseGpuWatts("10000"), 10000);  // kMaxWattsPerGpu, the core's bound
 }
 
 TEST(ParseGpuWatts, RejectsNonsense) {
@@ -32,6 +32,26 @@ TEST(ParseGpuWatts, RejectsNonsense) {
     absl::StatusOr<double> got = ParseGpuWatts(bad);
     ASSERT_FALSE(got.ok()) << bad;
     EXPECT_NE(got.status().message().find("--gpu-watts"), std::string_view::npos) << bad;
+  }
+}
+
+// --gpu-watts goes through the core's bounds (rackwise/power_bounds.h), as the pod annotation does: extreme,
+// tiny and malformed values are refused naming the option; what passes is sane, never a free job.
+TEST(ParseGpuWatts, ExtremesAreRefusedBothAtSubmitAndInSlurmctld) {
+  for (const char* text : {"0", "0.001", "4.9e-324", "1e-310", "-0", "nan", "inf", "-inf", "1e300", "-5", "1e17",
+                           "9223372036854775807", "18446744073709551616", "99999999999999999999999999", "1e999",
+                           "10000.001", "100000", "0x10", "700W", " ", "1", "700", " 450.5 ", "10000"}) {
+    absl::StatusOr<double> watts = ParseGpuWatts(text);
+    const std::string entry = std::string("RACKWISE_GPU_WATTS=") + text;
+    absl::StatusOr<JobOptions> env = ParseJobEnv({entry});
+    ASSERT_EQ(watts.ok(), env.ok()) << text;
+    if (!watts.ok()) {
+      EXPECT_NE(watts.status().message().find("--gpu-watts"), std::string_view::npos) << text;
+      continue;
+    }
+    EXPECT_GE(*watts, kMinWattsPerGpu) << text;
+    EXPECT_LE(*watts, kMaxWattsPerGpu) << text;
+    EXPECT_EQ(env->watts_per_gpu, *watts) << text;
   }
 }
 

@@ -3,6 +3,7 @@
 // index lists, GRES bitmaps as GpuMasks, the GPU entries of a GRES list, a node's health.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,14 +43,7 @@ inline GpuMask BitsToMask(bitstr_t* bits) {
 // The lowest `count` GPUs of `free`: used when GRES are counted without device files, so that the ledger
 // still sees distinct GPUs.
 inline GpuMask LowestBits(GpuMask free, uint64_t count) {
-  GpuMask out = 0;
-  for (int g = 0; g < kMaxGpusPerNode && count > 0; ++g) {
-    if (free & (GpuMask{1} << g)) {
-      out |= GpuMask{1} << g;
-      --count;
-    }
-  }
-  return out;
+  return LowestGpus(free, static_cast<int64_t>(std::min<uint64_t>(count, kMaxGpusPerNode)));
 }
 
 template <typename Fn>

@@ -8,19 +8,11 @@
 #include "command.h"
 #include "decision_format.h"
 #include "placement_session.h"
+#include "rackwise/locality.h"
 #include "rackwise/placer.h"
 
 namespace rackwise::cli {
 namespace {
-
-const char* LocalityName(Locality l) {
-  switch (l) {
-    case Locality::kRequired: return "required";
-    case Locality::kNone: return "none";
-    case Locality::kPreferred: break;
-  }
-  return "preferred";
-}
 
 nlohmann::json RackTable(const Ledger& l, const PlacementRequest& r, std::string* text) {
   const Topology& t = l.topology();

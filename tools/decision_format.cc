@@ -9,11 +9,7 @@
 
 namespace rackwise::cli {
 
-std::string GpuList(GpuMask mask) {
-  std::vector<int> idx;
-  for (GpuMask m = mask; m; m &= m - 1) idx.push_back(std::countr_zero(m));
-  return absl::StrJoin(idx, ",");
-}
+std::string GpuList(GpuMask mask) { return absl::StrJoin(GpuIndices(mask), ","); }
 
 nlohmann::json DecisionToJson(const Topology& t, const PlacementDecision& d) {
   nlohmann::json out;
@@ -22,9 +18,7 @@ nlohmann::json DecisionToJson(const Topology& t, const PlacementDecision& d) {
   for (const NodeGpus& ng : d.nodes) {
     const std::string& name = t.nodes()[ng.node].name;
     out["nodes"].push_back(name);
-    nlohmann::json idx = nlohmann::json::array();
-    for (GpuMask m = ng.gpus; m; m &= m - 1) idx.push_back(std::countr_zero(m));
-    out["gpus"][name] = idx;
+    out["gpus"][name] = GpuIndices(ng.gpus);
   }
   out["domains"] = d.domains;
   out["min_domains"] = d.min_domains;

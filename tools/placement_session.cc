@@ -7,6 +7,8 @@
 #include "rackwise/cluster_description.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise/hostlist.h"
+#include "rackwise/locality.h"
+#include "rackwise/named_request.h"
 #include "rackwise/placer.h"
 
 namespace rackwise::cli {
@@ -80,46 +82,36 @@ std::optional<Session> LoadSession(const SessionFlags& flags) {
 
 namespace {
 
-bool ResolveNodes(const std::string& hostlist, const Topology& t, const char* flag, std::vector<NodeId>* out) {
-  if (hostlist.empty()) return true;
-  absl::StatusOr<std::vector<std::string>> names = ExpandHostlist(hostlist);
-  if (!names.ok()) {
-    std::fprintf(stderr, "rackwise: %s: %s\n", flag, std::string(names.status().message()).c_str());
-    return false;
+// The CLI's flag for a field of NamedRequest, so that errors name what the user typed.
+std::string FlagOf(std::string_view message) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"allowed_nodes:", "--nodes:"}, {"excluded_nodes:", "--exclude:"}, {"node_type:", "--node-type:"},
+      {"gpus_per_node:", "--gpus-per-node:"}, {"gpus:", "--gpus:"}};
+  for (const auto& [field, flag] : kFlags) {
+    if (message.substr(0, field.size()) == field) return std::string(flag) + std::string(message.substr(field.size()));
   }
-  for (const std::string& name : *names) {
-    std::optional<NodeId> n = t.FindNode(name);
-    if (!n) {
-      std::fprintf(stderr, "rackwise: %s: no node named '%s' in the cluster\n", flag, name.c_str());
-      return false;
-    }
-    out->push_back(*n);
-  }
-  return true;
+  return std::string(message);
 }
 
 }  // namespace
 
 std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology& t) {
-  PlacementRequest r;
-  r.id = job.id;
-  r.gpus = job.gpus;
-  r.gpus_per_node = job.gpus_per_node;
-  r.watts_per_gpu = job.watts_per_gpu;
-  r.waited_seconds = job.waited_s;
-  if (job.locality == "required") r.locality = Locality::kRequired;
-  if (job.locality == "preferred") r.locality = Locality::kPreferred;
-  if (job.locality == "none") r.locality = Locality::kNone;
-  if (!job.node_type.empty()) {
-    r.node_type = t.FindNodeType(job.node_type);
-    if (!r.node_type) {
-      std::fprintf(stderr, "rackwise: --node-type: no node type named '%s'\n", job.node_type.c_str());
-      return std::nullopt;
-    }
+  NamedRequest named;
+  named.id = job.id;
+  named.gpus = job.gpus;
+  named.gpus_per_node = job.gpus_per_node;
+  named.watts_per_gpu = job.watts_per_gpu;
+  named.waited_seconds = job.waited_s;
+  if (!job.locality.empty()) named.locality = ParseLocality(job.locality);  // CLI11 checked it is one of the three
+  named.node_type = job.node_type;
+  if (!job.nodes.empty()) named.allowed_nodes.push_back(job.nodes);
+  if (!job.exclude.empty()) named.excluded_nodes.push_back(job.exclude);
+  absl::StatusOr<PlacementRequest> r = ResolveRequest(t, named);
+  if (!r.ok()) {
+    std::fprintf(stderr, "rackwise: %s\n", FlagOf(r.status().message()).c_str());
+    return std::nullopt;
   }
-  if (!ResolveNodes(job.nodes, t, "--nodes", &r.allowed_nodes)) return std::nullopt;
-  if (!ResolveNodes(job.exclude, t, "--exclude", &r.excluded_nodes)) return std::nullopt;
-  return r;
+  return *std::move(r);
 }
 
 std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::string& command,

@@ -4,11 +4,11 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise {
-namespace {
 
-NodeHealth HealthFromProto(v1::NodeHealth h) {
+NodeHealth NodeHealthFromProto(v1::NodeHealth h) {
   switch (h) {
     case v1::NODE_HEALTH_DRAINED: return NodeHealth::kDrained;
     case v1::NODE_HEALTH_DOWN: return NodeHealth::kDown;
@@ -16,7 +16,7 @@ NodeHealth HealthFromProto(v1::NodeHealth h) {
   }
 }
 
-v1::NodeHealth HealthToProto(NodeHealth h) {
+v1::NodeHealth NodeHealthToProto(NodeHealth h) {
   switch (h) {
     case NodeHealth::kDrained: return v1::NODE_HEALTH_DRAINED;
     case NodeHealth::kDown: return v1::NODE_HEALTH_DOWN;
@@ -25,14 +25,12 @@ v1::NodeHealth HealthToProto(NodeHealth h) {
   return v1::NODE_HEALTH_UP;
 }
 
-}  // namespace
-
 absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
   const Topology& t = ledger->topology();
   for (const v1::NodeStatus& ns : state.nodes()) {
     std::optional<NodeId> n = t.FindNode(ns.node());
     if (!n) return absl::InvalidArgumentError(absl::StrCat("state names unknown node '", ns.node(), "'"));
-    ledger->SetNodeHealth(*n, HealthFromProto(ns.health()));
+    ledger->SetNodeHealth(*n, NodeHealthFromProto(ns.health()));
     for (uint32_t gpu : ns.failed_gpus()) {
       if (gpu >= static_cast<uint32_t>(t.nodes()[*n].gpus))
         return absl::InvalidArgumentError(absl::StrCat("node ", ns.node(), " has no GPU ", gpu));
@@ -40,6 +38,8 @@ absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
     }
   }
   for (const v1::CapOverride& cap : state.caps()) {
+    if (absl::Status s = CheckCapKw(cap.power_cap_kw()); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("cap override '", cap.name(), "': ", s.message()));
     const Milliwatts mw = WattsToMilliwatts(cap.power_cap_kw() * 1000.0);
     if (std::optional<RackId> r = t.FindRack(cap.name())) {
       ledger->SetRackCap(*r, mw);
@@ -50,6 +50,8 @@ absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
     }
   }
   for (const v1::Allocation& a : state.allocations()) {
+    if (absl::Status s = CheckWattsPerGpu(a.watts_per_gpu()); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), ": ", s.message()));
     Allocation out;
     out.id = a.id();
     out.per_gpu = WattsToMilliwatts(a.watts_per_gpu());
@@ -79,15 +81,15 @@ v1::ClusterState CaptureClusterState(const Ledger& ledger) {
     for (const NodeGpus& ng : a->nodes) {
       v1::NodeGpus* png = pa->add_nodes();
       png->set_node(t.nodes()[ng.node].name);
-      for (GpuMask m = ng.gpus; m; m &= m - 1) png->add_gpus(static_cast<uint32_t>(std::countr_zero(m)));
+      for (int gpu : GpuIndices(ng.gpus)) png->add_gpus(static_cast<uint32_t>(gpu));
     }
   }
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     if (ledger.node_health(n) == NodeHealth::kUp && ledger.failed_gpus(n) == 0) continue;
     v1::NodeStatus* ns = out.add_nodes();
     ns->set_node(t.nodes()[n].name);
-    ns->set_health(HealthToProto(ledger.node_health(n)));
-    for (GpuMask m = ledger.failed_gpus(n); m; m &= m - 1) ns->add_failed_gpus(static_cast<uint32_t>(std::countr_zero(m)));
+    ns->set_health(NodeHealthToProto(ledger.node_health(n)));
+    for (int gpu : GpuIndices(ledger.failed_gpus(n))) ns->add_failed_gpus(static_cast<uint32_t>(gpu));
   }
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     if (ledger.rack_cap(r) == t.racks()[r].cap) continue;

@@ -17,7 +17,6 @@
 namespace rackwise {
 namespace {
 
-constexpr uint32_t kMaxGpusPerNode = 64;
 constexpr double kEpsilonKw = 1e-9;
 
 std::string Kw(double kw) { return absl::StrCat(std::round(kw * 1000.0) / 1000.0, " kW"); }
@@ -84,6 +83,14 @@ class Checker {
     return true;
   }
 
+  // A bound from power_bounds.h: reports `what` above `max` (in `unit`). NaN and negatives are CheckAmount's.
+  void CheckAtMost(const std::string& path, const std::string& what, double value, double max, const char* unit) {
+    if (std::isfinite(value) && value > max) {
+      Report(path, absl::StrCat(what, " must be at most ", static_cast<int64_t>(max), " ", unit,
+                                " (a physical bound), got ", value));
+    }
+  }
+
   // The name of element `i` of `list` ("racks"): reports a missing or repeated one. `first` maps each name to
   // the index that used it first. Returns true when the name is present and new.
   bool CheckName(const std::string& list, int i, const std::string& kind, const std::string& name,
@@ -111,7 +118,7 @@ class Checker {
         // already reported by the mapper
       } else if (t.gpus() == 0 && !lines_.Has(p + ".gpus")) {
         Report(p, absl::StrCat(who, ": missing 'gpus' (GPUs per node)"));
-      } else if (t.gpus() < 1 || t.gpus() > kMaxGpusPerNode) {
+      } else if (t.gpus() < 1 || t.gpus() > static_cast<uint32_t>(kMaxGpusPerNode)) {
         Report(p + ".gpus", absl::StrCat(who, ": gpus must be between 1 and ", kMaxGpusPerNode, ", got ", t.gpus()));
       }
       if (t.nvlink() == v1::NVLINK_SCOPE_UNSPECIFIED && !lines_.Rejected(p + ".nvlink")) {
@@ -119,12 +126,20 @@ class Checker {
       } else if (!v1::NvlinkScope_IsValid(t.nvlink())) {
         Report(p + ".nvlink", absl::StrCat(who, ": unknown nvlink value ", static_cast<int>(t.nvlink())));
       }
-      CheckAmount(p + ".gpu_watts", who + ": gpu_watts", t.gpu_watts());
+      if (CheckAmount(p + ".gpu_watts", who + ": gpu_watts", t.gpu_watts()))
+        CheckAtMost(p + ".gpu_watts", who + ": gpu_watts", t.gpu_watts(), kMaxWattsPerGpu, "W");
       bool node_ok = CheckRequiredPositive(p, "node_watts", who, "(the whole node at full load)", t.node_watts());
+      if (node_ok) CheckAtMost(p + ".node_watts", who + ": node_watts", t.node_watts(), kMaxNodeWatts, "W");
       bool idle_ok = CheckRequiredPositive(p, "idle_watts", who, "(the whole node idle)", t.idle_watts());
       if (node_ok && idle_ok && t.idle_watts() > t.node_watts()) {
         Report(p + ".idle_watts",
                absl::StrCat(who, ": idle_watts (", t.idle_watts(), ") is above node_watts (", t.node_watts(), ")"));
+      } else if (node_ok && idle_ok && t.gpus() >= 1 &&
+                 t.node_watts() - t.idle_watts() < kMinWattsPerGpu * static_cast<double>(t.gpus())) {
+        // Otherwise an allocated GPU would cost (next to) nothing by default: a job could run for free.
+        Report(p + ".node_watts", absl::StrCat(who, ": node_watts (", t.node_watts(), ") must exceed idle_watts (",
+                                               t.idle_watts(), ") by at least ", kMinWattsPerGpu,
+                                               " W per GPU (what the GPUs add at full load)"));
       }
     }
   }
@@ -186,7 +201,8 @@ class Checker {
   }
 
   void CheckCap(const std::string& p, const std::string& who, double cap) {
-    CheckRequiredPositive(p, "power_cap_kw", who, "", cap);
+    if (CheckRequiredPositive(p, "power_cap_kw", who, "", cap))
+      CheckAtMost(p + ".power_cap_kw", who + ": power_cap_kw", cap, kMaxCapKw, "kW");
   }
 
   void CheckRacks() {
@@ -365,6 +381,14 @@ class Checker {
     CheckAmount("policy.preferred_wait_s", "policy: preferred_wait_s", policy.preferred_wait_s());
     bool min_ok = CheckAmount("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu());
     bool max_ok = CheckAmount("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu());
+    if (min_ok) {
+      CheckAtMost("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu(),
+                  kMaxWattsPerGpu, "W");
+    }
+    if (max_ok) {
+      CheckAtMost("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu(),
+                  kMaxWattsPerGpu, "W");
+    }
     if (min_ok && max_ok && policy.max_watts_per_gpu() > 0 && policy.min_watts_per_gpu() > policy.max_watts_per_gpu()) {
       Report("policy.min_watts_per_gpu",
              absl::StrCat("policy: min_watts_per_gpu (", policy.min_watts_per_gpu(), ") is above max_watts_per_gpu (",

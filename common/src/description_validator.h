@@ -10,14 +10,12 @@
 #include <vector>
 
 #include "rackwise/diagnostic.h"
+#include "rackwise/power_bounds.h"
 #include "rackwise/v1/cluster.pb.h"
 #include "yaml_to_proto.h"
 
 namespace rackwise {
 
-// A whole cluster may hold at most this many nodes (far above any real cluster: a guard against hostile
-// hostlists, not a product limit).
-inline constexpr size_t kMaxClusterNodes = 262'144;
 
 // Appends a diagnostic for every rule `description` breaks. `lines` says where each field came from; when it
 // is empty (a description built in memory), diagnostics carry line 0. Returns true when nothing is wrong.

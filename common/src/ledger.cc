@@ -10,8 +10,6 @@
 namespace rackwise {
 namespace {
 
-GpuMask FullMask(int gpus) { return gpus >= 64 ? ~GpuMask{0} : (GpuMask{1} << gpus) - 1; }
-
 std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
 
 }  // namespace
@@ -58,14 +56,27 @@ Ledger::Ledger(const Topology& topology) : topology_(&topology) {
   }
 }
 
+// A declared draw below the type's floor (only recovery lets one in) is charged at the floor: no job is free.
 Milliwatts Ledger::PerGpu(const Allocation& allocation, NodeId node) const {
-  return allocation.per_gpu > 0 ? allocation.per_gpu : topology_->type_of(node).per_gpu;
+  const NodeType& type = topology_->type_of(node);
+  return allocation.per_gpu > 0 ? std::max(allocation.per_gpu, type.min_per_gpu) : type.per_gpu;
 }
 
 absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
+  if (const Allocation* existing = Find(a.id); existing != nullptr && *existing == a) return absl::OkStatus();
+  if (absl::Status s = Check(a, mode); !s.ok()) return s;
+  Apply(a, +1);
+  allocations_.emplace(a.id, a);
+  return absl::OkStatus();
+}
+
+absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
   if (a.id.empty()) return absl::InvalidArgumentError("allocation has no id");
   if (a.nodes.empty()) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, " holds no node"));
-  if (a.per_gpu < 0) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": negative watts per GPU"));
+  // Bounded here, where run-time values enter the milliwatt sums (see power_bounds.h for why they cannot overflow).
+  if (a.per_gpu < 0 || a.per_gpu > WattsToMilliwatts(kMaxWattsPerGpu))
+    return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": watts per GPU ", MilliwattsToWatts(a.per_gpu),
+                                                   " is outside 0..", kMaxWattsPerGpu));
   if (const Allocation* existing = Find(a.id)) {
     if (*existing == a) return absl::OkStatus();
     return absl::AlreadyExistsError(absl::StrCat("allocation ", a.id, " is already held with other GPUs"));
@@ -79,7 +90,7 @@ absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
       return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": unknown node id ", ng.node));
     const Node& node = nodes[ng.node];
     if (ng.gpus == 0) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": no GPU on ", node.name));
-    if (ng.gpus & ~FullMask(node.gpus))
+    if (ng.gpus & ~FullGpuMask(node.gpus))
       return absl::InvalidArgumentError(
           absl::StrCat("allocation ", a.id, ": GPU index beyond ", node.gpus, " on ", node.name));
     for (size_t j = 0; j < i; ++j)
@@ -96,6 +107,12 @@ absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
       if (failed_[ng.node] & ng.gpus)
         return absl::FailedPreconditionError(absl::StrCat(
             "allocation ", a.id, ": GPU ", std::countr_zero(failed_[ng.node] & ng.gpus), " on ", node.name, " has failed"));
+      const NodeType& type = topology_->type_of(ng.node);
+      if (a.per_gpu > 0 && (a.per_gpu < type.min_per_gpu || a.per_gpu > type.max_per_gpu))
+        return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": ", MilliwattsToWatts(a.per_gpu),
+                                                       " W per GPU is outside what ", type.name, " takes (",
+                                                       MilliwattsToWatts(type.min_per_gpu), "..",
+                                                       MilliwattsToWatts(type.max_per_gpu), " W)"));
     }
     rack_add[node.rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
   }
@@ -116,8 +133,6 @@ absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
                          Kw(add), ", ", Kw(std::max<Milliwatts>(0, pd_cap_[pd] - counted_power_domain_draw(pd))), " left"));
     }
   }
-  Apply(a, +1);
-  allocations_.emplace(a.id, a);
   return absl::OkStatus();
 }
 
@@ -189,8 +204,13 @@ void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
   Reindex(node);
 }
 
-void Ledger::SetRackCap(RackId rack, Milliwatts cap) { rack_cap_[rack] = std::max<Milliwatts>(0, cap); }
-void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) { pd_cap_[domain] = std::max<Milliwatts>(0, cap); }
+// Clamped to the bounds of power_bounds.h: faces check caps with CheckCapKw first, and the ledger's sums stay
+// exact whatever a caller passes.
+Milliwatts Ledger::BoundedCap(Milliwatts cap) {
+  return std::clamp<Milliwatts>(cap, 0, WattsToMilliwatts(kMaxCapKw * 1000.0));
+}
+void Ledger::SetRackCap(RackId rack, Milliwatts cap) { rack_cap_[rack] = BoundedCap(cap); }
+void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) { pd_cap_[domain] = BoundedCap(cap); }
 
 Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
   Milliwatts h = RackRoom(rack, reserve_fraction);
@@ -200,7 +220,7 @@ Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
 
 GpuMask Ledger::free_gpus(NodeId node) const {
   if (health_[node] != NodeHealth::kUp) return 0;
-  return FullMask(topology_->nodes()[node].gpus) & ~allocated_[node] & ~failed_[node];
+  return FullGpuMask(topology_->nodes()[node].gpus) & ~allocated_[node] & ~failed_[node];
 }
 
 int Ledger::free_gpu_count(NodeId node) const { return node_free_[node]; }

@@ -101,14 +101,19 @@ std::optional<NodeReason> Placer::FilterNode(const Ledger& ledger, const Placeme
   return internal::NodeBlock(ledger, request, *setup, node);
 }
 
-void Placer::FilterNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
-                         std::vector<std::optional<NodeReason>>* out) {
+absl::Status Placer::CheckRequest(const Topology& topology, const PlacementRequest& request) {
+  return internal::SetUpRequest(topology, request).status();
+}
+
+absl::Status Placer::FilterNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
+                                 std::vector<std::optional<NodeReason>>* out) {
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
   if (!setup.ok()) {
     out->assign(nodes.size(), NodeReason::kNotAllowed);
-    return;
+    return setup.status();
   }
   internal::NodeBlocks(ledger, request, *setup, nodes, out);
+  return absl::OkStatus();
 }
 
 }  // namespace rackwise

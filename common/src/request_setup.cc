@@ -7,8 +7,31 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise::internal {
+namespace {
+
+// Declared watts must lie within each node type's own limits (its floor is the GPU's idle share, so that no job
+// is free). Types whose limits exclude the watts are dropped (their nodes say "wrong node type"); none left is
+// a malformed request, with every type's floor named.
+absl::Status KeepTypesThatTakeWatts(const Topology& t, double watts, std::vector<NodeTypeId>* types) {
+  if (watts == 0 || types->empty()) return absl::OkStatus();
+  const Milliwatts mw = WattsToMilliwatts(watts);
+  std::string limits;
+  std::erase_if(*types, [&](NodeTypeId type) {
+    const NodeType& nt = t.node_types()[type];
+    absl::StrAppend(&limits, limits.empty() ? "" : ", ", nt.name, " ", MilliwattsToWatts(nt.min_per_gpu), "..",
+                    MilliwattsToWatts(nt.max_per_gpu), " W");
+    return mw < nt.min_per_gpu || mw > nt.max_per_gpu;
+  });
+  if (!types->empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("watts_per_gpu ", watts,
+                                                 " is outside what the job's node types take per GPU (", limits,
+                                                 "; the floor is the GPU's share of idle power)"));
+}
+
+}  // namespace
 
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequest& r) {
   const PlacementPolicy& policy = t.policy();
@@ -18,8 +41,7 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   if (r.gpus_per_node > 0 && r.gpus % r.gpus_per_node != 0)
     return absl::InvalidArgumentError(
         absl::StrCat("gpus (", r.gpus, ") must be a multiple of gpus_per_node (", r.gpus_per_node, ")"));
-  if (!std::isfinite(r.watts_per_gpu) || r.watts_per_gpu < 0)
-    return absl::InvalidArgumentError("watts_per_gpu must be a finite number >= 0");
+  if (absl::Status bad = CheckWattsPerGpu(r.watts_per_gpu); !bad.ok()) return bad;
   if (r.watts_per_gpu > 0 && (r.watts_per_gpu < policy.min_watts_per_gpu || r.watts_per_gpu > policy.max_watts_per_gpu))
     return absl::InvalidArgumentError(absl::StrCat("watts_per_gpu ", r.watts_per_gpu, " is outside the policy's ",
                                                    policy.min_watts_per_gpu, "..", policy.max_watts_per_gpu));
@@ -52,6 +74,7 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   } else {
     for (NodeTypeId i = 0; i < static_cast<NodeTypeId>(t.node_types().size()); ++i) s.types.push_back(i);
   }
+  if (absl::Status bad = KeepTypesThatTakeWatts(t, r.watts_per_gpu, &s.types); !bad.ok()) return bad;
   return s;
 }
 

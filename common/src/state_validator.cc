@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
 #include "description_validator.h"
 
 namespace rackwise {
@@ -73,6 +74,8 @@ class StateChecker {
       if (!std::isfinite(alloc.watts_per_gpu()) || alloc.watts_per_gpu() < 0) {
         Report(p + ".watts_per_gpu",
                absl::StrCat(who, ": watts_per_gpu must be a finite number, not negative, got ", alloc.watts_per_gpu()));
+      } else if (absl::Status bad = CheckWattsPerGpu(alloc.watts_per_gpu()); !bad.ok()) {
+        Report(p + ".watts_per_gpu", absl::StrCat(who, ": ", bad.message()));
       }
       if (alloc.nodes_size() == 0) Report(p, absl::StrCat(who, ": no nodes"));
       absl::flat_hash_set<std::string> nodes_seen;
@@ -147,6 +150,8 @@ class StateChecker {
         Report(p + ".power_cap_kw",
                absl::StrCat("cap override '", cap.name(), "': power_cap_kw must be a finite number, not negative, got ",
                             cap.power_cap_kw()));
+      } else if (absl::Status bad = CheckCapKw(cap.power_cap_kw()); !bad.ok()) {
+        Report(p + ".power_cap_kw", absl::StrCat("cap override '", cap.name(), "': ", bad.message()));
       }
     }
   }

@@ -30,18 +30,43 @@ PlacementPolicy ResolvePolicy(const v1::Policy& p) {
   out.weights.rail_alignment = pick(w.rail_alignment(), out.weights.rail_alignment);
   out.weights.power_headroom = pick(w.power_headroom(), out.weights.power_headroom);
   out.min_watts_per_gpu = p.min_watts_per_gpu();
-  if (p.max_watts_per_gpu() > 0) out.max_watts_per_gpu = p.max_watts_per_gpu();
+  out.max_watts_per_gpu = p.max_watts_per_gpu() > 0 ? p.max_watts_per_gpu() : kMaxWattsPerGpu;
   out.preferred_wait_seconds = std::max(0.0, p.preferred_wait_s());
   return out;
 }
 
 Milliwatts KilowattsToMilliwatts(double kw) { return WattsToMilliwatts(kw * 1000.0); }
 
+// The bounds of power_bounds.h, checked again here because Build is where numbers become milliwatts: a
+// description that skipped validation must not overflow the ledger either.
+absl::Status CheckNodeTypeWatts(const v1::NodeType& nt) {
+  if (!std::isfinite(nt.node_watts()) || !std::isfinite(nt.idle_watts()) || nt.idle_watts() < 0 ||
+      nt.node_watts() < nt.idle_watts())
+    return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": need 0 <= idle_watts <= node_watts"));
+  if (nt.node_watts() > kMaxNodeWatts || !(nt.gpu_watts() >= 0 && nt.gpu_watts() <= kMaxWattsPerGpu))
+    return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": node_watts at most ", kMaxNodeWatts,
+                                                   " W and gpu_watts at most ", kMaxWattsPerGpu, " W"));
+  if (nt.node_watts() - nt.idle_watts() < kMinWattsPerGpu * nt.gpus())
+    return absl::InvalidArgumentError(
+        absl::StrCat("node type ", nt.name(), ": node_watts must exceed idle_watts by ", kMinWattsPerGpu, " W per GPU"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckCap(const std::string& name, double kw) {
+  if (absl::Status s = CheckCapKw(kw); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
   Topology t;
   t.cluster_name_ = d.cluster();
+  for (double w : {d.policy().min_watts_per_gpu(), d.policy().max_watts_per_gpu()}) {
+    if (!(w >= 0 && w <= kMaxWattsPerGpu))  // NaN too: a floor must never vanish
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy: min_watts_per_gpu and max_watts_per_gpu must be 0..", kMaxWattsPerGpu));
+  }
   t.policy_ = ResolvePolicy(d.policy());
 
   absl::flat_hash_map<std::string, NodeTypeId> type_index;
@@ -50,9 +75,7 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
       return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": gpus must be 1..64"));
     if (nt.nvlink() == v1::NVLINK_SCOPE_UNSPECIFIED)
       return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": nvlink must be node or rack"));
-    if (!std::isfinite(nt.node_watts()) || !std::isfinite(nt.idle_watts()) || nt.idle_watts() < 0 ||
-        nt.node_watts() < nt.idle_watts())
-      return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": need 0 <= idle_watts <= node_watts"));
+    if (absl::Status s = CheckNodeTypeWatts(nt); !s.ok()) return s;
     if (!type_index.emplace(nt.name(), static_cast<NodeTypeId>(t.node_types_.size())).second)
       return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), " defined twice"));
     NodeType out;
@@ -62,6 +85,10 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
     out.idle = WattsToMilliwatts(nt.idle_watts());
     out.per_gpu = WattsToMilliwatts((nt.node_watts() - nt.idle_watts()) / nt.gpus());
     out.gpu_watts = nt.gpu_watts();
+    // The policy may raise the floor under declared watts, never lower it below the GPU's idle share.
+    out.min_per_gpu = WattsToMilliwatts(std::max(
+        t.policy_.min_watts_per_gpu, IdleShareWattsPerGpu(out.gpus, nt.idle_watts(), nt.node_watts(), nt.gpu_watts())));
+    out.max_per_gpu = WattsToMilliwatts(std::min(t.policy_.max_watts_per_gpu, kMaxWattsPerGpu));
     t.node_types_.push_back(std::move(out));
     t.max_gpus_per_node_ = std::max(t.max_gpus_per_node_, static_cast<int>(nt.gpus()));
   }
@@ -71,6 +98,7 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
       return absl::InvalidArgumentError(absl::StrCat("power domain ", pd.name(), " defined twice"));
     PowerDomain out;
     out.name = pd.name();
+    if (absl::Status s = CheckCap(absl::StrCat("power domain ", pd.name()), pd.power_cap_kw()); !s.ok()) return s;
     out.cap = KilowattsToMilliwatts(pd.power_cap_kw());
     t.power_domains_.push_back(std::move(out));
   }
@@ -99,6 +127,7 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
       return absl::InvalidArgumentError(absl::StrCat("rack ", r.name(), " defined twice"));
     Rack rack;
     rack.name = r.name();
+    if (absl::Status s = CheckCap(absl::StrCat("rack ", r.name()), r.power_cap_kw()); !s.ok()) return s;
     rack.cap = KilowattsToMilliwatts(r.power_cap_kw());
     if (!r.power_domain().empty()) {
       auto it = t.power_domain_index_.find(r.power_domain());
@@ -126,6 +155,8 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
       absl::StatusOr<std::vector<std::string>> names = ExpandHostlist(hostlist);
       if (!names.ok())
         return absl::InvalidArgumentError(absl::StrCat("rack ", r.name(), ": ", names.status().message()));
+      if (t.nodes_.size() + names->size() > kMaxClusterNodes)
+        return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxClusterNodes, " nodes in the cluster"));
       for (std::string& name : *names) {
         const NodeId node_id = static_cast<NodeId>(t.nodes_.size());
         if (!t.node_index_.emplace(name, node_id).second)

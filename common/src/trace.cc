@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
 #include "absl/strings/str_format.h"
 #include "trace_csv.h"
 
@@ -15,22 +16,6 @@ namespace rackwise {
 using trace_internal::ParseDouble;
 using trace_internal::ParseInt;
 using trace_internal::SplitFields;
-
-const char* LocalityName(Locality locality) {
-  switch (locality) {
-    case Locality::kRequired: return "required";
-    case Locality::kPreferred: return "preferred";
-    case Locality::kNone: return "none";
-  }
-  return "?";
-}
-
-std::optional<Locality> ParseLocality(std::string_view text) {
-  if (text == "required") return Locality::kRequired;
-  if (text == "preferred") return Locality::kPreferred;
-  if (text == "none") return Locality::kNone;
-  return std::nullopt;
-}
 
 namespace {
 
@@ -142,8 +127,9 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
     }
     if (!field(kWatts).empty()) {
       std::optional<double> w = ParseDouble(field(kWatts));
-      if (!w || *w < 0 || *w > 100'000) {
-        bad(kWatts, "must be watts 0..100000 (0 or empty: the node type's)");
+      if (!w || !CheckWattsPerGpu(*w).ok()) {
+        bad(kWatts, absl::StrCat("must be watts ", kMinWattsPerGpu, "..", kMaxWattsPerGpu,
+                                 " (0 or empty: the node type's)"));
         ok = false;
       } else {
         job.watts_per_gpu = *w;

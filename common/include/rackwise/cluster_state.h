@@ -13,6 +13,10 @@ namespace rackwise {
 // unknown name or a GPU held twice is an error, and then the ledger may hold part of the state.
 absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger);
 
+// The schema's health as the ledger's (unspecified is up) and back.
+NodeHealth NodeHealthFromProto(v1::NodeHealth health);
+v1::NodeHealth NodeHealthToProto(NodeHealth health);
+
 // The ledger's state: allocations (sorted by id), nodes that are not up or have failed GPUs, and caps that
 // differ from the description.
 v1::ClusterState CaptureClusterState(const Ledger& ledger);

@@ -38,10 +38,14 @@ class Ledger {
 
   const Topology& topology() const { return *topology_; }
 
-  // Records an allocation. Errors: InvalidArgument (unknown node, index out of range, a node twice, no GPUs),
+  // Records an allocation. Errors: InvalidArgument (unknown node, index out of range, a node twice, no GPUs,
+  // watts per GPU above kMaxWattsPerGpu or, when enforcing, outside the node type's min_per_gpu..max_per_gpu),
   // AlreadyExists (the id is held with different content), FailedPrecondition (a GPU is held or failed, a node
   // is not up, a cap would be exceeded; each with the rack, domain or node named). Nothing changes on error.
   absl::Status Commit(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce);
+  // Whether Commit would accept the allocation now, with the same error it would return; changes nothing.
+  // Answers "would this fit?" without committing and releasing a probe.
+  absl::Status Check(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce) const;
   // Releases the old allocation with this id (if any) and commits the new one; on error the old one stays.
   absl::Status Replace(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce);
   // Returns false if the id is unknown (which is not an error).
@@ -57,7 +61,7 @@ class Ledger {
   GpuMask failed_gpus(NodeId node) const { return failed_[node]; }
 
   // Caps in force (as described, unless changed here). Lowering a cap below the current draw is allowed: what
-  // runs keeps running, nothing new is placed there until the draw falls.
+  // runs keeps running, nothing new is placed there until the draw falls. Caps are clamped to 0..kMaxCapKw.
   void SetRackCap(RackId rack, Milliwatts cap);
   void SetPowerDomainCap(PowerDomainId domain, Milliwatts cap);
   Milliwatts rack_cap(RackId rack) const { return rack_cap_[rack]; }
@@ -113,6 +117,7 @@ class Ledger {
   absl::Status CheckInvariants() const;
 
  private:
+  static Milliwatts BoundedCap(Milliwatts cap);
   void Apply(const Allocation& allocation, int sign);
   void Reindex(NodeId node);
   Milliwatts PerGpu(const Allocation& allocation, NodeId node) const;

@@ -1,7 +1,7 @@
 // The administrator's tuning of placement, resolved from the description's `policy:` block with defaults.
 #pragma once
 
-#include <limits>
+#include "rackwise/power_bounds.h"
 
 namespace rackwise {
 
@@ -22,8 +22,10 @@ struct PlacementPolicy {
   Locality default_locality = Locality::kPreferred;
   double power_reserve_fraction = 0;  // share of every cap the placer keeps free (the ledger enforces the cap)
   PlacementWeights weights;
+  // Limits on declared watts per GPU. Each node type also has its own floor, the GPU's idle share (see
+  // NodeType::min_per_gpu); the larger of the two applies.
   double min_watts_per_gpu = 0;
-  double max_watts_per_gpu = std::numeric_limits<double>::infinity();
+  double max_watts_per_gpu = kMaxWattsPerGpu;
   // A `preferred` job that has waited less than this is placed as `required` (fewest domains or wait).
   double preferred_wait_seconds = 0;
 };

@@ -37,8 +37,12 @@ class Placer {
 
   // The same for many nodes at once, checking the request once (what kube-scheduler's filter and prioritize
   // verbs need for thousands of nodes per pod). `out` gets one entry per node; kNoId entries are kNotAllowed / 0.
-  static void FilterNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
-                          std::vector<std::optional<NodeReason>>* out);
+  // A malformed request is the InvalidArgument Place would return (and every node kNotAllowed), so that faces
+  // can say what is wrong with it instead of repeating the core's checks.
+  static absl::Status FilterNodes(const Ledger& ledger, const PlacementRequest& request,
+                                  absl::Span<const NodeId> nodes, std::vector<std::optional<NodeReason>>* out);
+  // Whether a request is well formed (the checks Place starts with): OK or InvalidArgument saying what is wrong.
+  static absl::Status CheckRequest(const Topology& topology, const PlacementRequest& request);
   static void ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
                          std::vector<int>* out);
 };

@@ -4,6 +4,8 @@
 // Ids are dense indices into the tables, so the placer can use vectors instead of maps.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +14,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "rackwise/gpu_mask.h"
 #include "rackwise/placement_policy.h"
+#include "rackwise/power_bounds.h"
 #include "rackwise/v1/cluster.pb.h"
 
 namespace rackwise {
@@ -25,12 +29,16 @@ using PowerDomainId = int32_t;
 using ScalableUnitId = int32_t;
 inline constexpr int32_t kNoId = -1;
 
-using GpuMask = uint64_t;  // bit i set = GPU index i; a node has at most 64 GPUs
-inline constexpr int kMaxGpusPerNode = 64;
 
 // Power is kept in integer milliwatts so that adding and releasing allocations is exact.
 using Milliwatts = int64_t;
-inline Milliwatts WattsToMilliwatts(double watts) { return static_cast<Milliwatts>(watts * 1000.0 + 0.5); }
+// Saturates at +-1e18 mW (NaN gives 0) instead of casting an out-of-range double, which is undefined; every
+// input is checked against power_bounds.h first, so saturation never decides anything.
+inline Milliwatts WattsToMilliwatts(double watts) {
+  const double mw = watts * 1000.0 + 0.5;
+  if (std::isnan(mw)) return 0;
+  return static_cast<Milliwatts>(std::clamp(mw, -1e18, 1e18));
+}
 inline double MilliwattsToWatts(Milliwatts mw) { return static_cast<double>(mw) / 1000.0; }
 // What the placer may fill of a cap: the cap less the policy's reserve (the ledger enforces the whole cap).
 inline Milliwatts UsableCap(Milliwatts cap, double reserve_fraction) {
@@ -49,6 +57,10 @@ struct NodeType {
   Milliwatts idle = 0;          // whole node idle
   Milliwatts per_gpu = 0;       // default draw of one allocated GPU: (node_watts - idle_watts) / gpus
   double gpu_watts = 0;         // nameplate, for reports
+  // What a job may declare per GPU here: at least the policy's minimum and the GPU's idle share (see
+  // IdleShareWattsPerGpu), so that no job is free; at most the policy's maximum (kMaxWattsPerGpu when unset).
+  Milliwatts min_per_gpu = 0;
+  Milliwatts max_per_gpu = 0;
 };
 
 struct Node {

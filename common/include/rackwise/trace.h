@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "rackwise/diagnostic.h"
+#include "rackwise/locality.h"  // ParseLocality and LocalityName, used for the locality column
 #include "rackwise/placement_policy.h"
 
 namespace rackwise {
@@ -42,7 +43,5 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path, Diagnos
 // Writes jobs as CSV with kTraceHeader; ParseTrace(TraceToCsv(jobs)) gives the jobs back (with line numbers).
 std::string TraceToCsv(const std::vector<TraceJob>& jobs);
 
-const char* LocalityName(Locality locality);  // "required", "preferred", "none"
-std::optional<Locality> ParseLocality(std::string_view text);
 
 }  // namespace rackwise

@@ -2,6 +2,9 @@
 // admin token; place/release/explain/state/caps/health round-trip through the same ledger as the extender.
 #include <grpcpp/grpcpp.h>
 
+#include <cmath>
+#include <limits>
+
 #include "extender_fixture.h"
 #include "grpc_service.h"
 
@@ -72,6 +75,26 @@ TEST_F(GrpcTest, ReadsNeedNoCredentialChangesNeedTheAdminToken) {
   EXPECT_TRUE(rr.released());
   ASSERT_TRUE(stub_->Release(Ctx(true).get(), rel, &rr).ok());
   EXPECT_FALSE(rr.released());
+}
+
+// SetPowerCap goes through the core's bounds (CheckCapKw): NaN, infinities, negatives and caps above 10 GW are
+// refused and leave the cap as it was; so a cap can never overflow the ledger's milliwatts.
+TEST_F(GrpcTest, PowerCapsOutsideTheBoundsAreRefused) {
+  const double before = service_->WithLedger([](const Ledger& l) { return MilliwattsToWatts(l.rack_cap(0)); });
+  v1::SetPowerCapRequest cap;
+  cap.set_name("b0-r0000");
+  v1::SetPowerCapResponse cr;
+  for (double kw : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                    -1.0, -1e-300, 1e7 * 1.0001, 1e17, 1e300, std::numeric_limits<double>::max()}) {
+    cap.set_power_cap_kw(kw);
+    EXPECT_EQ(stub_->SetPowerCap(Ctx(true).get(), cap, &cr).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << kw;
+    EXPECT_EQ(service_->WithLedger([](const Ledger& l) { return MilliwattsToWatts(l.rack_cap(0)); }), before) << kw;
+  }
+  for (double kw : {0.0, 4.9e-324, 12.5, 1e7}) {
+    cap.set_power_cap_kw(kw);
+    EXPECT_TRUE(stub_->SetPowerCap(Ctx(true).get(), cap, &cr).ok()) << kw;
+    EXPECT_TRUE(service_->CheckInvariants().ok());
+  }
 }
 
 TEST_F(GrpcTest, PowerCapAndNodeHealthSteerTheExtender) {
