@@ -66,6 +66,43 @@ TEST(FewestDomainsTest, AJobTheCapsCanNeverPowerIsUnresolvable) {
   }
 }
 
+TEST(FewestDomainsTest, RequiredWaitsForTheNodeTypeWithTheFewestDomains) {
+  // One NVL72 rack (72 GPUs in one NVLink domain) and two racks of four HGX nodes (8 GPUs per domain).
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, 1, 18, 0, 8, 0, 0});
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 0, 8, 0, 0});
+  auto t = Topology::Build(BuildSyntheticCluster(spec));
+  ASSERT_TRUE(t.ok()) << t.status();
+  Ledger l(*t);
+  // Empty: a 64-GPU required job goes to the NVL72 rack, one domain.
+  auto first = Placer::Place(l, Req(64, 0, Locality::kRequired));
+  ASSERT_TRUE(first.ok() && std::holds_alternative<PlacementDecision>(*first));
+  EXPECT_EQ(std::get<PlacementDecision>(*first).domains, 1);
+  // With 12 of the rack's GPUs in use it waits, rather than start on 8 HGX nodes, and says which type it waits for.
+  Allocation busy{"busy", {}, 0};
+  for (int i = 0; i < 3; ++i) busy.nodes.push_back({t->racks()[0].nodes[i], 0xf});
+  ASSERT_TRUE(l.Commit(busy).ok());
+  auto waits = Placer::Place(l, Req(64, 0, Locality::kRequired));
+  ASSERT_TRUE(waits.ok() && std::holds_alternative<PlacementRefusal>(*waits));
+  const PlacementRefusal& no = std::get<PlacementRefusal>(*waits);
+  EXPECT_FALSE(no.unresolvable);
+  EXPECT_NE(no.detail.find("is 1, on gb200-tray"), std::string::npos) << no.detail;
+  EXPECT_NE(no.detail.find("hgx-h100 would need 8"), std::string::npos) << no.detail;
+  // Asking for HGX is the job's own choice: 8 domains is then its minimum.
+  auto hgx = Placer::Place(l, Req(64, 0, Locality::kRequired, 1));
+  ASSERT_TRUE(hgx.ok() && std::holds_alternative<PlacementDecision>(*hgx));
+  EXPECT_EQ(std::get<PlacementDecision>(*hgx).domains, 8);
+  // Preferred takes the best it can get now, and records the cross-type minimum it missed.
+  auto spread = Placer::Place(l, Req(64, 0, Locality::kPreferred));
+  ASSERT_TRUE(spread.ok() && std::holds_alternative<PlacementDecision>(*spread));
+  EXPECT_EQ(std::get<PlacementDecision>(*spread).domains, 8);
+  EXPECT_EQ(std::get<PlacementDecision>(*spread).min_domains, 1);
+  absl::StatusOr<Placer::Fewest> fewest = Placer::FewestDomains(l, Req(64, 0, Locality::kRequired));
+  ASSERT_TRUE(fewest.ok());
+  EXPECT_EQ(fewest->domains, 1);
+  EXPECT_EQ(fewest->type, 0);
+}
+
 // ---- The exhaustive search: every set of domains of one node type, the most GPUs the caps let it give. ----
 
 struct Search {
@@ -149,15 +186,17 @@ struct Search {
   }
 };
 
-v1::ClusterDescription SmallCappedCluster(std::mt19937_64& rng) {
+// `mixed`: two blocks of different systems (so two node types, one of them NVL72 half the time).
+v1::ClusterDescription SmallCappedCluster(std::mt19937_64& rng, bool mixed = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto real = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   SyntheticClusterSpec spec;
-  const int blocks = pick(1, 2);
+  const int blocks = mixed ? 2 : pick(1, 2);
+  const int first = pick(0, 2), second = (first + pick(1, 2)) % 3;
   double hall_idle = 0, hall_full = 0;
   for (int b = 0; b < blocks; ++b) {
     RackBlock block;
-    block.system = static_cast<ReferenceSystem>(pick(0, 2));
+    block.system = static_cast<ReferenceSystem>(mixed ? (b == 0 ? first : second) : pick(0, 2));
     const bool nvl = block.system == ReferenceSystem::kGb200Nvl72;
     block.racks = nvl ? pick(1, 5) : pick(1, 3);
     block.nodes_per_rack = nvl ? pick(3, 18) : pick(1, 3);
@@ -252,6 +291,57 @@ TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClus
   EXPECT_GT(placed_multi, 100);
   EXPECT_GT(waited, 10);
   EXPECT_GT(never, 10);
+}
+
+// `required` across node types: never more domains than the best type could give on the empty cluster under
+// the caps, and a refusal only when no type can give that many now.
+TEST(FewestDomainsPropertyTest, RequiredTakesTheFewestOverEveryNodeType) {
+  std::mt19937_64 rng(1313);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int placed = 0, waited = 0, skipped_a_type = 0;
+  for (int round = 0; round < 300; ++round) {
+    auto t = Topology::Build(SmallCappedCluster(rng, /*mixed=*/true));
+    ASSERT_TRUE(t.ok()) << t.status();
+    Ledger l(*t);
+    FillPartly(rng, &l);
+    bool small = true;
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t->node_types().size()); ++type)
+      small = small && Search{l, PlacementRequest{}, type, true}.Domains().size() <= 12;
+    if (!small) continue;
+    for (int q = 0; q < 6; ++q) {
+      const int per_node = std::vector<int>{0, 0, 0, 4}[pick(0, 3)];
+      const int gpus = per_node > 0 ? per_node * pick(1, 20) : pick(2, std::max(2, t->total_gpus() / 2));
+      PlacementRequest r = Req(gpus, per_node, Locality::kRequired);
+      int ever = 0, now_at_ever = 0, types_with_more = 0;
+      for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t->node_types().size()); ++type) {
+        const int e = Search{l, r, type, true}.Fewest();
+        if (e > 0 && (ever == 0 || e < ever)) ever = e;
+      }
+      for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t->node_types().size()); ++type) {
+        const int e = Search{l, r, type, true}.Fewest(), now = Search{l, r, type, false}.Fewest();
+        if (ever > 0 && now > 0 && now <= ever) now_at_ever = 1;
+        if (e > ever && now > 0) ++types_with_more;  // this type could hold it now, in more domains
+      }
+      auto out = Placer::Place(l, r);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const std::string what = "round " + std::to_string(round) + ": " + std::to_string(gpus) + " GPUs, " +
+                               std::to_string(per_node) + " per node";
+      if (auto* d = std::get_if<PlacementDecision>(&*out)) {
+        EXPECT_EQ(d->domains, ever) << what;
+        EXPECT_EQ(d->min_domains, ever) << what;
+        ++placed;
+      } else {
+        const PlacementRefusal& no = std::get<PlacementRefusal>(*out);
+        EXPECT_EQ(now_at_ever, 0) << what << ": refused although a type gives " << ever << " domains now";
+        EXPECT_EQ(no.unresolvable, ever == 0) << what << ": " << no.Message();
+        waited += ever > 0;
+        skipped_a_type += ever > 0 && types_with_more > 0;
+      }
+    }
+  }
+  EXPECT_GT(placed, 100);
+  EXPECT_GT(waited, 20);
+  EXPECT_GT(skipped_a_type, 5) << "no required job waited while a type with more domains had room: blind";
 }
 
 }  // namespace

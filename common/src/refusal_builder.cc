@@ -50,7 +50,7 @@ long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetu
 }  // namespace
 
 PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
-                              bool locality_blocked) {
+                              const TypeMinimum* locality_blocked) {
   const Topology& t = ledger.topology();
   PlacementRefusal out;
   out.total_nodes = static_cast<int>(t.nodes().size());
@@ -83,8 +83,8 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   }
   if (locality_blocked) {
     out.detail = absl::StrFormat(
-        "NVLink locality is required: no set of the fewest NVLink domains has %d free GPUs with power to run them.",
-        r.gpus);
+        "NVLink locality is required: %s; no set of %d has %d free GPUs with power to run them now.",
+        DescribeTypeMinimum(t, r, *locality_blocked), locality_blocked->domains, r.gpus);
     return out;
   }
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.
