@@ -1,6 +1,7 @@
 #!/bin/sh
 # The CLI end to end: size a cluster with caps that bind, generate a trace, replay it under every policy, and let
-# the independent checker confirm that no GPU is shared and that rackwise and static-cap stay under every cap.
+# the independent checker confirm that no GPU is shared and that rackwise, static-cap and capped-first-fit stay
+# under every cap.
 # Usage: cli_roundtrip.sh RACKWISE_BIN CHECK_BIN WORKDIR
 set -eu
 rw=$1; check=$2; dir=$3
@@ -12,7 +13,7 @@ mkdir -p "$dir"
 "$rw" trace generate --mix training --jobs 400 --seed 4 --gpus-cluster 576 --node-gpus 4 --load 1.3 > "$dir/nvl.csv"
 for c in h100 nvl; do
   "$rw" simulate --cluster "$dir/$c.yaml" --trace "$dir/$c.csv" --policy all --placements "$dir/$c.jsonl" > "$dir/$c.txt"
-  for p in rackwise static-cap; do
+  for p in rackwise static-cap capped-first-fit; do
     "$check" "$dir/$c.yaml" "$dir/$c.csv" "$dir/$c.$p.jsonl" --expect-no-violations
   done
   for p in first-fit spread tree-bestfit; do
@@ -24,10 +25,13 @@ done
 "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --policy all --spread-slowdown 0.3 \
   --placements "$dir/slow.jsonl" > "$dir/slow.txt"
 grep -q "work done (%)" "$dir/slow.txt"
+grep -q "power ceiling (%)" "$dir/slow.txt"
+grep -q "capped-first-fit" "$dir/slow.txt"
 "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.rackwise.jsonl" --expect-no-violations --spread-slowdown 0.3
 for p in first-fit spread tree-bestfit static-cap; do
   "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.$p.jsonl" --spread-slowdown 0.3
 done
+"$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.capped-first-fit.jsonl" --expect-no-violations --spread-slowdown 0.3
 # Checked against no slowdown, a stretched job is caught.
 if "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.spread.jsonl" 2> /dev/null > /dev/null; then exit 1; fi
 if "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --spread-slowdown -1 2> /dev/null; then exit 1; fi
