@@ -35,6 +35,16 @@ done
 # Checked against no slowdown, a stretched job is caught.
 if "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.spread.jsonl" 2> /dev/null > /dev/null; then exit 1; fi
 if "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --spread-slowdown -1 2> /dev/null; then exit 1; fi
+# A trace made for 8-GPU nodes is flagged against 4-GPU NVL72 trays, when written and when replayed; one made
+# from the cluster itself is not, but its 512-GPU jobs are: the 100 kW racks never power more than 448 GPUs.
+"$rw" trace generate --mix training --jobs 100 --seed 5 --cluster "$dir/nvl.yaml" --node-gpus 8 \
+  > "$dir/misfit.csv" 2> "$dir/misfit.err"
+grep -q "can never run on" "$dir/misfit.err"
+grep -q "Node has fewer GPUs than gpus_per_node" "$dir/misfit.err"
+"$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/misfit.csv" --json 2> /dev/null | grep -q '"trace_misfits"'
+"$rw" trace generate --mix training --jobs 100 --seed 5 --cluster "$dir/nvl.yaml" > "$dir/fit.csv" 2> "$dir/fit.err"
+if grep -q "fewer GPUs than gpus_per_node" "$dir/fit.err"; then exit 1; fi
+grep -q "of 512 GPUs, 4 per node: .* can never give it more than 448" "$dir/fit.err"
 # A bad trace is reported with its file and line, not a crash.
 printf 'id,submit,duration,gpus,gpus_per_node,locality,watts_per_gpu\nx,0,-5,8,,,\n' > "$dir/bad.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/bad.csv" 2> "$dir/bad.err"; then exit 1; fi
