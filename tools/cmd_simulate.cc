@@ -16,6 +16,8 @@
 #include "rackwise/simulator.h"
 #include "rackwise/topology.h"
 #include "rackwise/trace.h"
+#include "rackwise/trace_fit.h"
+#include "trace_fit_format.h"
 
 namespace rackwise::cli {
 namespace {
@@ -45,6 +47,7 @@ nlohmann::ordered_json ToJson(const Run& r) {
   j["rejected"] = m.rejected;
   j["gpu_utilization_arrivals"] = m.gpu_utilization_arrivals;
   j["goodput"] = m.goodput;
+  j["power_ceiling"] = m.power_ceiling;
   j["min_domain_pct_local"] = m.min_domain_pct_local;
   j["rack_violation_kws"] = m.rack_violation_kws;
   j["domain_violation_kws"] = m.domain_violation_kws;
@@ -72,6 +75,18 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
       {"  work done (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.goodput); }, true},
       {"  while arriving (%)",
        [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.gpu_utilization_arrivals); }},
+      {"power ceiling (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.power_ceiling); }},
+      {"  utilisation / ceiling (%)",
+       [](const Run& r) {
+         return absl::StrFormat("%.1f", r.metrics.power_ceiling > 0
+                                            ? 100 * r.metrics.gpu_utilization / r.metrics.power_ceiling : 0);
+       }},
+      {"  work / ceiling (%)",
+       [](const Run& r) {
+         return absl::StrFormat("%.1f",
+                                r.metrics.power_ceiling > 0 ? 100 * r.metrics.goodput / r.metrics.power_ceiling : 0);
+       },
+       true},
       {"jobs in min domains (%)", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.min_domain_pct); }},
       {"  wanting locality (%)", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.min_domain_pct_local); }},
       {"domains per job", [](const Run& r) { return absl::StrFormat("%.2f", r.metrics.mean_domains_per_job); }},
@@ -87,13 +102,13 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
       {"jobs per second",
        [](const Run& r) { return absl::StrFormat("%.0f", r.seconds > 0 ? r.metrics.jobs / r.seconds : 0); }},
   };
-  std::printf("%-24s", "");
-  for (const Run& r : runs) std::printf(" %13s", SimPolicyName(r.policy));
+  std::printf("%-28s", "");
+  for (const Run& r : runs) std::printf(" %16s", SimPolicyName(r.policy));
   std::printf("\n");
   for (const Row& row : rows) {
     if (row.slowdown_only && !slowdown) continue;
-    std::printf("%-24s", row.name);
-    for (const Run& r : runs) std::printf(" %13s", row.fmt(r).c_str());
+    std::printf("%-28s", row.name);
+    for (const Run& r : runs) std::printf(" %16s", row.fmt(r).c_str());
     std::printf("\n");
   }
 }
@@ -116,10 +131,15 @@ int RunSimulate(int argc, char** argv) {
   double slowdown = 0;
   app.add_option("--cluster", cluster_path, "cluster description (default: the built-in demo)");
   app.add_option("--trace", trace_path, "trace CSV: " + std::string(kTraceHeader))->required();
-  app.add_option("--policy", policy_name, "rackwise | first-fit | spread | tree-bestfit | static-cap | all");
+  app.add_option("--policy", policy_name, "rackwise | first-fit | spread | tree-bestfit | static-cap | capped-first-fit | all");
   app.add_flag("--json", json, "print JSON");
   app.add_option("--placements", placements,
                  "write every placement as JSONL (with --policy all: one file per policy, FILE.<policy>.jsonl)");
+  double preferred_wait = -1;
+  app.add_option("--preferred-wait-s", preferred_wait,
+                 "seconds a preferred job holds out for its fewest NVLink domains (overrides the description's "
+                 "policy.preferred_wait_s; BENCHMARKS.md uses 900)")
+      ->check(CLI::Range(0.0, 1e9));
   app.add_flag("--no-backfill", no_backfill, "plain FIFO");
   app.add_option("--backfill-depth", depth, "queued jobs tried per backfill pass (500)");
   app.add_option("--spread-slowdown", slowdown,
@@ -148,6 +168,7 @@ int RunSimulate(int argc, char** argv) {
     if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(description.status().message()).c_str());
     return kExitInvalidInput;
   }
+  if (preferred_wait >= 0) description->mutable_policy()->set_preferred_wait_s(preferred_wait);
   absl::StatusOr<Topology> topology = Topology::Build(*description);
   if (!topology.ok()) {
     std::fprintf(stderr, "%s: %s\n", cluster_path.c_str(), std::string(topology.status().message()).c_str());
@@ -188,12 +209,20 @@ int RunSimulate(int argc, char** argv) {
     }
     runs.push_back({policy, result->metrics, seconds});
   }
+  // A trace made for another cluster (GPUs per node, sizes it can never hold) is said so, not only counted.
+  const TraceFit fit = CheckTraceFits(*topology, *jobs);
+  WarnTraceMisfits(fit, "rackwise simulate", cluster_path);
+  auto to_json = [&](const Run& r) {
+    nlohmann::ordered_json j = ToJson(r);
+    if (fit.misfit_jobs > 0) j["trace_misfits"] = TraceMisfitsJson(fit);
+    return j;
+  };
   if (json) {
     if (runs.size() == 1) {
-      std::printf("%s\n", ToJson(runs[0]).dump(2).c_str());
+      std::printf("%s\n", to_json(runs[0]).dump(2).c_str());
     } else {
       nlohmann::ordered_json all = nlohmann::ordered_json::array();
-      for (const Run& r : runs) all.push_back(ToJson(r));
+      for (const Run& r : runs) all.push_back(to_json(r));
       std::printf("%s\n", all.dump(2).c_str());
     }
   } else {

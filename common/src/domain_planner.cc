@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "fewest_domains.h"
+
 namespace rackwise::internal {
 namespace {
 
@@ -139,8 +141,10 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool par
 namespace {
 
 // Candidates from the buckets: largest domains first (or smallest, for locality none). Unless `exhaustive`,
-// stops once they add up to the job (plus, for required and preferred, a bounded number more).
-std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhaustive, long long* sum) {
+// stops once they add up to the job (plus, for required and preferred, a bounded number more). `*skipped_max`
+// is the most a domain left out could offer (0 when none was left out).
+std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhaustive, long long* sum,
+                                         int* skipped_max) {
   const int g = ctx.gpus();
   const int max_f = MaxBucket(ctx);
   const bool fragments_first = ctx.locality() == Locality::kNone;
@@ -148,14 +152,23 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   *sum = 0;
   int extra = 0;
   bool enough = false;
-  for (int step = 0; step < max_f && !enough; ++step) {
+  *skipped_max = 0;
+  for (int step = 0; step < max_f; ++step) {
     const int f = fragments_first ? step + 1 : max_f - step;
+    if (enough) {
+      if (!ctx.ledger().DomainsWithFree(ctx.type(), f).empty()) *skipped_max = fragments_first ? max_f : f;
+      if (*skipped_max > 0) break;
+      continue;
+    }
     for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
       const int cap = ctx.DomainCapacity(d);
       if (cap <= 0) continue;
       cands.push_back({d, cap});
       *sum += cap;
-      if (!exhaustive && *sum >= g && (fragments_first || ++extra > kExtraCandidates)) break;
+      if (!exhaustive && *sum >= g && (fragments_first || ++extra > kExtraCandidates)) {
+        *skipped_max = f;  // the rest of this bucket
+        break;
+      }
     }
     // Past "enough", smaller buckets still give the tightest-first order partly used domains to choose from.
     enough = !exhaustive && *sum >= g && (fragments_first || extra > kExtraCandidates);
@@ -166,20 +179,73 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands,
                                              long long sum, PowerScratch* scratch);
 
+// The fewest domains any plan could use if every skipped domain offered `skipped_max` and no cap shared by
+// domains bound: a plan with this many is the fewest there are.
+int CountBound(const PlacementContext& ctx, const std::vector<Candidate>& cands, int skipped_max) {
+  std::vector<int> caps;
+  caps.reserve(cands.size());
+  for (const Candidate& c : cands) caps.push_back(c.cap);
+  std::sort(caps.begin(), caps.end(), std::greater<int>());
+  long long got = 0;
+  int n = 0;
+  for (size_t i = 0; got < ctx.gpus(); ++n) {  // skipped_max > 0, so this ends
+    const bool listed = i < caps.size() && caps[i] >= skipped_max;
+    got += listed ? caps[i++] : skipped_max;
+  }
+  return n;
+}
+
 }  // namespace
 
 std::optional<DomainPlan> PlanMultiDomain(const PlacementContext& ctx, PowerScratch* scratch) {
   long long sum = 0;
-  std::vector<Candidate> cands = CollectCandidates(ctx, /*exhaustive=*/false, &sum);
-  if (sum < ctx.gpus()) return std::nullopt;  // even without shared power limits there is not enough
+  int skipped_max = 0;
+  std::vector<Candidate> cands = CollectCandidates(ctx, /*exhaustive=*/false, &sum, &skipped_max);
+  if (sum < ctx.gpus() && skipped_max == 0) return std::nullopt;  // not enough even without shared limits
+  const int bound = skipped_max > 0 ? CountBound(ctx, cands, skipped_max) : 0;
   std::optional<DomainPlan> plan = PlanFromCandidates(ctx, std::move(cands), sum, scratch);
-  if (plan) return plan;
-  // Power shared by racks and rows made the first candidates fall short: look at every domain.
-  cands = CollectCandidates(ctx, /*exhaustive=*/true, &sum);
-  return PlanFromCandidates(ctx, std::move(cands), sum, scratch);
+  const bool fragments_first = ctx.locality() == Locality::kNone;  // any count will do: only look further if none
+  const bool fewest = plan && static_cast<int>(plan->takes.size()) <= bound;
+  if (skipped_max == 0 || (plan && fragments_first) || fewest) return plan;
+  // Power shared by racks and rows made the first candidates fall short, or a domain left out might do
+  // with fewer: look at every domain.
+  cands = CollectCandidates(ctx, /*exhaustive=*/true, &sum, &skipped_max);
+  std::optional<DomainPlan> all = PlanFromCandidates(ctx, std::move(cands), sum, scratch);
+  if (all && (!plan || all->takes.size() < plan->takes.size())) return all;
+  return plan;
 }
 
 namespace {
+
+// Largest first within a scope (`members` sorted by capacity), unless the power shared by racks and rows makes
+// that take more domains than the capacities alone would need: then the exact fewest (fewest_domains.h), moved
+// to the front of `members` so that the later passes (tightest first, rail sets) start from them.
+GreedyResult PlanScope(const PlacementContext& ctx, std::vector<Candidate>* members, PowerScratch* scratch) {
+  GreedyResult r = Greedy(ctx, *members, scratch);
+  long long got = 0;
+  size_t by_caps = 0;
+  while (by_caps < members->size() && got < ctx.gpus()) got += (*members)[by_caps++].cap;
+  if (r.got >= ctx.gpus() && r.takes.size() <= by_caps) return r;
+  std::vector<DomainOffer> offers;
+  offers.reserve(members->size());
+  for (const Candidate& c : *members) offers.push_back({c.domain, c.cap});
+  const FewestDomains exact = FindFewestDomains(
+      ctx.topology(), offers, ctx.gpus(), [&](RackId k) { return ctx.RackGpus(k); },
+      [&](PowerDomainId p) { return ctx.PowerDomainGpus(p); });
+  if (exact.count == 0 || (r.got >= ctx.gpus() && static_cast<int>(r.takes.size()) <= exact.count)) return r;
+  std::vector<Candidate> order;
+  order.reserve(members->size());
+  std::vector<int> member_of(ctx.topology().domains().size(), -1);
+  for (size_t i = 0; i < members->size(); ++i) member_of[(*members)[i].domain] = static_cast<int>(i);
+  for (DomainId d : exact.domains) {
+    order.push_back((*members)[member_of[d]]);
+    member_of[d] = -1;
+  }
+  for (const Candidate& c : *members)
+    if (member_of[c.domain] >= 0) order.push_back(c);
+  *members = std::move(order);
+  return Greedy(ctx, *members, scratch);  // every greedy order of a set reaches what the caps let it give
+}
 
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands,
                                              long long sum, PowerScratch* scratch) {
@@ -254,7 +320,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
   GreedyResult best_result;
   for (Scope& s : scopes) {
     if (s.level < 2) SortByCapacity(&s.members);
-    GreedyResult r = Greedy(ctx, s.members, scratch);
+    GreedyResult r = PlanScope(ctx, &s.members, scratch);
     if (r.got < g) continue;
     const bool better = best == nullptr || r.takes.size() < best_result.takes.size() ||
                         (r.takes.size() == best_result.takes.size() &&

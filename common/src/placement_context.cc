@@ -40,12 +40,27 @@ PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest&
   }
 }
 
+int PlacementContext::DomainsBySize() const {
+  return effective_domain_size_ > 0 ? (gpus() + effective_domain_size_ - 1) / effective_domain_size_ : 0;
+}
+
 int PlacementContext::MinDomains() const {
-  if (effective_domain_size_ <= 0) return 0;
-  const int by_size = (gpus() + effective_domain_size_ - 1) / effective_domain_size_;
+  const int fewest = FewestDomainsEver();
+  return fewest > 0 ? fewest : DomainsBySize();  // 0 from the first: it cannot fit; the refusal says so
+}
+
+int PlacementContext::FewestDomainsEver() const {
+  const int by_size = DomainsBySize();
+  if (by_size <= 0) return 0;
   // Caps can make domains smaller than their GPUs, and a row's cap can keep its racks from all running full:
-  // take the domains with the most power first, on the cluster as described and empty, sharing each rack's and
-  // power domain's room as a plan would. This is the fewest domains the caps allow (a greedy bound).
+  // on the cluster as described and empty, the fewest domains the caps allow (exact: fewest_domains.h). The
+  // largest rooms first usually reach ceil(gpus / domain size), which nothing beats; only if not, the search.
+  if (!restricted() && GreedyDomainsOnEmptyCluster() <= by_size) return by_size;
+  const FewestDomains fewest = FewestOnEmptyCluster();
+  return fewest.count > 0 ? std::max(fewest.count, by_size) : 0;
+}
+
+int PlacementContext::GreedyDomainsOnEmptyCluster() const {
   const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
   const double reserve = reserve_;
   auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
@@ -70,9 +85,28 @@ int PlacementContext::MinDomains() const {
     used.Add(rack, r, static_cast<Milliwatts>(cap) * per_gpu_);
     sum += cap;
     ++count;
-    if (sum >= gpus()) return std::max(count, by_size);
+    if (sum >= gpus()) return count;
   }
-  return by_size;  // the job cannot fit at all; the refusal says so
+  return kUnlimited;
+}
+
+FewestDomains PlacementContext::FewestOnEmptyCluster() const {
+  const double reserve = reserve_;
+  auto gpus_under = [&](Milliwatts cap, Milliwatts idle) { return GpusFor(UsableCap(cap, reserve) - idle); };
+  std::vector<DomainOffer> offers;
+  for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
+    int offer = 0;
+    for (NodeId n : topology_.domains()[d.domain].nodes) {
+      if (!Allowed(n)) continue;
+      const int node_gpus = topology_.nodes()[n].gpus;
+      offer += k() > 0 ? (node_gpus >= k() ? k() : 0) : node_gpus;
+    }
+    if (offer > 0) offers.push_back({d.domain, offer});
+  }
+  return FindFewestDomains(
+      topology_, offers, gpus(),
+      [&](RackId r) { return gpus_under(topology_.racks()[r].cap, topology_.racks()[r].idle); },
+      [&](PowerDomainId p) { return gpus_under(topology_.power_domains()[p].cap, topology_.power_domains()[p].idle); });
 }
 
 int PlacementContext::NodeCapacity(NodeId n) const {
@@ -87,6 +121,11 @@ Milliwatts PlacementContext::RackRoom(RackId r) const {
 }
 
 Milliwatts PlacementContext::PowerDomainRoom(PowerDomainId p) const { return ledger_.PowerDomainRoom(p, reserve_); }
+
+long long PlacementContext::GpusFor(Milliwatts room) const {
+  if (per_gpu_ <= 0) return kUnlimited;
+  return RoundDown(static_cast<int>(std::clamp<Milliwatts>(room / per_gpu_, 0, kUnlimited)));
+}
 
 int PlacementContext::PowerGpus(RackId r, const PowerScratch* scratch) const {
   Milliwatts room = RackRoom(r) - (scratch ? scratch->rack(r) : 0);

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "fewest_domains.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_request.h"
 
@@ -55,12 +56,27 @@ class PlacementContext {
   static constexpr int kUnlimited = 1 << 30;
   Milliwatts RackRoom(RackId r) const;  // watts left under the rack's own cap (less reserve)
   Milliwatts PowerDomainRoom(PowerDomainId p) const;
+  // The GPUs of this job that rack r's own room, and power domain p's, can still power now (granule multiples;
+  // kUnlimited when the job draws nothing).
+  long long RackGpus(RackId r) const { return GpusFor(RackRoom(r)); }
+  long long PowerDomainGpus(PowerDomainId p) const { return GpusFor(PowerDomainRoom(p)); }
+  long long GpusFor(Milliwatts room) const;
 
   // Usable size of the largest domain of this type for this job, and the fewest domains the job needs.
   int EffectiveDomainSize() const { return effective_domain_size_; }
   int MinDomains() const;
+  // The same, or 0 when no number of domains of this type can ever hold the job.
+  int FewestDomainsEver() const;
+  // ceil(gpus / EffectiveDomainSize()): the fewest by size alone (0 if the type cannot take the job).
+  int DomainsBySize() const;
+  // The fewest domains, and the most GPUs, the job could get of this type on the cluster as described, empty
+  // and healthy, under the described caps less the reserve.
+  FewestDomains FewestOnEmptyCluster() const;
 
  private:
+  // Largest rooms first, sharing power as a plan would: an upper bound on the empty cluster's fewest domains.
+  int GreedyDomainsOnEmptyCluster() const;
+
   const Ledger& ledger_;
   const Topology& topology_;
   const PlacementRequest& request_;

@@ -10,6 +10,7 @@
 #include "placement_context.h"
 #include "refusal_builder.h"
 #include "request_setup.h"
+#include "type_minimum.h"
 
 namespace rackwise {
 namespace {
@@ -17,13 +18,14 @@ namespace {
 using internal::DomainPlan;
 using internal::PlacementContext;
 
-PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan) {
+// `fewest`: the fewest domains over every type the job may use (type_minimum.h).
+PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan, int fewest) {
   const Topology& t = ctx.topology();
   PlacementDecision d;
   d.per_gpu = ctx.per_gpu();
   d.domains = static_cast<int>(plan.takes.size());
   // The minimum counts described caps; a cap raised at run time can let a job do better than that.
-  d.min_domains = d.domains == 1 ? 1 : std::min(ctx.MinDomains(), d.domains);
+  d.min_domains = d.domains == 1 ? 1 : std::min(fewest, d.domains);
   for (const internal::DomainTake& take : plan.takes)
     internal::PickNodes(ctx, take.domain, take.gpus, plan.rail_set, &d.nodes);
   std::sort(d.nodes.begin(), d.nodes.end(), [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
@@ -59,31 +61,45 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   const Topology& t = ledger.topology();
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(t, request);
   if (!setup.ok()) return setup.status();
-  std::optional<internal::PowerScratch> scratch;  // only multi-domain plans need it; sized to the cluster
+  auto context = [&](NodeTypeId type) {
+    return PlacementContext(ledger, request, setup->locality, type, internal::PerGpuFor(t, request, type),
+                            setup->allowed);
+  };
+  // One domain, of any type, is the fewest there is. Locality none keeps whole domains free: the tightest partly
+  // used domain that holds the job whole (no needless NVLink crossing), else the smallest fragments.
+  for (NodeTypeId type : setup->types) {
+    if (request.gpus_per_node > t.node_types()[type].gpus) continue;
+    const PlacementContext ctx = context(type);
+    if (ctx.EffectiveDomainSize() <= 0) continue;
+    if (std::optional<DomainPlan> plan = internal::PlanSingleDomain(ctx, setup->locality == Locality::kNone))
+      return PlacementOutcome{Assemble(ctx, *plan, 1)};
+  }
+  // Several domains. `required` waits for the fewest the cluster can give over every type the job may use;
+  // preferred and none take the fewest they can get now.
+  const internal::TypeMinimum fewest = internal::FewestDomainsOverTypes(ledger, request, *setup);
+  const bool required = setup->locality == Locality::kRequired;
+  std::optional<internal::PowerScratch> scratch;
   std::optional<PlacementDecision> best;
   bool locality_blocked = false;
   for (NodeTypeId type : setup->types) {
     if (request.gpus_per_node > t.node_types()[type].gpus) continue;
-    PlacementContext ctx(ledger, request, setup->locality, type, internal::PerGpuFor(t, request, type),
-                         setup->allowed);
+    const PlacementContext ctx = context(type);
     if (ctx.EffectiveDomainSize() <= 0) continue;
-    // Locality none keeps whole domains free: the tightest partly used domain that holds the job whole (no
-    // needless NVLink crossing), else the smallest fragments, wherever they are.
-    std::optional<DomainPlan> plan =
-        internal::PlanSingleDomain(ctx, /*partly_used_only=*/setup->locality == Locality::kNone);
-    if (!plan) {
-      if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
-      plan = internal::PlanMultiDomain(ctx, &*scratch);
-      if (plan && setup->locality == Locality::kRequired && plan->takes.size() > 1 &&
-          static_cast<int>(plan->takes.size()) > ctx.MinDomains()) {
-        locality_blocked = true;  // the GPUs exist, but not inside the fewest domains: wait
-        plan.reset();
-      }
+    // With no type that can ever hold it, this type's own minimum (a cap raised at run time may let it fit).
+    const int insist = fewest.domains > 0 ? fewest.domains : ctx.MinDomains();
+    if (required && fewest.per_type[type] > insist) {
+      locality_blocked = true;  // this type can never give the fewest
+      continue;
+    }
+    if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
+    std::optional<DomainPlan> plan = internal::PlanMultiDomain(ctx, &*scratch);
+    if (plan && required && static_cast<int>(plan->takes.size()) > insist) {
+      locality_blocked = true;  // the GPUs exist, but not inside the fewest domains: wait
+      plan.reset();
     }
     if (!plan) continue;
-    PlacementDecision decision = Assemble(ctx, *plan);
+    PlacementDecision decision = Assemble(ctx, *plan, insist);
     if (!best || Better(decision, *best)) best = std::move(decision);
-    if (best->domains == 1) break;  // nothing can beat one domain in one rack
   }
   if (best) return PlacementOutcome{std::move(*best)};
   if (!request.report_refusal) {
@@ -91,7 +107,14 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     quiet.total_nodes = static_cast<int>(t.nodes().size());
     return PlacementOutcome{std::move(quiet)};
   }
-  return PlacementOutcome{internal::BuildRefusal(ledger, request, *setup, locality_blocked)};
+  return PlacementOutcome{internal::BuildRefusal(ledger, request, *setup, locality_blocked ? &fewest : nullptr)};
+}
+
+absl::StatusOr<Placer::Fewest> Placer::FewestDomains(const Ledger& ledger, const PlacementRequest& request) {
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
+  if (!setup.ok()) return setup.status();
+  const internal::TypeMinimum m = internal::FewestDomainsOverTypes(ledger, request, *setup);
+  return Fewest{m.domains, m.type, internal::DescribeTypeMinimum(ledger.topology(), request, m)};
 }
 
 std::optional<NodeReason> Placer::FilterNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {

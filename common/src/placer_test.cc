@@ -476,14 +476,19 @@ namespace {
 TEST(PlacerMinDomainsTest, RowCapsThatKeepRacksFromRunningFullRaiseTheMinimum) {
   // Racks of 110 kW hold 64 GPUs at 4 per tray; a row of 4 racks capped at 300 kW: 300 - 4 x 27 = 192 kW, which
   // powers 150 GPUs (148 in trays of 4): two full racks and a part of a third. 256 GPUs need 4 racks by size
-  // and power per rack, but 5 once rows are counted (two rows).
+  // and power per rack, and 4 still with rows counted: two full racks in each row (128 <= 148 per row). Taking
+  // the most powered racks first would fill one row to 148 (three racks) and need 5. 272 GPUs do need 5: a row
+  // gives at most 128 in 2 racks and 148 in 3, so 4 racks give at most 256 and 5 give 276.
   SyntheticClusterSpec spec;
   spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, 8, 18, 110, 8, 4, 300});
   Topology t = Build(spec);
   Ledger l(t);
   PlacementDecision d = MustPlace(l, Req(256, 4, Locality::kRequired));
-  EXPECT_EQ(d.min_domains, d.domains);
-  EXPECT_GE(d.domains, 5);
+  EXPECT_EQ(d.min_domains, 4);
+  EXPECT_EQ(d.domains, 4);
+  PlacementDecision more = MustPlace(l, Req(272, 4, Locality::kRequired));
+  EXPECT_EQ(more.min_domains, 5);
+  EXPECT_EQ(more.domains, 5);
 }
 
 }  // namespace

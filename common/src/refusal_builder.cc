@@ -1,6 +1,7 @@
 // Builds refusals. See refusal_builder.h.
 #include "refusal_builder.h"
 
+#include "placement_context.h"
 #include "power_rollup.h"
 
 #include <algorithm>
@@ -18,29 +19,27 @@ struct PowerView {
   std::vector<Milliwatts> rack_room, pd_room;
 };
 
-// Room under every cap less the reserve: now (from the ledger) or on an empty cluster (idle draw only).
-PowerView Rooms(const Ledger& l, bool empty) {
+// Room under every cap less the reserve, now.
+PowerView Rooms(const Ledger& l) {
   const Topology& t = l.topology();
   const double reserve = t.policy().power_reserve_fraction;
   PowerView v;
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r)
-    v.rack_room.push_back(empty ? UsableCap(t.racks()[r].cap, reserve) - t.racks()[r].idle : l.RackRoom(r, reserve));
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) v.rack_room.push_back(l.RackRoom(r, reserve));
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    v.pd_room.push_back(empty ? UsableCap(t.power_domains()[p].cap, reserve) - t.power_domains()[p].idle
-                              : l.PowerDomainRoom(p, reserve));
+    v.pd_room.push_back(l.PowerDomainRoom(p, reserve));
   return v;
 }
 
-// The most GPUs the job could get of one node type, now or on this cluster empty and healthy.
-long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type, bool empty,
+// The most GPUs the job could get of one node type now (healthy nodes, free GPUs, power left).
+long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type,
                    const PowerView& power) {
   const Topology& t = l.topology();
   std::vector<long long> rack_gpus(t.racks().size(), 0);
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     const Node& node = t.nodes()[n];
     if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || r.gpus_per_node > node.gpus) continue;
-    if (!empty && l.node_health(n) != NodeHealth::kUp) continue;
-    const int free = empty ? node.gpus : l.free_gpu_count(n);
+    if (l.node_health(n) != NodeHealth::kUp) continue;
+    const int free = l.free_gpu_count(n);
     rack_gpus[node.rack] += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
   }
   std::vector<long long> below;
@@ -52,7 +51,7 @@ long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetu
 }  // namespace
 
 PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
-                              bool locality_blocked) {
+                              const TypeMinimum* locality_blocked) {
   const Topology& t = ledger.topology();
   PlacementRefusal out;
   out.total_nodes = static_cast<int>(t.nodes().size());
@@ -70,10 +69,12 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
     out.counts[static_cast<int>(*why)]++;
   }
   long long lifetime = 0, now = 0;
-  const PowerView empty_rooms = Rooms(ledger, true), now_rooms = Rooms(ledger, false);
+  const PowerView now_rooms = Rooms(ledger);
   for (NodeTypeId type : s.types) {  // a job never mixes node types: the best single type counts
-    lifetime = std::max(lifetime, Capacity(ledger, r, s, type, true, empty_rooms));
-    now = std::max(now, Capacity(ledger, r, s, type, false, now_rooms));
+    // On the empty cluster, shares rounded to whole gpus_per_node under every cap (what a plan could take).
+    const PlacementContext ctx(ledger, r, s.locality, type, PerGpuFor(t, r, type), s.allowed);
+    lifetime = std::max(lifetime, ctx.FewestOnEmptyCluster().reachable);
+    now = std::max(now, Capacity(ledger, r, s, type, now_rooms));
   }
   if (lifetime < r.gpus) {
     out.unresolvable = true;
@@ -83,8 +84,8 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   }
   if (locality_blocked) {
     out.detail = absl::StrFormat(
-        "NVLink locality is required: no set of the fewest NVLink domains has %d free GPUs with power to run them.",
-        r.gpus);
+        "NVLink locality is required: %s; no set of %d has %d free GPUs with power to run them now.",
+        DescribeTypeMinimum(t, r, *locality_blocked), locality_blocked->domains, r.gpus);
     return out;
   }
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.

@@ -4,11 +4,13 @@
 
 #include "rackwise/placement_decision.h"
 #include "request_setup.h"
+#include "type_minimum.h"
 
 namespace rackwise::internal {
 
-// `locality_blocked`: the GPUs exist but not within the fewest NVLink domains, and the job requires that.
+// `locality_blocked` (null if not): the GPUs exist but not within the fewest NVLink domains over the job's node
+// types, and the job requires that.
 PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& request, const RequestSetup& setup,
-                              bool locality_blocked);
+                              const TypeMinimum* locality_blocked);
 
 }  // namespace rackwise::internal

@@ -9,9 +9,11 @@
 #include <memory>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "simulator_meter.h"
+#include "rackwise/placer.h"
 #include "simulator_policies.h"
 
 namespace rackwise {
@@ -32,6 +34,7 @@ class Replay {
         jobs_(jobs),
         options_(options),
         ledger_(t),
+        empty_(t),
         meter_(ledger_),
         policy_(sim::MakePolicy(options.policy, t, options)),
         state_(jobs.size()),
@@ -137,8 +140,7 @@ class Replay {
     p.job = j;
     p.start = now;
     p.per_gpu = a.per_gpu;
-    p.min_domains = choice.min_domains;
-    const NodeTypeId type = t_.nodes()[a.nodes.front().node].type;
+    p.min_domains = FewestDomains(job);
     std::vector<DomainId> domains;
     int gpus = 0;
     for (const NodeGpus& ng : a.nodes) {
@@ -153,7 +155,7 @@ class Replay {
     }
     std::sort(domains.begin(), domains.end());
     p.domains = static_cast<int>(std::unique(domains.begin(), domains.end()) - domains.begin());
-    p.slowed = options_.spread_slowdown > 0 && p.domains > sim::MinDomains(t_, type, job.gpus, job.gpus_per_node);
+    p.slowed = options_.spread_slowdown > 0 && p.domains > sim::MinDomains(t_, job.gpus, job.gpus_per_node);
     p.end = now + job.duration * (p.slowed ? 1 + options_.spread_slowdown : 1);
     std::sort(p.racks.begin(), p.racks.end());
     p.racks.erase(std::unique(p.racks.begin(), p.racks.end()), p.racks.end());
@@ -220,6 +222,23 @@ class Replay {
     }
     Fence(false);
     return absl::OkStatus();
+  }
+
+  // The fewest NVLink domains the cluster can give the job over every node type (Placer::FewestDomains: what
+  // rackwise's `required` waits for), the same yardstick for every policy; by size alone if the caps as
+  // described can never hold it (a power-blind policy may still have run it).
+  int FewestDomains(const TraceJob& job) {
+    const auto shape = std::make_tuple(job.gpus, job.gpus_per_node, WattsToMilliwatts(job.watts_per_gpu));
+    auto [it, fresh] = fewest_.try_emplace(shape, 0);
+    if (fresh) {
+      PlacementRequest r;
+      r.gpus = job.gpus;
+      r.gpus_per_node = job.gpus_per_node;
+      r.watts_per_gpu = job.watts_per_gpu;
+      absl::StatusOr<Placer::Fewest> f = Placer::FewestDomains(empty_, r);
+      it->second = f.ok() && f->domains > 0 ? f->domains : sim::MinDomains(t_, job.gpus, job.gpus_per_node);
+    }
+    return it->second;
   }
 
   // How long a job may run once started: its placement is not known before it is tried.
@@ -344,6 +363,8 @@ class Replay {
   const std::vector<TraceJob>& jobs_;
   SimOptions options_;
   Ledger ledger_;
+  const Ledger empty_;  // the cluster as described, for the fewest domains a job could have
+  absl::flat_hash_map<std::tuple<int, int, Milliwatts>, int> fewest_;  // job shape -> FewestDomains
   sim::Meter meter_;
   std::unique_ptr<sim::Policy> policy_;
   std::vector<JobState> state_;
@@ -412,6 +433,7 @@ SimResult Replay::Result() const {
   // The arrivals span starts at the first submit, where the meter starts.
   const double span = last_submit_ - first_submit;
   if (arrivals_done_ && span > 0) m.gpu_utilization_arrivals = busy_at_last_submit_ / (t_.total_gpus() * span);
+  if (t_.total_gpus() > 0) m.power_ceiling = SimPowerCeiling(t_, jobs_) / t_.total_gpus();
   m.rack_violation_kws = meter_.rack_violation_kws();
   m.domain_violation_kws = meter_.domain_violation_kws();
   m.power_violation_kws = m.rack_violation_kws + m.domain_violation_kws;

@@ -1,6 +1,7 @@
-// rackwise, first-fit and spread for the simulator; tree-bestfit and static-cap are in simulator_tree.cc.
+// rackwise, first-fit, capped-first-fit and spread for the simulator; tree-bestfit and static-cap are in simulator_tree.cc.
 #include "simulator_policies.h"
 
+#include "placement_context.h"
 #include "power_rollup.h"
 
 #include <algorithm>
@@ -23,15 +24,21 @@ GpuMask LowestBits(GpuMask mask, int count) {
   return out;
 }
 
-int MinDomains(const Topology& t, NodeTypeId type, int gpus, int k) {
-  const NodeType& nt = t.node_types()[type];
-  int size = 0;
-  if (nt.nvlink == NvlinkScope::kNode) {
-    size = k > 0 ? (nt.gpus >= k ? k : 0) : nt.gpus;
-  } else {
-    size = k > 0 ? (nt.gpus >= k ? t.max_domain_nodes(type) * k : 0) : t.max_domain_gpus(type);
+int MinDomains(const Topology& t, int gpus, int k) {
+  int fewest = 0;
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+    const NodeType& nt = t.node_types()[type];
+    int size = 0;
+    if (nt.nvlink == NvlinkScope::kNode) {
+      size = k > 0 ? (nt.gpus >= k ? k : 0) : nt.gpus;
+    } else {
+      size = k > 0 ? (nt.gpus >= k ? t.max_domain_nodes(type) * k : 0) : t.max_domain_gpus(type);
+    }
+    if (size <= 0) continue;
+    const int n = (gpus + size - 1) / size;
+    fewest = fewest == 0 ? n : std::min(fewest, n);
   }
-  return size > 0 ? (gpus + size - 1) / size : 0;
+  return fewest;
 }
 
 std::vector<int> StaticRackLimits(const Topology& t) {
@@ -150,7 +157,6 @@ class RackwisePolicy : public Policy {
     const auto& d = std::get<PlacementDecision>(out);
     choice->nodes = d.nodes;
     choice->per_gpu = d.per_gpu;
-    choice->min_domains = d.min_domains;
     return Outcome::kStart;
   }
 
@@ -215,7 +221,6 @@ class NodeListPolicy : public Policy {
       choice->nodes.clear();
       if (Fill(ledger, job, type, &choice->nodes)) {
         choice->per_gpu = JobWatts(job);
-        choice->min_domains = MinDomains(t_, type, job.gpus, job.gpus_per_node);
         return Outcome::kStart;
       }
     }
@@ -256,6 +261,56 @@ class FirstFitPolicy : public NodeListPolicy {
     }
     return false;
   }
+};
+
+// capped-first-fit: first-fit that never exceeds a cap less the policy's reserve, the simplest scheduler that is
+// legal under the caps. A node's share is taken only if its rack and every power domain above it can still power
+// it (an any-split job takes what they can power); nothing about NVLink domains or rails.
+class CappedFirstFitPolicy : public NodeListPolicy {
+ public:
+  explicit CappedFirstFitPolicy(const Topology& t)
+      : NodeListPolicy(t), spent_(t.racks().size(), t.power_domains().size()) {}
+  CommitMode commit_mode() const override { return CommitMode::kEnforce; }
+
+ protected:
+  bool Fill(const Ledger& ledger, const TraceJob& job, NodeTypeId type, std::vector<NodeGpus>* out) override {
+    const int k = job.gpus_per_node;
+    const Milliwatts per_gpu = job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : t_.node_types()[type].per_gpu;
+    const double reserve = t_.policy().power_reserve_fraction;
+    spent_.Clear();
+    auto powered = [&](NodeId n) -> long long {  // GPUs of this job the node's rack and feeds can still power
+      const RackId r = t_.nodes()[n].rack;
+      Milliwatts room = ledger.RackRoom(r, reserve) - spent_.rack(r);
+      for (PowerDomainId p : t_.racks()[r].power_chain)
+        room = std::min(room, ledger.PowerDomainRoom(p, reserve) - spent_.power_domain(p));
+      if (per_gpu <= 0) return job.gpus;
+      return std::max<Milliwatts>(0, room) / per_gpu;
+    };
+    const std::vector<NodeId>& nodes = by_type_[type];
+    if (k == 0 && job.gpus <= t_.node_types()[type].gpus) {
+      for (NodeId n : nodes) {  // a job that fits one node goes to the first node with room and power
+        if (ledger.free_gpu_count(n) >= job.gpus && powered(n) >= job.gpus) {
+          out->push_back({n, LowestBits(ledger.free_gpus(n), job.gpus)});
+          return true;
+        }
+      }
+    }
+    int remaining = job.gpus;
+    for (NodeId n : nodes) {
+      const int free = ledger.free_gpu_count(n);
+      const long long power = powered(n);
+      const int take = k > 0 ? (free >= k && power >= k ? k : 0) : static_cast<int>(std::min<long long>({free, remaining, power}));
+      if (take == 0) continue;
+      out->push_back({n, LowestBits(ledger.free_gpus(n), take)});
+      spent_.Add(t_.racks()[t_.nodes()[n].rack], t_.nodes()[n].rack, static_cast<Milliwatts>(take) * per_gpu);
+      remaining -= take;
+      if (remaining == 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  internal::PowerScratch spent_;  // what this job's shares so far draw, per rack and power domain
 };
 
 class SpreadPolicy : public NodeListPolicy {
@@ -326,6 +381,7 @@ std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, c
     case SimPolicy::kSpread: return std::make_unique<SpreadPolicy>(topology);
     case SimPolicy::kTreeBestFit: return MakeTreePolicy(topology, false);
     case SimPolicy::kStaticCap: return MakeTreePolicy(topology, true);
+    case SimPolicy::kCappedFirstFit: return std::make_unique<CappedFirstFitPolicy>(topology);
   }
   return nullptr;
 }

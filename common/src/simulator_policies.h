@@ -21,7 +21,6 @@ enum class Outcome {
 struct Choice {
   std::vector<NodeGpus> nodes;  // any order; the simulator sorts
   Milliwatts per_gpu = 0;       // 0: the node type's draw
-  int min_domains = 0;          // ceil(gpus / domain size) for the node type used
 };
 
 class Policy {
@@ -41,8 +40,9 @@ std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, c
 // Helpers shared by the baselines.
 // The lowest `count` set bits of `mask`.
 GpuMask LowestBits(GpuMask mask, int count);
-// ceil(gpus / largest domain) the same way the placer counts it (gpus_per_node shrinks a domain's usable size).
-int MinDomains(const Topology& topology, NodeTypeId type, int gpus, int gpus_per_node);
+// ceil(gpus / largest domain) the same way the placer counts it (gpus_per_node shrinks a domain's usable size),
+// the least over every node type that can take the job: the physical minimum a spread job is slowed against.
+int MinDomains(const Topology& topology, int gpus, int gpus_per_node);
 // Per-rack GPU limits for static-cap: what the rack's cap, and its share of every power domain's cap above it,
 // allow at the node type's full-load draw per GPU.
 std::vector<int> StaticRackLimits(const Topology& topology);

@@ -34,7 +34,7 @@ absl::StatusOr<SimPolicy> ParseSimPolicy(std::string_view name) {
     if (name == SimPolicyName(p)) return p;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown policy '", std::string(name), "' (rackwise, first-fit, spread, tree-bestfit, static-cap)"));
+      absl::StrCat("unknown policy '", std::string(name), "' (rackwise, first-fit, spread, tree-bestfit, static-cap, capped-first-fit)"));
 }
 
 const char* SimPolicyName(SimPolicy policy) {
@@ -44,13 +44,14 @@ const char* SimPolicyName(SimPolicy policy) {
     case SimPolicy::kSpread: return "spread";
     case SimPolicy::kTreeBestFit: return "tree-bestfit";
     case SimPolicy::kStaticCap: return "static-cap";
+    case SimPolicy::kCappedFirstFit: return "capped-first-fit";
   }
   return "?";
 }
 
 std::vector<SimPolicy> AllSimPolicies() {
   return {SimPolicy::kRackwise, SimPolicy::kFirstFit, SimPolicy::kSpread, SimPolicy::kTreeBestFit,
-          SimPolicy::kStaticCap};
+          SimPolicy::kStaticCap, SimPolicy::kCappedFirstFit};
 }
 
 std::string PlacementJsonLine(const Topology& t, const std::vector<TraceJob>& jobs, const SimPlacement& p) {

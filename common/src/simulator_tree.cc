@@ -40,7 +40,6 @@ class TreePolicy : public Policy {
       choice->nodes.clear();
       if (Fill(ledger, job, type, &choice->nodes)) {
         choice->per_gpu = job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : 0;
-        choice->min_domains = MinDomains(t_, type, job.gpus, k);
         return Outcome::kStart;
       }
     }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The CLI end to end: size a cluster with caps that bind, generate a trace, replay it under every policy, and let
-# the independent checker confirm that no GPU is shared and that rackwise and static-cap stay under every cap.
+# the independent checker confirm that no GPU is shared and that rackwise, static-cap and capped-first-fit stay
+# under every cap.
 # Usage: cli_roundtrip.sh RACKWISE_BIN CHECK_BIN WORKDIR
 set -eu
 rw=$1; check=$2; dir=$3
@@ -12,7 +13,7 @@ mkdir -p "$dir"
 "$rw" trace generate --mix training --jobs 400 --seed 4 --gpus-cluster 576 --node-gpus 4 --load 1.3 > "$dir/nvl.csv"
 for c in h100 nvl; do
   "$rw" simulate --cluster "$dir/$c.yaml" --trace "$dir/$c.csv" --policy all --placements "$dir/$c.jsonl" > "$dir/$c.txt"
-  for p in rackwise static-cap; do
+  for p in rackwise static-cap capped-first-fit; do
     "$check" "$dir/$c.yaml" "$dir/$c.csv" "$dir/$c.$p.jsonl" --expect-no-violations
   done
   for p in first-fit spread tree-bestfit; do
@@ -24,13 +25,26 @@ done
 "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --policy all --spread-slowdown 0.3 \
   --placements "$dir/slow.jsonl" > "$dir/slow.txt"
 grep -q "work done (%)" "$dir/slow.txt"
+grep -q "power ceiling (%)" "$dir/slow.txt"
+grep -q "capped-first-fit" "$dir/slow.txt"
 "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.rackwise.jsonl" --expect-no-violations --spread-slowdown 0.3
 for p in first-fit spread tree-bestfit static-cap; do
   "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.$p.jsonl" --spread-slowdown 0.3
 done
+"$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.capped-first-fit.jsonl" --expect-no-violations --spread-slowdown 0.3
 # Checked against no slowdown, a stretched job is caught.
 if "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/slow.spread.jsonl" 2> /dev/null > /dev/null; then exit 1; fi
 if "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --spread-slowdown -1 2> /dev/null; then exit 1; fi
+# A trace made for 8-GPU nodes is flagged against 4-GPU NVL72 trays, when written and when replayed; one made
+# from the cluster itself is not, but its 512-GPU jobs are: the 100 kW racks never power more than 448 GPUs.
+"$rw" trace generate --mix training --jobs 100 --seed 5 --cluster "$dir/nvl.yaml" --node-gpus 8 \
+  > "$dir/misfit.csv" 2> "$dir/misfit.err"
+grep -q "can never run on" "$dir/misfit.err"
+grep -q "Node has fewer GPUs than gpus_per_node" "$dir/misfit.err"
+"$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/misfit.csv" --json 2> /dev/null | grep -q '"trace_misfits"'
+"$rw" trace generate --mix training --jobs 100 --seed 5 --cluster "$dir/nvl.yaml" > "$dir/fit.csv" 2> "$dir/fit.err"
+if grep -q "fewer GPUs than gpus_per_node" "$dir/fit.err"; then exit 1; fi
+grep -q "of 512 GPUs, 4 per node: .* can never give it more than 448" "$dir/fit.err"
 # A bad trace is reported with its file and line, not a crash.
 printf 'id,submit,duration,gpus,gpus_per_node,locality,watts_per_gpu\nx,0,-5,8,,,\n' > "$dir/bad.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/bad.csv" 2> "$dir/bad.err"; then exit 1; fi

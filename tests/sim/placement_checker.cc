@@ -105,19 +105,23 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
     td.max_domain_gpus = std::max(td.max_domain_gpus, domain_size[info.domain].first);
     td.max_domain_nodes = std::max(td.max_domain_nodes, domain_size[info.domain].second);
   }
-  // ceil(gpus / domain size) for the job on this node type, as DESIGN.md defines the minimum (0: cannot say).
-  auto min_domains = [&](const TraceJob& job, const std::string& type) {
-    auto it = type_domains.find(type);
-    if (it == type_domains.end()) return 0;  // unknown nodes are reported on their own
-    const TypeDomains& td = it->second;
-    const int k = job.gpus_per_node;
-    int size = 0;
-    if (td.rack_scope) {
-      size = k > 0 ? (td.node_gpus >= k ? td.max_domain_nodes * k : 0) : td.max_domain_gpus;
-    } else {
-      size = k > 0 ? (td.node_gpus >= k ? k : 0) : td.node_gpus;
+  // ceil(gpus / domain size), the least over every node type that can take the job (a job that waits for the
+  // type with the largest domains is not slowed), as DESIGN.md defines the minimum (0: cannot say).
+  auto min_domains = [&](const TraceJob& job) {
+    int fewest = 0;
+    for (const auto& [name, td] : type_domains) {
+      const int k = job.gpus_per_node;
+      int size = 0;
+      if (td.rack_scope) {
+        size = k > 0 ? (td.node_gpus >= k ? td.max_domain_nodes * k : 0) : td.max_domain_gpus;
+      } else {
+        size = k > 0 ? (td.node_gpus >= k ? k : 0) : td.node_gpus;
+      }
+      if (size <= 0) continue;
+      const int n = (job.gpus + size - 1) / size;
+      fewest = fewest == 0 ? n : std::min(fewest, n);
     }
-    return size > 0 ? (job.gpus + size - 1) / size : 0;
+    return fewest;
   };
   std::unordered_map<std::string, const TraceJob*> jobs;
   for (const TraceJob& j : trace) jobs[j.id] = &j;
@@ -185,12 +189,7 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
     if (!j["domains"].is_number_integer() || j["domains"].get<int>() != static_cast<int>(domains.size()))
       fail(where + ": job " + id + " reports the wrong NVLink domain count");
     // It runs for its trace duration, or longer by the slowdown when it is outside its fewest NVLink domains.
-    std::string type;
-    if (!j["gpus"].empty()) {
-      auto first = nodes.find(j["gpus"].begin().key());
-      if (first != nodes.end()) type = first->second.type;
-    }
-    const bool slowed = spread_slowdown > 0 && static_cast<int>(domains.size()) > min_domains(*job->second, type);
+    const bool slowed = spread_slowdown > 0 && static_cast<int>(domains.size()) > min_domains(*job->second);
     if (std::fabs((e - s) - job->second->duration * (slowed ? 1 + spread_slowdown : 1)) > 1e-6)
       fail(where + ": job " + id + " runs for the wrong time");
     std::set<std::string> rack_names;

@@ -156,7 +156,8 @@ TEST(SimulatorPropertyTest, CheckerAgreesAndRackwiseNeverExceedsACap) {
       EXPECT_NEAR(rep.domain_violation_kws, r->metrics.domain_violation_kws,
                   1e-6 * r->metrics.domain_violation_kws + 1);
       EXPECT_NEAR(rep.peak_rack_kw, r->metrics.peak_rack_kw, 0.01);
-      if (policy == SimPolicy::kRackwise || policy == SimPolicy::kStaticCap) {
+      if (policy == SimPolicy::kRackwise || policy == SimPolicy::kStaticCap ||
+          policy == SimPolicy::kCappedFirstFit) {
         EXPECT_EQ(rep.rack_violation_kws, 0);
         EXPECT_EQ(rep.domain_violation_kws, 0);
         EXPECT_EQ(r->metrics.power_violation_kws, 0);

@@ -21,7 +21,8 @@ struct PlacementDecision {
   std::vector<NodeGpus> nodes;      // ordered by node id
   Milliwatts per_gpu = 0;           // watts charged per GPU (the request's or the node type's)
   int domains = 0;                  // NVLink domains used
-  int min_domains = 0;              // ceil(gpus / domain size): what `required` insists on
+  int min_domains = 0;              // the fewest the cluster can give the job over its node types, under the
+                                    // described caps (Placer::FewestDomains): what `required` insists on
   std::vector<RackPower> racks;     // ordered by rack id
   bool rail_aligned = true;         // the same GPU indices on every node
   int scalable_units = 0;

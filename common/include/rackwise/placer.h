@@ -4,7 +4,8 @@
 //
 // Objectives, in order:
 //  1. never exceed a power cap (less the policy's reserve) and never use unhealthy hardware;
-//  2. fewest NVLink domains (a job that fits in one domain gets one);
+//  2. fewest NVLink domains (a job that fits in one domain gets one); `required` waits for the fewest over every
+//     node type it may use (FewestDomains);
 //  3. fewest scalable units, then fewest racks;
 //  4. rail alignment (the same GPU indices on every node of a partial-node multi-node job);
 //  5. best fit, so that whole domains stay free for large jobs.
@@ -45,6 +46,16 @@ class Placer {
   static absl::Status CheckRequest(const Topology& topology, const PlacementRequest& request);
   static void ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
                          std::vector<int>* out);
+
+  // The fewest NVLink domains the job could ever be given, over every node type it may use, under the
+  // described caps less the reserve (what `required` waits for), and the first type that gives it;
+  // {0, kNoId} when no type can ever hold the job.
+  struct Fewest {
+    int domains = 0;
+    NodeTypeId type = kNoId;
+    std::string reason;  // "the fewest NVLink domains this cluster can give 64 GPUs is 1, on gb200-tray (...)"
+  };
+  static absl::StatusOr<Fewest> FewestDomains(const Ledger& ledger, const PlacementRequest& request);
 };
 
 }  // namespace rackwise

@@ -6,7 +6,7 @@
 // duration is the run-time estimate), the first end at which the policy could place the head is its "shadow
 // time", and the nodes the policy would give it then are reserved. Later jobs may start now if they fit and either
 // end by the shadow time or stay off the reserved nodes. Up to `backfill_depth` queued jobs are tried per pass.
-// For `rackwise` (which keeps to the caps) the reservation also holds watts: a job that outlasts the shadow time
+// For `rackwise` and `capped-first-fit` (which keep to the caps) the reservation also holds watts: a job that outlasts the shadow time
 // may only use what the head's racks and power domains can spare then, so the head starts by its shadow time
 // even when caps bind. The power-unaware baselines' reservations hold nodes only.
 //
@@ -24,7 +24,11 @@
 //                 else the whole cluster. Power-unaware.
 //   static-cap    tree-bestfit, but each rack may only hold the GPUs its cap allows at full load (and the racks
 //                 under a power domain share what that domain's cap allows), as administrators set by hand.
-// Baselines never give a GPU twice, but their power is not prevented: they commit with CommitMode::kRecover and
+//   capped-first-fit  first-fit that takes a node's share only if its rack and every power domain above it can
+//                 power it under the cap less the policy's reserve (an any-split job takes what they can power);
+//                 committed with CommitMode::kEnforce, with the same power-holding reservations as rackwise.
+//                 The simplest scheduler that is legal under the caps: nothing about NVLink domains or rails.
+// The other baselines never give a GPU twice, but their power is not prevented: they commit with CommitMode::kRecover and
 // the kW-seconds above every rack and power domain cap are measured.
 //
 // The core reads no clock: jobs per second of replay are measured by the caller.
@@ -47,6 +51,7 @@ enum class SimPolicy {
   kSpread,       // kube-scheduler least-allocated
   kTreeBestFit,  // Slurm topology/tree best fit, leaf = NVLink domain
   kStaticCap,    // tree-bestfit with per-rack GPU limits derived from the caps
+  kCappedFirstFit,  // first-fit that never exceeds a cap less the reserve
 };
 
 absl::StatusOr<SimPolicy> ParseSimPolicy(std::string_view name);  // "rackwise", "first-fit", ...
@@ -109,6 +114,7 @@ struct SimMetrics {
   double energy_mwh = 0;  // whole cluster (idle included) over the makespan
   double gpu_hours_per_mwh = 0;
   long long placement_attempts = 0;
+  double power_ceiling = 0;  // SimPowerCeiling as a share of the cluster's GPUs (1: the caps never bind on average)
 };
 
 // The queue head's backfill reservation: the nodes it would get at its shadow time. While it is in force
@@ -127,6 +133,16 @@ struct SimResult {
   std::vector<SimPlacement> placements;      // when record_placements, in start order
   std::vector<SimReservation> reservations;  // when record_placements, in the order they ended
 };
+
+// The power ceiling: the most GPUs the caps (less the policy's reserve) let a replay of `jobs` keep busy on
+// average, at the trace's watts. Over the makespan T, the jobs' GPUs draw E = sum(gpus x duration x watts) above
+// idle, and at no instant more than P = the watts the caps let through (each rack's room, at most all its GPUs at
+// the trace's highest draw, rolled up under every power domain's room). So T >= E / P, and the busy GPUs average
+// at most sum(gpus x duration) / T <= P / (E / sum(gpus x duration)): P over the trace's GPU-second-weighted
+// mean draw, and never more than the cluster's GPUs. Jobs that declare no draw count at the lowest node type's.
+// A policy that keeps to the caps and runs every job cannot pass it (one that rejects jobs runs a different
+// mix); power-blind policies can, by drawing over the caps.
+double SimPowerCeiling(const Topology& topology, const std::vector<TraceJob>& jobs);
 
 // Replays `jobs` (any order; sorted by submit time, ties by position). Errors: InvalidArgument for an empty
 // cluster; Internal if the ledger refuses what a policy chose (a bug).
