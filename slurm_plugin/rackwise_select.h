@@ -18,6 +18,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
+#include "state_publisher.h"
 #include "slurm_headers.h"
 
 namespace rackwise::slurm {
@@ -78,6 +79,9 @@ class RackwiseSelect {
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   void SetPendingReason(job_record_t* job, const std::string& why) const;
   void CommitJobLocked(job_record_t* job, bool starting);
+  // The live ledger as a state file in StateSaveLocation (rackwise_select_state.cc).
+  void StartStatePublisherLocked();
+  std::optional<std::string> StateSnapshot();
 
   slurm_select_ops_t* inner_;
   std::mutex mu_;
@@ -89,6 +93,7 @@ class RackwiseSelect {
   uint32_t gpu_plugin_id_ = 0;
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
+  std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
 };
 
 }  // namespace rackwise::slurm

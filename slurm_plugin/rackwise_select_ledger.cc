@@ -80,6 +80,7 @@ int RackwiseSelect::NodeInit() {
     return SLURM_SUCCESS;
   }
   RebuildLedgerLocked();
+  if (!state_publisher_) StartStatePublisherLocked();
   return SLURM_SUCCESS;
 }
 

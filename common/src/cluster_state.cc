@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
+#include "proto_to_yaml.h"
 
 namespace rackwise {
 namespace {
@@ -103,5 +104,7 @@ v1::ClusterState CaptureClusterState(const Ledger& ledger) {
   }
   return out;
 }
+
+std::string ClusterStateToYaml(const v1::ClusterState& state) { return ProtoToYaml(state); }
 
 }  // namespace rackwise
