@@ -17,7 +17,7 @@ for ((t = 0; t < 100; t++)); do
 done
 # demo.yaml: r04 holds 4 idle HGX nodes (10 kW) under a 30 kW cap; its row has more room, so 20 kW headroom.
 row=$(awk '$1 == "r04"' <<<"$out")
-read -r _ draw cap _ headroom _ jobs gpus <<<"$row"
+read -r _ draw cap _ headroom _ _ gpus <<<"$row"
 if [[ $draw == 10.0 && $cap == 30.0 && $headroom == 20.0 && $gpus == 0/32 ]]; then
   echo "ok: $row"
 else
