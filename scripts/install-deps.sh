@@ -9,7 +9,12 @@ packages=(
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
   libmunge-dev munge
   curl procps iproute2 openssl
+  man-db binutils file shellcheck
 )
+# kubectl (for `kubectl kustomize`) and npm (kubernetes-models, to validate the rendered manifests): Debian's
+# kubernetes-client and npm, unless the machine already has a kubectl or an npm (their packages would clash).
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -19,6 +19,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
+#include "state_publisher.h"
 #include "slurm_headers.h"
 
 namespace rackwise::slurm {
@@ -88,6 +89,9 @@ class RackwiseSelect {
   // Puts back the reasons select_nodes() cleared after our refusals (Slurm >= 23.11; see slurm_compat.h).
   void ReapplyReasonsLocked();
   void CommitJobLocked(job_record_t* job, bool starting);
+  // The live ledger as a state file in StateSaveLocation (rackwise_select_state.cc).
+  void StartStatePublisherLocked();
+  std::optional<std::string> StateSnapshot();
 
   slurm_select_ops_t* inner_;
   std::mutex mu_;
@@ -101,6 +105,7 @@ class RackwiseSelect {
   std::vector<std::pair<uint32_t, std::string>> reapply_;  // job id, reason text
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
+  std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
 };
 
 }  // namespace rackwise::slurm

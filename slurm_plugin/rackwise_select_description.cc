@@ -115,6 +115,7 @@ int RackwiseSelect::NodeInit() {
   absl::Status status = LoadModel(/*force=*/true);
   if (status.ok()) {
     RebuildLedgerLocked();
+    if (!state_publisher_) StartStatePublisherLocked();
     return SLURM_SUCCESS;
   }
   error("rackwise: rejected the cluster description: %s", std::string(status.message()).c_str());
@@ -138,6 +139,7 @@ int RackwiseSelect::NodeInit() {
           "scontrol reconfigure",
           previous_file == DescriptionPath() ? "the one in force" : previous_file.c_str(), DescriptionPath().c_str());
     RebuildLedgerLocked();
+    if (!state_publisher_) StartStatePublisherLocked();
     return SLURM_SUCCESS;
   }
   if (!model_) {

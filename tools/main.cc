@@ -18,7 +18,13 @@ std::vector<Command>& CommandRegistry() {
 
 std::string DefaultClusterPath() {
   if (const char* env = std::getenv("RACKWISE_EXAMPLES_DIR")) return std::string(env) + "/demo.yaml";
-  return std::string(RACKWISE_EXAMPLES_DIR) + "/demo.yaml";
+  std::string source_tree = std::string(RACKWISE_EXAMPLES_DIR) + "/demo.yaml";
+  std::error_code ec;
+  if (std::filesystem::exists(source_tree, ec)) return source_tree;
+  // Installed (ninja install, the Debian package): <prefix>/bin/rackwise -> <prefix>/share/doc/rackwise/examples.
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return source_tree;
+  return (exe.parent_path().parent_path() / "share/doc/rackwise/examples/demo.yaml").string();
 }
 
 namespace {

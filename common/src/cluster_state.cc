@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rackwise/power_bounds.h"
+#include "proto_to_yaml.h"
 
 namespace rackwise {
 
@@ -105,5 +106,7 @@ v1::ClusterState CaptureClusterState(const Ledger& ledger) {
   }
   return out;
 }
+
+std::string ClusterStateToYaml(const v1::ClusterState& state) { return ProtoToYaml(state); }
 
 }  // namespace rackwise

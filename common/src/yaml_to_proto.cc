@@ -1,6 +1,8 @@
 // YAML -> protobuf by reflection. See yaml_to_proto.h for the mapping rules.
 #include "yaml_to_proto.h"
 
+#include "rackwise/guess_tag.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -251,6 +253,11 @@ class Mapper {
     }
     const Reflection* r = message->GetReflection();
     const std::string& text = value.Scalar();
+    if (value.Tag() == kGuessTag) {  // left by `rackwise import` on every figure it could not know
+      Report(line, absl::StrCat(path, ": guessed by rackwise import (", kGuessTag, " ", text,
+                                "): replace it with the real figure and remove the ", kGuessTag, " tag"));
+      return;
+    }
     bool quoted = value.Tag() == "!";  // yaml-cpp tags quoted scalars "!", plain ones "?"
     bool repeated = field.is_repeated();
     switch (field.cpp_type()) {

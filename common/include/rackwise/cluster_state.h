@@ -2,6 +2,8 @@
 // `rackwise place --state`, the extender's snapshots, and restarts that must not lose an allocation.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "rackwise/ledger.h"
 #include "rackwise/v1/state.pb.h"
@@ -20,5 +22,8 @@ v1::NodeHealth NodeHealthToProto(NodeHealth health);
 // The ledger's state: allocations (sorted by id), nodes that are not up or have failed GPUs, and caps that
 // differ from the description.
 v1::ClusterState CaptureClusterState(const Ledger& ledger);
+
+// A state file's text (the format ParseClusterState reads), e.g. the ledger the Slurm plugin publishes.
+std::string ClusterStateToYaml(const v1::ClusterState& state);
 
 }  // namespace rackwise

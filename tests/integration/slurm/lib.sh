@@ -152,7 +152,7 @@ rw_setup() {
     echo "SelectType=$select"
     echo "SelectTypeParameters=CR_Core"
     echo "GresTypes=gpu"
-    echo "PluginDir=${RW_PLUGIN_DIR}:$RW_SLURM_PLUGINS"
+    echo "PluginDir=${RW_PLUGIN_DIR}:$(rw_slurm_plugins_without_rackwise)"
     echo "PlugStackConfig=$RW_TMP/etc/plugstack.conf"
     if [[ -n ${RW_POWER_SAVE:-} ]]; then
       # Power saving that only acts when asked (scontrol update state=power_down): SuspendTime is longer than
@@ -198,6 +198,18 @@ rw_setup() {
   [[ -n ${RW_POWER_SAVE:-} ]] && rw_power_scripts
   trap rw_teardown EXIT
   trap 'exit 1' INT TERM
+}
+
+# Debian's plugin directory as symlinks, less any rackwise plugin installed there (the Debian package puts them
+# there): slurmctld loads every select_*.so in PluginDir and dies on a plugin_id seen twice.
+rw_slurm_plugins_without_rackwise() {
+  local dir=$RW_TMP/slurm-plugins f
+  mkdir -p "$dir"
+  for f in "$RW_SLURM_PLUGINS"/*; do
+    [[ $(basename "$f") == *rackwise* ]] && continue
+    ln -sfn "$f" "$dir/"
+  done
+  echo "$dir"
 }
 
 # SuspendProgram and ResumeProgram for RW_POWER_SAVE (slurmctld runs them with a hostlist). A resumed slurmd is

@@ -1,0 +1,28 @@
+// Turns what a scheduler knows (an Inventory) into a cluster description skeleton: node types (one per GPU
+// product, count and NVLink scope), racks with their nodes and scalable units. Watts and caps cannot be known
+// from a scheduler: the skeleton guesses them and SkeletonToYaml tags each guess `!guess`, which
+// `rackwise validate` refuses at its line until the administrator writes the real figure.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "node_inventory.h"
+#include "rackwise/diagnostic.h"
+#include "rackwise/v1/cluster.pb.h"
+
+namespace rackwise::adopt {
+
+// Racks: the node's rack, else its NVLink domain (a clique or block is a rack-scale system), else one rack per
+// node type ("rack-<type>", for the administrator to split). An NVLink domain must be a whole rack's nodes of one
+// type, the way rackwise models rack-scale NVLink; otherwise a diagnostic names the nodes. The result passes
+// ValidateClusterDescription (with the guessed figures in place).
+absl::StatusOr<v1::ClusterDescription> BuildSkeleton(const Inventory& inventory, std::string_view source,
+                                                     Diagnostics* diagnostics);
+
+// YAML for a skeleton: the documented layout, a header saying where it came from, and `!guess` on every watts
+// and cap figure (the importer knows none of them).
+std::string SkeletonToYaml(const v1::ClusterDescription& skeleton, const std::string& header);
+
+}  // namespace rackwise::adopt

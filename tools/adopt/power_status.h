@@ -1,0 +1,42 @@
+// What `rackwise status` shows: one row per rack and per power domain with its draw, cap, usable cap (the cap
+// less the policy's reserve), headroom and the jobs running below it. Built from a ledger (a description plus a
+// state file, e.g. the one the Slurm plugin keeps in StateSaveLocation) or from the extender's ClusterState.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rackwise/ledger.h"
+#include "rackwise/v1/placement_service.pb.h"
+
+namespace rackwise::adopt {
+
+struct PowerRow {
+  std::string kind;    // "rack" or "power_domain"
+  std::string name;
+  std::string parent;  // the rack's power domain or the domain's parent; empty at a root
+  double draw_watts = 0;
+  double cap_watts = 0;
+  double usable_cap_watts = 0;
+  double headroom_watts = 0;  // racks: the least room over the rack and every domain above it
+  int jobs = -1;              // -1: not known (the extender's ClusterState does not say)
+  int used_gpus = -1, gpus = -1;
+};
+
+struct PowerStatus {
+  std::string cluster;
+  std::string source;  // the state file or the gRPC address
+  int allocations = 0;
+  std::vector<PowerRow> rows;  // power domains root first, each followed by its racks
+};
+
+PowerStatus StatusFromLedger(const Ledger& ledger);
+PowerStatus StatusFromClusterState(const v1::ClusterStateResponse& state);
+
+// A fixed-width table, `top` style: one line per row, children indented under their domain.
+std::string StatusTable(const PowerStatus& status);
+nlohmann::ordered_json StatusJson(const PowerStatus& status);
+
+}  // namespace rackwise::adopt
