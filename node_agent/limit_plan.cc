@@ -35,17 +35,22 @@ absl::StatusOr<std::vector<int>> ResolveIndices(const std::vector<std::string>& 
   return std::vector<int>(indices.begin(), indices.end());
 }
 
-// Empty when every board accepts `mw`; else the reason naming the first board that does not.
-std::string OutOfRange(const std::vector<int>& indices, int64_t mw, const NodeGpus& gpus) {
+// The boards among `indices` that need a limit to hold `mw`: a board whose maximum is at or below `mw` cannot
+// draw more than was counted and is left alone (the same rule as node_power::JobPowerEnforcer for Slurm).
+// An error names the first board that cannot be held that low, or whose range is unknown.
+absl::StatusOr<std::vector<int>> BoardsToLimit(const std::vector<int>& indices, int64_t mw, const NodeGpus& gpus) {
+  std::vector<int> out;
   for (int i : indices) {
     auto it = gpus.ranges.find(i);
-    if (it == gpus.ranges.end()) return absl::StrCat("GPU ", i, ": its power limit range is unknown");
-    if (mw < it->second.min_mw || mw > it->second.max_mw) {
-      return absl::StrCat(mw / 1000.0, " W is outside GPU ", i, "'s power limit range [", it->second.min_mw / 1000.0,
-                          ", ", it->second.max_mw / 1000.0, "] W");
+    if (it == gpus.ranges.end()) return absl::UnavailableError(absl::StrCat("GPU ", i, ": its power limit range is unknown"));
+    if (mw < it->second.min_mw) {
+      return absl::OutOfRangeError(absl::StrCat(mw / 1000.0, " W is below GPU ", i, "'s lowest power limit (",
+                                                it->second.min_mw / 1000.0, " W; its range is [",
+                                                it->second.min_mw / 1000.0, ", ", it->second.max_mw / 1000.0, "] W)"));
     }
+    if (mw < it->second.max_mw) out.push_back(i);
   }
-  return "";
+  return out;
 }
 
 }  // namespace
@@ -78,11 +83,16 @@ LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDev
       plan.refused.push_back({pod.namespace_, pod.name, std::string(indices.status().message())});
       continue;
     }
-    if (std::string why = OutOfRange(*indices, pod.milliwatts_per_gpu, gpus); !why.empty()) {
-      plan.refused.push_back({pod.namespace_, pod.name, why});
+    absl::StatusOr<std::vector<int>> boards = BoardsToLimit(*indices, pod.milliwatts_per_gpu, gpus);
+    if (!boards.ok()) {
+      plan.refused.push_back({pod.namespace_, pod.name, std::string(boards.status().message())});
       continue;
     }
-    candidates.emplace_back(&pod, std::move(*indices));
+    if (boards->empty()) {
+      plan.unneeded.push_back(pod.Key());
+      continue;
+    }
+    candidates.emplace_back(&pod, std::move(*boards));
   }
 
   // Boards shared by several pods go to the lowest watts asked for.

@@ -12,8 +12,10 @@
 //  - Two pods on one board (time-slicing) cannot both own its limit: pods are served in increasing watts (then
 //    owner name), so the board gets the lowest limit asked for, and a later pod touching a taken board is
 //    refused, naming the pod that holds it. Power is never under-enforced because of sharing.
-//  - A pod whose annotation is bad, whose device ids are malformed or unknown, or whose watts fall outside the
-//    board's range is refused, never limited to something else.
+//  - Only boards that could draw more than the pod's watts are limited: a board whose maximum is at or below
+//    them is left alone (the same rule as node_power::JobPowerEnforcer on Slurm nodes).
+//  - A pod whose annotation is bad, whose device ids are malformed or unknown, or whose watts are below a
+//    board's lowest limit is refused, never limited to something else.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +64,7 @@ struct NodeGpus {
 
 struct LimitToApply {
   std::string owner;
-  std::vector<int> gpus;  // sorted, distinct
+  std::vector<int> gpus;  // sorted, distinct; only the boards that need a limit
   int64_t milliwatts = 0;
 };
 
@@ -75,7 +77,8 @@ struct LimitPlan {
   std::vector<std::string> restore;  // owners, restored before anything is applied
   std::vector<LimitToApply> apply;
   std::vector<RefusedPod> refused;
-  std::vector<std::string> waiting;  // "namespace/name": annotated, but no GPUs reported by the kubelet yet
+  std::vector<std::string> waiting;   // "namespace/name": annotated, but no GPUs reported by the kubelet yet
+  std::vector<std::string> unneeded;  // "namespace/name": its boards cannot draw more than its watts anyway
 };
 
 LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDevices>& devices,

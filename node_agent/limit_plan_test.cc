@@ -65,14 +65,27 @@ TEST(PlanLimits, RefusesBadAnnotationsUnknownDevicesAndOutOfRangeWatts) {
                               {{"ml/bad/u1", {0}, 300'000}}, FourGpus());
   EXPECT_TRUE(plan.apply.empty());
   EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/bad/u1"}));  // a limit held before the edit goes
-  ASSERT_EQ(plan.refused.size(), 6u);
+  ASSERT_EQ(plan.refused.size(), 5u);
   EXPECT_NE(plan.refused[0].reason.find("lots"), std::string::npos);
-  EXPECT_NE(plan.refused[1].reason.find("0.001 W is outside GPU 1's power limit range [100, 700] W"),
+  EXPECT_NE(plan.refused[1].reason.find("0.001 W is below GPU 1's lowest power limit (100 W; its range is [100, 700] W)"),
             std::string::npos) << plan.refused[1].reason;
-  EXPECT_NE(plan.refused[2].reason.find("5000 W is outside"), std::string::npos);
-  EXPECT_NE(plan.refused[3].reason.find("no GPU with this UUID"), std::string::npos);
-  EXPECT_NE(plan.refused[4].reason.find("this node has 4 GPUs"), std::string::npos);
-  EXPECT_NE(plan.refused[5].reason.find("MIG"), std::string::npos);
+  EXPECT_EQ(plan.refused[2].name, "ghost");
+  EXPECT_NE(plan.refused[2].reason.find("no GPU with this UUID"), std::string::npos);
+  EXPECT_NE(plan.refused[3].reason.find("this node has 4 GPUs"), std::string::npos);
+  EXPECT_NE(plan.refused[4].reason.find("MIG"), std::string::npos);
+  // 5000 W per GPU on 700 W boards: they cannot draw more than counted; nothing to limit, nothing refused.
+  EXPECT_EQ(plan.unneeded, (std::vector<std::string>{"ml/huge"}));
+}
+
+TEST(PlanLimits, OnlyBoardsThatCouldDrawMoreAreLimited) {
+  NodeGpus gpus = FourGpus();
+  gpus.ranges[1] = {100'000, 400'000};  // a smaller board
+  LimitPlan plan = PlanLimits({Pod("a", 450'000)}, {{"ml", "a", {"0", "1"}}}, {}, gpus);
+  ASSERT_EQ(plan.apply.size(), 1u);
+  EXPECT_EQ(plan.apply[0].gpus, (std::vector<int>{0}));
+  plan = PlanLimits({Pod("a", 700'000)}, {{"ml", "a", {"0"}}}, {{"ml/a/u1", {0}, 600'000}}, FourGpus());
+  EXPECT_TRUE(plan.apply.empty());
+  EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/a/u1"}));  // raised to the maximum: the old limit goes
 }
 
 TEST(PlanLimits, PodWithoutDevicesYetWaits) {
@@ -95,7 +108,8 @@ TEST(PlanLimits, SharedBoardGoesToTheLowestWatts) {
 TEST(PlanLimits, InvariantsOverEveryCombination) {
   NodeGpus gpus = FourGpus();
   gpus.count = 2;
-  const std::vector<int64_t> watts = {0 /* bad annotation */, 50'000 /* below range */, 300'000, 450'000};
+  const std::vector<int64_t> watts = {0 /* bad annotation */, 50'000 /* below range */, 300'000, 450'000,
+                                     900'000 /* above the boards' maximum */};
   const std::vector<std::vector<std::string>> devs = {{}, {"0"}, {"1"}, {"0", "GPU-bbbbbbbb"}, {"GPU-zzzzzzzz"}};
   const std::vector<std::optional<HeldLimit>> helds = {std::nullopt, HeldLimit{"", {0}, 300'000},
                                                        HeldLimit{"", {1}, 450'000}};
@@ -139,12 +153,13 @@ TEST(PlanLimits, InvariantsOverEveryCombination) {
       for (int g : h.gpus) kept_boards.insert(g);
     }
     for (int g : kept_boards) ASSERT_EQ(boards.count(g), 0u) << "case " << combo;
-    // Each pod is exactly one of: applied, kept, refused, waiting.
+    // Each pod is exactly one of: applied, kept, refused, waiting, unneeded.
     for (const PodWatts& pod : pods) {
       int roles = applied.count(pod.Owner());
       for (const HeldLimit& h : held) roles += h.owner == pod.Owner() && !restored.count(h.owner);
       for (const RefusedPod& r : plan.refused) roles += r.name == pod.name;
       for (const std::string& w : plan.waiting) roles += w == pod.Key();
+      for (const std::string& u : plan.unneeded) roles += u == pod.Key();
       ASSERT_EQ(roles, 1) << "pod " << pod.name << ", case " << combo;
       if (!pod.error.empty()) {
         ASSERT_EQ(applied.count(pod.Owner()), 0u);

@@ -357,8 +357,8 @@ TEST_F(NodeAgentProcessTest, BadWattsAreRefusedNotApplied) {
   EXPECT_EQ(Limits(), (std::vector<int64_t>{700'000, 700'000, 700'000, 400'000}));
   EXPECT_TRUE(SetCallsBecome({"gpu=3 limit=400000"})) << ReadAll(nvml_state_ + ".log");
   std::string log = ReadAll(dir_ + "/agent.log");
-  EXPECT_TRUE(absl::StrContains(log, "pod ml/tiny: rackwise.io/gpu-watts not enforced: 0.001 W is outside GPU 1's "
-                                     "power limit range [200, 700] W")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "pod ml/tiny: rackwise.io/gpu-watts not enforced: 0.001 W is below GPU 1's "
+                                     "lowest power limit (200 W; its range is [200, 700] W)")) << log;
   EXPECT_TRUE(absl::StrContains(log, "\"lots\"")) << log;
 }
 
