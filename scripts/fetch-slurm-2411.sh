@@ -57,7 +57,8 @@ if [[ ! -f $sum_file ]] || ! (cd "$dl" && sha256sum --quiet -c "$sum_file" >/dev
   # The paragraph of exactly this version; its Checksums-Sha256 line for the upstream tarball.
   want_sum=$(apt-cache "${apt_opts[@]}" showsrc "$pkg" 2>/dev/null |
     awk -v v="$want_version" '/^Package:/ {mine=0} $1 == "Version:" {mine = ($2 == v)}
-      /^Checksums-Sha256:/ {on=1; next} /^[^ ]/ {on=0} mine && on && $3 ~ /orig\.tar\.gz$/ {print $1; exit}')
+      /^Checksums-Sha256:/ {on=1; next} /^[^ ]/ {on=0}
+      mine && on && !found && $3 ~ /orig\.tar\.gz$/ {print $1; found=1}')  # reads to the end: no SIGPIPE
   [[ $want_sum =~ ^[0-9a-f]{64}$ ]] || die "apt-cache showsrc lists no orig.tar.gz SHA-256 for $pkg=$want_version"
   log "apt-get source --download-only $pkg=$want_version (a non-zero exit is judged by the checksum below)"
   (cd "$dl" && apt-get "${apt_opts[@]}" -q source --download-only "$pkg=$want_version" >&2) ||
