@@ -13,13 +13,7 @@
 # served): the tarball is checked against the SHA-256 that `apt-cache showsrc` lists, not against apt's exit
 # code. Progress goes to stderr. Cold: about 4 minutes on 2 cores (configure + make -j2 + install).
 set -euo pipefail
-source "$(dirname "$0")/apt-private.sh"
-
-log() { echo "fetch-slurm-2411: $*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-cache_root=${RACKWISE_CACHE:-$HOME/.cache/rackwise}
-pkg=slurm-wlm
+source "$(dirname "$0")/apt-private.sh"  # also log, die, cache_root, pkg
 want_version=${RACKWISE_SLURM_2411_VERSION:-24.11.5-4+deb13u1}
 upstream=${want_version%-*}
 jobs=${RACKWISE_SLURM_2411_JOBS:-2}
