@@ -13,13 +13,7 @@
 # served): the tarball is checked against the SHA-256 that `apt-cache showsrc` lists, not against apt's exit
 # code. Progress goes to stderr. Cold: about 4 minutes on 2 cores (configure + make -j2 + install).
 set -euo pipefail
-source "$(dirname "$0")/apt-private.sh"
-
-log() { echo "fetch-slurm-2411: $*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-cache_root=${RACKWISE_CACHE:-$HOME/.cache/rackwise}
-pkg=slurm-wlm
+source "$(dirname "$0")/apt-private.sh"  # also log, die, cache_root, pkg
 want_version=${RACKWISE_SLURM_2411_VERSION:-24.11.5-4+deb13u1}
 upstream=${want_version%-*}
 jobs=${RACKWISE_SLURM_2411_JOBS:-2}
@@ -57,7 +51,8 @@ if [[ ! -f $sum_file ]] || ! (cd "$dl" && sha256sum --quiet -c "$sum_file" >/dev
   # The paragraph of exactly this version; its Checksums-Sha256 line for the upstream tarball.
   want_sum=$(apt-cache "${apt_opts[@]}" showsrc "$pkg" 2>/dev/null |
     awk -v v="$want_version" '/^Package:/ {mine=0} $1 == "Version:" {mine = ($2 == v)}
-      /^Checksums-Sha256:/ {on=1; next} /^[^ ]/ {on=0} mine && on && $3 ~ /orig\.tar\.gz$/ {print $1; exit}')
+      /^Checksums-Sha256:/ {on=1; next} /^[^ ]/ {on=0}
+      mine && on && !found && $3 ~ /orig\.tar\.gz$/ {print $1; found=1}')  # reads to the end: no SIGPIPE
   [[ $want_sum =~ ^[0-9a-f]{64}$ ]] || die "apt-cache showsrc lists no orig.tar.gz SHA-256 for $pkg=$want_version"
   log "apt-get source --download-only $pkg=$want_version (a non-zero exit is judged by the checksum below)"
   (cd "$dl" && apt-get "${apt_opts[@]}" -q source --download-only "$pkg=$want_version" >&2) ||

@@ -10,13 +10,7 @@
 #
 # Progress and tool output go to stderr; stdout carries only the final directory.
 set -euo pipefail
-source "$(dirname "$0")/apt-private.sh"
-
-log() { echo "fetch-slurm-source: $*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-cache_root=${RACKWISE_CACHE:-$HOME/.cache/rackwise}
-pkg=slurm-wlm
+source "$(dirname "$0")/apt-private.sh"  # also log, die, cache_root, pkg
 
 version=$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null || true)
 [[ -n $version ]] || version=$(dpkg-query -W -f='${Version}' libslurm-dev 2>/dev/null || true)

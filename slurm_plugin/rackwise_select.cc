@@ -20,7 +20,6 @@ namespace {
 
 constexpr uint64_t kMaxGpus = 1u << 20;
 constexpr size_t kMaxFeasibleCache = 200000;  // job ids; cleared when full (it is only a shortcut)
-constexpr size_t kMaxReapply = 100000;         // reasons waiting to be put back (one per refused job_test)
 
 }  // namespace
 
@@ -123,10 +122,7 @@ int RackwiseSelect::InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_
 
 void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why) {
   std::string text = why.rfind("rackwise:", 0) == 0 ? why : "rackwise: " + why;
-  if (!kReasonSurvivesSelectNodes) {
-    // select_nodes() clears the text once job_test returns: put it back at the next entry (ReapplyReasons).
-    if (reapply_.size() < kMaxReapply) reapply_.emplace_back(job->job_id, text);
-  }
+  reasons_.Note(job->job_id, text);  // select_nodes() may clear it (Slurm >= 23.11): put back afterwards
   if (job->state_desc && text == job->state_desc && job->state_reason == kPendingReason) return;
   xfree(job->state_desc);
   job->state_desc = xstrdup(text.c_str());
@@ -134,22 +130,11 @@ void RackwiseSelect::SetPendingReason(job_record_t* job, const std::string& why)
   debug("rackwise: JobId=%u pending: %s", job->job_id, text.c_str());
 }
 
-void RackwiseSelect::ReapplyReasonsLocked() {
-  if (reapply_.empty() || !running_in_slurmctld()) return;
-  for (const auto& [id, text] : reapply_) {
-    job_record_t* job = find_job_record(id);
-    // Only where select_nodes() left its generic answer: any other reason (held, dependency, ...) stands.
-    if (!job || !IS_JOB_PENDING(job) || job->state_desc || job->state_reason != kPendingReason) continue;
-    job->state_desc = xstrdup(text.c_str());
-  }
-  reapply_.clear();
-}
-
 int RackwiseSelect::JobTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                             uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
                             SlurmList* preemptee_job_list, const JobTestTail& tail) {
   std::lock_guard lock(mu_);
-  ReapplyReasonsLocked();
+  reasons_.ApplyLocked();
   inner_ns_ = 0;
   inner_calls_ = 0;
   const auto start = std::chrono::steady_clock::now();

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "cluster_model.h"
+#include "pending_reasons.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
@@ -27,7 +28,7 @@ namespace rackwise::slurm {
 class RackwiseSelect {
  public:
   // `inner` is cons_tres's operations table; it must outlive this object.
-  explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) {}
+  explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) { reasons_.Start(); }
 
   // After the inner node_init (startup, restart and every reconfigure that rebuilds the node table). A
   // missing, invalid or disagreeing rackwise.yaml is logged with FILE:LINE and the description in force, or
@@ -86,8 +87,6 @@ class RackwiseSelect {
              const GpuAsk& ask);
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   void SetPendingReason(job_record_t* job, const std::string& why);
-  // Puts back the reasons select_nodes() cleared after our refusals (Slurm >= 23.11; see slurm_compat.h).
-  void ReapplyReasonsLocked();
   void CommitJobLocked(job_record_t* job, bool starting);
   // The live ledger as a state file in StateSaveLocation (rackwise_select_state.cc).
   void StartStatePublisherLocked();
@@ -102,7 +101,7 @@ class RackwiseSelect {
   std::vector<NodeHealth> health_cache_;
   absl::flat_hash_set<uint32_t> statically_feasible_;  // job ids that fit the empty, healthy cluster
   uint32_t gpu_plugin_id_ = 0;
-  std::vector<std::pair<uint32_t, std::string>> reapply_;  // job id, reason text
+  PendingReasons reasons_;
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads

@@ -10,7 +10,7 @@
 //                                                                     update_node_config, resv_test
 //   job details                struct job_details                     job_details_t
 //   pending reason with text   WAIT_BLOCK_D_ACTION (kept by           none: select_nodes() clears state_desc
-//                              select_nodes())                        (rackwise re-applies it afterwards)
+//                              select_nodes())                        (pending_reasons.h puts it back)
 #pragma once
 
 namespace rackwise::slurm {
@@ -27,7 +27,7 @@ struct JobTestTail {
   will_run_data_t* will_run_ptr;
 };
 // select_nodes() clears state_desc for every code; WAIT_RESOURCES is what it leaves, and the plugin puts its
-// text back at its next entry (RackwiseSelect::ReapplyReasons).
+// text back once select_nodes() is done (pending_reasons.h).
 inline constexpr job_state_reason kPendingReason = WAIT_RESOURCES;
 inline constexpr bool kReasonSurvivesSelectNodes = false;
 #else

@@ -26,11 +26,13 @@ extern "C" {
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
 #include "src/interfaces/gres.h"
 #include "src/interfaces/select.h"
+#include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 #undef operator
 #else
 #include "src/common/gres.h"
 #include "src/common/select.h"
+#include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 #endif
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One job stream, two schedulers, in one run: plain select/cons_tres with topology/tree (one leaf switch per
 # NVLink domain: each HGX node, each NVL72 rack; on Slurm 24.11, RW_SLURM_PREFIX set, topology/block with one
-# block per NVLink domain, BlockSizes=1, and --segment=<trays> for NVL72 jobs that fit one rack) and
+# block per NVL72 rack and --segment=<trays>, on the stream's NVL72 jobs only) and
 # select/rackwise_cons_tres, each on a fresh real cluster
 # (cluster.yaml: 44 slurmd on 127.0.0.1). While the stream runs, every job's nodes and GPU indices are read
 # from `scontrol show job -d` and every rack's draw is sampled once a second (the description's power model).
@@ -46,7 +46,7 @@ run_stream() {
     read -r part gpus secs <<<"$spec"
     if [[ $gpus == *x* ]]; then args=(-N "${gpus%x*}" --gpus-per-node="${gpus#*x}"); else args=(--gpus="$gpus"); fi
     # topology/block keeps a job in one block only when asked: --segment=<nodes> (all its nodes in one block).
-    if [[ $name == *block* && $part == nvl && $gpus != *x* && $gpus -le 72 ]]; then
+    if [[ $name == *block* && $part == nvl && $gpus != *x* && $gpus -le 72 ]]; then  # <= 18 trays: one block
       args+=(-N $(((gpus + 3) / 4)) --segment=$(((gpus + 3) / 4)))
     fi
     id=$(sbatch --parsable -o /dev/null -e /dev/null -D "$RW_TMP" -p "$part" "${args[@]}" -t 5 \
@@ -165,15 +165,20 @@ topo=$results/topology.conf
 
 base=cons_tres_tree
 if [[ -n ${RW_SLURM_PREFIX:-} ]]; then
-  # Slurm 24.11's anchor: topology/block, one block per NVLink domain (each HGX node; each NVL72 rack).
+  # Slurm 24.11's anchor: topology/block with one block per NVL72 rack (BlockSizes=18,36: the NVLink domain and
+  # both racks). Blocks all have the base size, so single-node HGX domains cannot be blocks beside 18-tray
+  # racks (checked: BlockSizes=1 refuses --segment above 1 and multi-node --gpus jobs at submit); the stream is
+  # therefore the NVL72 part of the same stream, for both schedulers.
   base=cons_tres_block
   export RW_TOPOLOGY_PLUGIN=topology/block
   {
-    for n in gpu0{1..8}; do echo "BlockName=b-$n Nodes=$n"; done
     echo "BlockName=b-nvl01 Nodes=nvl01-t[01-18]"
     echo "BlockName=b-nvl02 Nodes=nvl02-t[01-18]"
-    echo "BlockSizes=1"
+    echo "BlockSizes=18,36"
   } >"$topo"
+  nvl_only=()
+  for spec in "${stream[@]}"; do [[ $spec == nvl* ]] && nvl_only+=("$spec"); done
+  stream=("${nvl_only[@]}")
 fi
 rw_log "stream of ${#stream[@]} jobs through cons_tres + ${RW_TOPOLOGY_PLUGIN:-topology/tree}"
 run_stream "$base" select/cons_tres "$topo"
