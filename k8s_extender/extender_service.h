@@ -24,6 +24,8 @@
 #include "pod_spec.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placer.h"
+#include "rackwise/telemetry.h"
+#include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 
 namespace rackwise::k8s {
@@ -101,6 +103,15 @@ class ExtenderService {
   // An operator override of a node's health (wins over the API server's view while not kUp).
   absl::Status SetNodeHealth(const std::string& node, NodeHealth health, const std::vector<int>& failed_gpus);
 
+  // --- measured power (extender_telemetry.cc) ---
+  // Applies one poll's readings under the lock (allocations made since the previous poll still count on top).
+  // Returns log lines for what changed: the telemetry state (once per transition) and racks entering or leaving
+  // overdraw, with the pods on them and, with on_overdraw: lower_limits, the lowered watts per GPU.
+  std::vector<std::string> ApplyPowerReadings(const TelemetrySettings& settings, const PowerReadings& readings);
+  TelemetryState telemetry_state() const;
+  // Gauges: estimated, measured and counted draw per rack, telemetry freshness, overdraw alarms.
+  void RenderTelemetryMetrics(std::string* out) const;
+
   StateSnapshot Snapshot() const;
   // Gauges in the Prometheus text format: rack draw/cap/headroom, free GPUs per domain, reservations.
   void RenderStateMetrics(std::string* out) const;
@@ -159,6 +170,7 @@ class ExtenderService {
   absl::flat_hash_map<std::string, int64_t> group_first_try_ms_;
   absl::flat_hash_map<std::string, bool> operator_ids_;     // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
+  TelemetryTracker telemetry_;  // the last poll's outcome, for /metrics and for logging changes once
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
 };

@@ -9,11 +9,11 @@ namespace rackwise::telemetry {
 namespace {
 
 // Runs one query; fills *ok, *error and *out.
-void RunQuery(PrometheusClient& client, const std::string& query, const std::string& label, double now,
-              bool* ok, std::string* error, std::vector<PowerReading>* out) {
+void RunQuery(PrometheusClient& client, const std::string& query, const std::string& label,
+              const std::function<double()>& now, bool* ok, std::string* error, std::vector<PowerReading>* out) {
   absl::StatusOr<std::string> body = client.Query(query);
   absl::StatusOr<std::vector<PowerReading>> readings =
-      body.ok() ? ParseQueryAnswer(*body, label, now) : absl::StatusOr<std::vector<PowerReading>>(body.status());
+      body.ok() ? ParseQueryAnswer(*body, label, now()) : absl::StatusOr<std::vector<PowerReading>>(body.status());
   *ok = readings.ok();
   if (readings.ok()) {
     *out = *std::move(readings);
@@ -28,7 +28,8 @@ double NowUnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-PowerReadings FetchPowerReadings(const TelemetrySettings& settings, PrometheusClient& client, double now_unix_s) {
+PowerReadings FetchPowerReadings(const TelemetrySettings& settings, PrometheusClient& client,
+                                 const std::function<double()>& now_unix_s) {
   PowerReadings r;
   if (!settings.enabled) return r;
   RunQuery(client, settings.node_power_query, settings.node_label, now_unix_s, &r.nodes_ok, &r.nodes_error, &r.nodes);

@@ -17,7 +17,7 @@ MeasuredDraw MeasureOnce(const v1::ClusterDescription& description, bool skip, L
   options.connect_timeout_ms = 2000;
   options.timeout_ms = 5000;
   telemetry::PrometheusClient client(settings.prometheus_url, options);
-  const PowerReadings readings = telemetry::FetchPowerReadings(settings, client, telemetry::NowUnixSeconds());
+  const PowerReadings readings = telemetry::FetchPowerReadings(settings, client);
   MeasuredDraw measured = MeasureRacks(ledger->topology(), settings, readings);
   for (const std::string& p : measured.problems) std::fprintf(stderr, "rackwise: telemetry: %s\n", p.c_str());
   ApplyMeasuredDraw(measured, settings, /*count_recent=*/false, ledger);

@@ -74,6 +74,10 @@ TEST(MeasureRacksTest, StaleBrokenAndMissingReadingsFallBack) {
     r.nodes[2].watts = bad;
     EXPECT_FALSE(MeasureRacks(t, On(), r).racks[0].has_value()) << bad;
   }
+  EXPECT_TRUE(MeasureRacks(t, On(), NodesAt(t, 0, 100, -4)).racks[0].has_value());  // clocks a little apart
+  MeasuredDraw future = MeasureRacks(t, On(), NodesAt(t, 0, 100, -6));
+  EXPECT_FALSE(future.racks[0].has_value());
+  EXPECT_NE(future.problems[0].find("6 s in the future"), std::string::npos) << future.problems[0];
   PowerReadings old = NodesAt(t, 0, 100, 61);  // stale_after_s 60
   MeasuredDraw m = MeasureRacks(t, On(), old);
   EXPECT_FALSE(m.racks[0].has_value());
