@@ -290,6 +290,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                            uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
                            bitstr_t* exc_core_bitmap, const GpuAsk& ask) {
   SyncHealthLocked();
+  ApplyTelemetryLocked();
   std::string power_why;
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps.

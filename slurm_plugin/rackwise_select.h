@@ -18,6 +18,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
+#include "slurm_telemetry.h"
 #include "slurm_headers.h"
 
 namespace rackwise::slurm {
@@ -78,6 +79,10 @@ class RackwiseSelect {
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   void SetPendingReason(job_record_t* job, const std::string& why) const;
   void CommitJobLocked(job_record_t* job, bool starting);
+  // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
+  // and applies the readings parked since the last decision, logging what changed.
+  void ConfigureTelemetryLocked(const std::string& yaml, const std::string& path);
+  void ApplyTelemetryLocked();
 
   slurm_select_ops_t* inner_;
   std::mutex mu_;
@@ -89,6 +94,7 @@ class RackwiseSelect {
   uint32_t gpu_plugin_id_ = 0;
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
+  SlurmTelemetry telemetry_;
 };
 
 }  // namespace rackwise::slurm

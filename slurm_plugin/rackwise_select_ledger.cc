@@ -57,6 +57,7 @@ absl::Status RackwiseSelect::LoadModel(bool force) {
   loaded_text_ = text.str();
   mismatch_.clear();
   health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
+  ConfigureTelemetryLocked(loaded_text_, path);
   info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", path.c_str(),
        model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
        model_->topology().power_domains().size());
