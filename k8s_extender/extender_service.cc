@@ -20,6 +20,30 @@ bool IsUnresolvable(NodeReason r) {
 
 std::string PodKeyOf(const PodInfo& p) { return p.Key(); }
 
+// Reason texts are added to a filter answer the first time a node fails for that reason; a rack power refusal
+// where a reading counts gets a text of its own per rack, naming the measured watts.
+class FilterReasons {
+ public:
+  FilterReasons() { by_reason_.fill(UINT32_MAX); }
+  uint32_t For(const Ledger& ledger, NodeId node, NodeReason why, FilterResult* result) {
+    if (why == NodeReason::kRackPower) {
+      const RackId rack = ledger.topology().nodes()[node].rack;
+      if (std::string note = MeasuredRackNote(ledger, rack); !note.empty()) {
+        auto [it, added] = by_rack_.try_emplace(rack, 0);
+        if (added) it->second = result->AddReason(absl::StrCat("rackwise: ", NodeReasonText(why), ": ", note));
+        return it->second;
+      }
+    }
+    uint32_t& r = by_reason_[static_cast<size_t>(why)];
+    if (r == UINT32_MAX) r = result->AddReason(absl::StrCat("rackwise: ", NodeReasonText(why)));
+    return r;
+  }
+
+ private:
+  std::array<uint32_t, static_cast<size_t>(NodeReason::kCount)> by_reason_;
+  absl::flat_hash_map<RackId, uint32_t> by_rack_;
+};
+
 // Keeps a map of things first seen at some time within `max` entries: when full, entries older than `ttl_ms`
 // go, and if that frees nothing, everything does (a flood of one-off names must not grow memory).
 template <typename Map, typename SeenMs>
@@ -124,9 +148,7 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
 
-  // Reason texts are added to the answer the first time a node fails for that reason.
-  std::array<uint32_t, static_cast<size_t>(NodeReason::kCount)> reason_index;
-  reason_index.fill(UINT32_MAX);
+  FilterReasons reasons;  // reason texts are added the first time a node fails for that reason
   AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
@@ -142,8 +164,7 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
       result.feasible.push_back(i);
       continue;
     }
-    uint32_t& r = reason_index[static_cast<size_t>(*why)];
-    if (r == UINT32_MAX) r = result.AddReason(absl::StrCat("rackwise: ", NodeReasonText(*why)));
+    const uint32_t r = reasons.For(ledger_, ids[i], *why, &result);
     (IsUnresolvable(*why) ? result.unresolvable : result.failed).push_back({i, r});
   }
   metrics_->CountDecision(Verb::kFilter, result.feasible.empty() ? "none_feasible" : "feasible");

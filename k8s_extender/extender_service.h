@@ -25,6 +25,8 @@
 #include "pod_spec.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placer.h"
+#include "rackwise/telemetry.h"
+#include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/state.pb.h"
 
@@ -115,6 +117,14 @@ class ExtenderService {
   absl::Status RestoreOperatorState(const v1::ClusterState& state);
   // What operators have set: their allocations, their health overrides and failed GPUs, changed caps.
   v1::ClusterState OperatorState() const;
+  // --- measured power (extender_telemetry.cc) ---
+  // Applies one poll's readings under the lock (allocations made since the previous poll still count on top).
+  // Returns log lines for what changed: the telemetry state (once per transition) and racks entering or leaving
+  // overdraw, with the pods on them and, with on_overdraw: lower_limits, the lowered watts per GPU.
+  std::vector<std::string> ApplyPowerReadings(const TelemetrySettings& settings, const PowerReadings& readings);
+  TelemetryState telemetry_state() const;
+  // Gauges: estimated, measured and counted draw per rack, telemetry freshness, overdraw alarms.
+  void RenderTelemetryMetrics(std::string* out) const;
 
   StateSnapshot Snapshot() const;
   // Gauges in the Prometheus text format: rack draw/cap/headroom, free GPUs per domain, reservations.
@@ -177,6 +187,7 @@ class ExtenderService {
   absl::flat_hash_map<std::string, bool> operator_ids_;     // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
   StateSink state_sink_;
+  TelemetryTracker telemetry_;  // the last poll's outcome, for /metrics and for logging changes once
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
 };

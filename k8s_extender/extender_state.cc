@@ -6,28 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "rackwise/power_bounds.h"
 #include "extender_service.h"
+#include "prometheus_text.h"
 
 namespace rackwise::k8s {
 namespace {
 
 int Severity(NodeHealth h) { return h == NodeHealth::kUp ? 0 : h == NodeHealth::kDrained ? 1 : 2; }
-
-void Gauge(std::string* out, absl::string_view name, absl::string_view help) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n");
-}
-
-std::string Label(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out.append("\\n");
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -278,6 +262,7 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
     absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", Label(d.name), "\",rack=\"", Label(d.rack), "\"} ",
                     d.free_gpus, "\n");
   }
+  RenderTelemetryMetrics(out);
   Gauge(out, "rackwise_allocations", "Allocations held in the ledger (pods, gang slots, operator placements).");
   absl::StrAppend(out, "rackwise_allocations ", s.allocations, "\n");
   Gauge(out, "rackwise_gang_reservations", "Groups of pods holding a reservation.");

@@ -19,6 +19,7 @@
 #include "kube_sync.h"
 #include "state_file.h"
 #include "rackwise/cluster_description.h"
+#include "telemetry_face.h"
 #ifdef RACKWISE_HAVE_GRPC
 #include "grpc_service.h"
 #endif
@@ -170,6 +171,9 @@ int main(int argc, char** argv) {
   }
 #endif
 
+  // Measured power: polled in the background, applied under the service's lock.
+  std::unique_ptr<telemetry::TelemetryPoller> poller = StartTelemetry(*description, &service, Log);
+
   std::unique_ptr<KubeSync> sync;
   if (client) {
     SyncOptions so;
@@ -186,6 +190,7 @@ int main(int argc, char** argv) {
     nanosleep(&ts, nullptr);
   }
   Log("stopping");
+  if (poller) poller->Stop();
   if (sync) sync->Stop();
 #ifdef RACKWISE_HAVE_GRPC
   if (grpc_server) grpc_server->Stop();

@@ -207,6 +207,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                            uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
                            SlurmList* preemptee_job_list, const JobTestTail& tail, const GpuAsk& ask) {
   SyncHealthLocked();
+  ApplyTelemetryLocked();
   std::string power_why;
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps.

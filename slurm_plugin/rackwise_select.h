@@ -21,6 +21,7 @@
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
 #include "state_publisher.h"
+#include "slurm_telemetry.h"
 #include "slurm_headers.h"
 
 namespace rackwise::slurm {
@@ -91,6 +92,10 @@ class RackwiseSelect {
   // The live ledger as a state file in StateSaveLocation (rackwise_select_state.cc).
   void StartStatePublisherLocked();
   std::optional<std::string> StateSnapshot();
+  // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
+  // and applies the readings parked since the last decision, logging what changed.
+  void ConfigureTelemetryLocked(const std::string& yaml, const std::string& path);
+  void ApplyTelemetryLocked();
 
   slurm_select_ops_t* inner_;
   std::mutex mu_;
@@ -105,6 +110,7 @@ class RackwiseSelect {
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
+  SlurmTelemetry telemetry_;
 };
 
 }  // namespace rackwise::slurm

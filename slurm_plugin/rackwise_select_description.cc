@@ -68,6 +68,7 @@ absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::
   loaded_text_ = text;
   mismatch_.clear();
   health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
+  ConfigureTelemetryLocked(loaded_text_, file);
   info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
        model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
        model_->topology().power_domains().size());

@@ -10,6 +10,7 @@
 #include "placement_session.h"
 #include "rackwise/locality.h"
 #include "rackwise/placer.h"
+#include "telemetry_session.h"
 
 namespace rackwise::cli {
 namespace {
@@ -17,8 +18,8 @@ namespace {
 nlohmann::json RackTable(const Ledger& l, const PlacementRequest& r, std::string* text) {
   const Topology& t = l.topology();
   nlohmann::json racks = nlohmann::json::array();
-  absl::StrAppendFormat(text, "\n  %-14s %-12s %6s %10s %9s %9s %9s  %s\n", "RACK", "TYPE", "FREE", "BEST DOM", "DRAW kW",
-                        "CAP kW", "LEFT kW", "FOR THIS JOB");
+  absl::StrAppendFormat(text, "\n  %-14s %-12s %6s %10s %9s %9s %9s %9s  %s\n", "RACK", "TYPE", "FREE", "BEST DOM",
+                        "EST kW", "MEAS kW", "CAP kW", "LEFT kW", "FOR THIS JOB");
   for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
     const Rack& info = t.racks()[rack];
     int free = 0, best_domain = 0;
@@ -41,11 +42,15 @@ nlohmann::json RackTable(const Ledger& l, const PlacementRequest& r, std::string
     const std::string type = t.node_types()[t.nodes()[info.nodes.front()].type].name;
     const double draw = static_cast<double>(l.rack_draw(rack)) / 1e6, cap = static_cast<double>(l.rack_cap(rack)) / 1e6;
     const double left = static_cast<double>(l.RackHeadroom(rack, t.policy().power_reserve_fraction)) / 1e6;
-    absl::StrAppendFormat(text, "  %-14s %-12s %6d %10d %9.1f %9.1f %9.1f  %s\n", info.name, type, free, best_domain,
-                          draw, cap, left, verdict);
+    // Estimated and measured draw side by side; "-" where no fresh reading counts (the estimate does).
+    const std::optional<Milliwatts> measured = l.measured_rack_draw_now(rack);
+    const std::string meas = measured ? absl::StrFormat("%.1f", static_cast<double>(*measured) / 1e6) : "-";
+    absl::StrAppendFormat(text, "  %-14s %-12s %6d %10d %9.1f %9s %9.1f %9.1f  %s\n", info.name, type, free,
+                          best_domain, draw, meas, cap, left, verdict);
     racks.push_back({{"rack", info.name},  {"type", type},        {"free_gpus", free},
                      {"largest_free_domain", best_domain},        {"draw_kw", draw},
                      {"cap_kw", cap},      {"headroom_kw", left}, {"verdict", verdict}});
+    racks.back()["measured_kw"] = measured ? nlohmann::json(static_cast<double>(*measured) / 1e6) : nlohmann::json();
   }
   return racks;
 }
@@ -77,6 +82,8 @@ int RunExplain(int argc, char** argv) {
     code = refusal.unresolvable ? kExitUnresolvable : kExitRefused;
   }
   json["racks"] = RackTable(*session->ledger, *request, &text);
+  AddTelemetryJson(*session->ledger, run.measured, &json);
+  text += TelemetryText(run.measured, static_cast<int>(t.racks().size()));
   if (run.flags.json) {
     std::printf("%s\n", json.dump(2).c_str());
   } else {

@@ -6,6 +6,7 @@
 #include "decision_format.h"
 #include "placement_session.h"
 #include "rackwise/placer.h"
+#include "telemetry_session.h"
 
 namespace rackwise::cli {
 namespace {
@@ -17,17 +18,23 @@ int RunPlace(int argc, char** argv) {
   const Session& session = run.session;
   if (const auto* d = std::get_if<PlacementDecision>(&run.outcome)) {
     if (run.flags.json) {
-      std::printf("%s\n", DecisionToJson(*session.topology, *d).dump().c_str());
+      nlohmann::json json = DecisionToJson(*session.topology, *d);
+      AddTelemetryJson(*session.ledger, run.measured, &json);
+      std::printf("%s\n", json.dump().c_str());
     } else {
-      std::printf("%s", DecisionToText(*session.topology, *session.ledger, *d).c_str());
+      std::printf("%s%s", DecisionToText(*session.topology, *session.ledger, *d).c_str(),
+                  TelemetryText(run.measured, static_cast<int>(session.topology->racks().size())).c_str());
     }
     return kExitOk;
   }
   const auto& refusal = std::get<PlacementRefusal>(run.outcome);
   if (run.flags.json) {
-    std::printf("%s\n", RefusalToJson(refusal).dump().c_str());
+    nlohmann::json json = RefusalToJson(refusal);
+    AddTelemetryJson(*session.ledger, run.measured, &json);
+    std::printf("%s\n", json.dump().c_str());
   } else {
-    std::printf("%s", RefusalToText(refusal).c_str());
+    std::printf("%s%s", RefusalToText(refusal).c_str(),
+                TelemetryText(run.measured, static_cast<int>(session.topology->racks().size())).c_str());
   }
   return refusal.unresolvable ? kExitUnresolvable : kExitRefused;
 }

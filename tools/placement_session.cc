@@ -10,6 +10,7 @@
 #include "rackwise/locality.h"
 #include "rackwise/named_request.h"
 #include "rackwise/placer.h"
+#include "telemetry_session.h"
 
 namespace rackwise::cli {
 
@@ -35,6 +36,8 @@ void AddSessionFlags(CLI::App* app, SessionFlags* session) {
   app->add_option("--cluster", session->cluster, "cluster description (default: the built-in example)");
   app->add_option("--state", session->state, "current allocations, health and cap changes (YAML)");
   app->add_flag("--json", session->json, "machine-readable output");
+  app->add_flag("--no-telemetry", session->no_telemetry,
+                "do not query the description's telemetry (count estimated draw only)");
 }
 
 namespace {
@@ -132,6 +135,7 @@ std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::
   std::optional<PlacementRequest> request = BuildRequest(job, *run.session.topology);
   if (!request) return kExitUsage;
   run.request = *std::move(request);
+  run.measured = MeasureOnce(run.session.description, run.flags.no_telemetry, run.session.ledger.get());
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*run.session.ledger, run.request);
   if (!outcome.ok()) {
     std::fprintf(stderr, "rackwise %s: %s\n", command.c_str(), std::string(outcome.status().message()).c_str());

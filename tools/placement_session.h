@@ -12,6 +12,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
+#include "rackwise/telemetry.h"
 #include "rackwise/v1/cluster.pb.h"
 
 namespace rackwise::cli {
@@ -32,6 +33,7 @@ struct SessionFlags {
   std::string cluster;       // empty: the built-in example
   std::string state;
   bool json = false;
+  bool no_telemetry = false; // skip the description's telemetry: estimates only
 };
 
 void AddJobFlags(CLI::App* app, JobFlags* job);
@@ -56,6 +58,7 @@ struct PlacementRun {
   Session session;
   PlacementRequest request;
   PlacementOutcome outcome;
+  MeasuredDraw measured;  // what telemetry gave the ledger before placing (state kOff: none)
 };
 // Returns the run, or the exit code to end with (after printing why).
 std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::string& command,

@@ -15,13 +15,22 @@ namespace {
 
 std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
 
+// How far a sample may be dated ahead of the face's clock and still count. Prometheus stamps an instant query's
+// answer with its evaluation time (and itself drops the series of a target that stopped answering), so an
+// answer is "now" on the server's clock, which may run a little apart from ours.
+constexpr double kMaxClockSkewS = 5;
+
 // A reading's watts in milliwatts when it is usable, else why not.
 std::optional<Milliwatts> Usable(const PowerReading& r, double stale_after_s, double max_watts, std::string* why) {
   if (!std::isfinite(r.watts) || r.watts < 0 || r.watts > max_watts) {
     *why = absl::StrCat("reading for ", r.name, " is not a plausible number of watts: ", r.watts);
     return std::nullopt;
   }
-  if (!std::isfinite(r.age_s) || r.age_s < 0 || r.age_s > stale_after_s) {
+  if (!std::isfinite(r.age_s) || r.age_s < -kMaxClockSkewS) {
+    *why = absl::StrCat("reading for ", r.name, " is dated ", -r.age_s, " s in the future (clocks apart?)");
+    return std::nullopt;
+  }
+  if (r.age_s > stale_after_s) {
     *why = absl::StrCat("reading for ", r.name, " is stale (", r.age_s, " s old, stale after ", stale_after_s, " s)");
     return std::nullopt;
   }

@@ -9,6 +9,7 @@
 
 #include "rackwise/placer.h"
 #include "rackwise/synthetic_cluster.h"
+#include "rackwise/telemetry_tracker.h"
 
 namespace rackwise {
 namespace {
@@ -73,6 +74,10 @@ TEST(MeasureRacksTest, StaleBrokenAndMissingReadingsFallBack) {
     r.nodes[2].watts = bad;
     EXPECT_FALSE(MeasureRacks(t, On(), r).racks[0].has_value()) << bad;
   }
+  EXPECT_TRUE(MeasureRacks(t, On(), NodesAt(t, 0, 100, -4)).racks[0].has_value());  // clocks a little apart
+  MeasuredDraw future = MeasureRacks(t, On(), NodesAt(t, 0, 100, -6));
+  EXPECT_FALSE(future.racks[0].has_value());
+  EXPECT_NE(future.problems[0].find("6 s in the future"), std::string::npos) << future.problems[0];
   PowerReadings old = NodesAt(t, 0, 100, 61);  // stale_after_s 60
   MeasuredDraw m = MeasureRacks(t, On(), old);
   EXPECT_FALSE(m.racks[0].has_value());
@@ -223,6 +228,41 @@ TEST(OverdrawTest, FindsRacksAboveTheirCapWithTheirJobsAndPlansLowerLimits) {
   plan = PlanLowerLimits(l, FindOverdraws(l)[0]);
   EXPECT_EQ(plan[0].to_per_gpu, 400'000);
   EXPECT_EQ(plan[1].to_per_gpu, 481'250);
+}
+
+TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
+  TelemetrySettings s = On();
+  s.on_overdraw = OverdrawAction::kLowerLimits;
+  TelemetryTracker tracker;
+  PowerReadings both = NodesAt(t, 0, 1000);
+  const PowerReadings r1 = NodesAt(t, 1, 100);
+  both.nodes.insert(both.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  std::vector<std::string> log = tracker.Apply(s, both, &l);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], "telemetry: fresh (2 of 2 racks measured)");
+  EXPECT_TRUE(tracker.Apply(s, both, &l).empty());  // same state: said once
+  // Rack 0 at 4 x (2.5 + 5.3) = 31.2 kW: above its 30 kW cap.
+  PowerReadings hot = both;
+  for (int i = 0; i < 4; ++i) hot.nodes[i].watts = 5300;
+  log = tracker.Apply(s, hot, &l);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0], "OVERDRAW: rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a; nothing more is "
+                    "placed there");
+  EXPECT_EQ(log[1], "OVERDRAW: lower_limits: job-a on rack b0-r0000: 962 W per GPU -> 812 W");
+  EXPECT_EQ(tracker.overdrawn_racks(), std::vector<RackId>{0});
+  ASSERT_EQ(tracker.lowered_limits().size(), 1u);
+  EXPECT_TRUE(tracker.Apply(s, hot, &l).empty());
+  PowerReadings failed;
+  failed.nodes_error = "timeout";
+  log = tracker.Apply(s, failed, &l);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0], "telemetry: stale (0 of 2 racks measured; the others count their estimates); node power query "
+                    "failed: timeout");
+  EXPECT_EQ(log[1], "overdraw cleared: rack b0-r0000 is back under its cap");
+  EXPECT_TRUE(tracker.lowered_limits().empty());
 }
 
 TEST(TelemetrySettingsTest, DefaultsAndMapping) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -44,6 +45,28 @@ TEST(CliContractTest, PlacePrintsTheDecisionJson) {
   EXPECT_EQ(j["domains"], 2);
   EXPECT_EQ(j["racks"].size(), 1u);
   EXPECT_DOUBLE_EQ(j["watts"][j["racks"][0].get<std::string>()].get<double>(), 16 * 962.5);
+  EXPECT_EQ(j["telemetry"], "off");  // no telemetry: section: estimates only
+  EXPECT_EQ(j["measured_watts"], nlohmann::json::object());
+}
+
+TEST(CliContractTest, UnreachableTelemetryFallsBackToEstimatesAndSaysSo) {
+  std::ifstream in(kDemo);
+  std::stringstream text;
+  text << in.rdbuf() << "telemetry:\n  prometheus_url: http://127.0.0.1:1\n  node_power_query: q\n";
+  const std::string yaml = WriteTemp("telemetry-unreachable.yaml", text.str());
+  CliRun r = Rackwise("place --cluster " + yaml + " --gpus 8 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // stderr (merged, unbuffered) says why first; the JSON is the last line.
+  EXPECT_EQ(r.out.rfind("rackwise: telemetry: node power query failed: prometheus: http://127.0.0.1:1:", 0), 0u)
+      << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1));
+  EXPECT_EQ(j["telemetry"], "stale");
+  EXPECT_EQ(j["measured_watts"], nlohmann::json::object());
+  r = Rackwise("place --cluster " + yaml + " --gpus 8 --json --no-telemetry");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["telemetry"], "off");
+  r = Rackwise("explain --cluster " + yaml + " --gpus 8");
+  EXPECT_NE(r.out.find("MEAS kW"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("telemetry: stale (0 of"), std::string::npos) << r.out;
 }
 
 TEST(CliContractTest, DefaultsToTheBuiltInExample) {

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Measured power for select/rackwise_cons_tres, free of Slurm: a background thread polls the description's
+// Prometheus server (tight timeouts) and parks the latest readings here; slurmctld's scheduling thread takes
+// them at its next decision (under the plugin's own mutex, never waiting on the network or on slurmctld's
+// locks), applies them to the ledger and gets log lines for what changed (each state change once, racks
+// entering and leaving overdraw).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rackwise/ledger.h"
+#include "rackwise/telemetry.h"
+#include "rackwise/telemetry_tracker.h"
+
+namespace rackwise::telemetry {
+class TelemetryPoller;
+}
+
+namespace rackwise::slurm {
+
+class SlurmTelemetry {
+ public:
+  SlurmTelemetry();
+  ~SlurmTelemetry();
+
+  // (Re)starts polling when the settings changed, stops it when telemetry is off. Returns a log line when it
+  // changed anything.
+  std::string Configure(const TelemetrySettings& settings);
+  const TelemetrySettings& settings() const { return settings_; }
+
+  // Hands readings in (the poller does; tests too), stamped with when they were fetched.
+  void Deliver(const PowerReadings& readings);
+  // Applies the readings delivered since the last call, if any, with their ages brought up to now, and returns
+  // the log lines for what changed. Without new readings, nothing changes (the ledger keeps the last reading
+  // until one arrives that says otherwise; the poller delivers a failure as readings too).
+  std::vector<std::string> ApplyLatest(Ledger* ledger);
+  // Forgets what was logged (after the ledger was rebuilt: the next readings are applied and logged afresh).
+  void Reset();
+
+ private:
+  TelemetrySettings settings_;
+  std::unique_ptr<telemetry::TelemetryPoller> poller_;
+  std::mutex mu_;  // guards latest_ and fetched_ (the poller's thread writes them)
+  std::optional<PowerReadings> latest_;
+  std::chrono::steady_clock::time_point fetched_;
+  TelemetryTracker tracker_;  // touched only by the scheduling thread (under the plugin's mutex)
+};
+
+}  // namespace rackwise::slurm

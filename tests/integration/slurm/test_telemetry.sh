@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Measured power in slurmctld: select/rackwise_cons_tres polls Debian's real Prometheus (started here on a free
+# loopback port), which scrapes a page in the DCGM exporter's format. Raising rack h02's measured draw to
+# 27.5 kW (cap 30 kW) keeps an 8-GPU job (7.7 kW) for h02 pending with a reason naming the measured watts, and
+# slurmctld logs the fresh source; stopping the page makes the source stale (logged once) and the job starts on
+# estimates. Every wait is on a state (target up, a query's value, a job state or reason), bounded.
+# Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_METRICS_PAGE=<build>/.../rackwise_test_metrics_page \
+#        test_telemetry.sh   (exit 77: skipped, see lib.sh)
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+rw_require
+if ! command -v prometheus >/dev/null || [[ ! -x ${RW_METRICS_PAGE:-} ]]; then
+  [[ -n ${CI:-} ]] && { echo "FAIL: needs prometheus and RW_METRICS_PAGE" >&2; exit 1; }
+  echo "SKIP: needs prometheus (scripts/install-deps.sh) and RW_METRICS_PAGE" >&2
+  exit 77
+fi
+
+ports=$(rw_pick_ports 2) || exit 1
+page_port=$ports prom_port=$((ports + 1))
+work=$(mktemp -d /tmp/rackwise-telemetry.XXXXXX)
+page_pid="" prom_pid=""
+stop_helpers() {
+  local p
+  for p in $page_pid $prom_pid; do kill -TERM "$p" 2>/dev/null; done
+  for p in $page_pid $prom_pid; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+
+# node watts-per-GPU ... -> the DCGM exporter page (8 GPUs per node).
+write_page() {
+  {
+    echo "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W)."
+    echo "# TYPE DCGM_FI_DEV_POWER_USAGE gauge"
+    local node watts g
+    while (($#)); do
+      node=$1 watts=$2
+      shift 2
+      for g in 0 1 2 3 4 5 6 7; do
+        printf 'DCGM_FI_DEV_POWER_USAGE{gpu="%d",UUID="GPU-%s-%d",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",Hostname="%s",DCGM_FI_DRIVER_VERSION="535.104.12"} %s\n' \
+          "$g" "$node" "$g" "$g" "$node" "$watts"
+      done
+    done
+  } >"$work/dcgm.prom.tmp" && mv "$work/dcgm.prom.tmp" "$work/dcgm.prom"
+}
+
+# query PROMQL -> the first value of an instant query (empty when the vector is empty).
+query() {
+  curl -s --max-time 2 "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
+    sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
+}
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds; fails at once if prometheus died.
+wait_for() {
+  local limit=$1 t
+  shift
+  for ((t = 0; t < limit * 5; t++)); do
+    kill -0 "$prom_pid" 2>/dev/null || { rw_log "prometheus died:"; cat "$work/prometheus.log" >&2; return 1; }
+    "$@" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+idle_page=()
+for n in gpu01 gpu02 gpu03 gpu04 gpu05 gpu06 gpu07 gpu08; do idle_page+=("$n" 60); done
+write_page "${idle_page[@]}"
+"$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
+page_pid=$!
+cat >"$work/prometheus.yml" <<YML
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: dcgm
+    static_configs: [{targets: ['127.0.0.1:$page_port']}]
+YML
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
+prom_pid=$!
+trap 'stop_helpers; rw_teardown' EXIT
+target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
+if ! wait_for 60 target_up; then
+  rw_fail "prometheus target not up: $(curl -s "http://127.0.0.1:$prom_port/api/v1/targets" | head -c 800)"
+  cat "$work/prometheus.log" "$work/page.log" >&2
+  exit 1
+fi
+rw_ok "prometheus scrapes the DCGM page"
+
+yaml=$work/cluster.yaml
+cp "$here/telemetry_cluster.yaml" "$yaml"
+cat >>"$yaml" <<YML
+telemetry:
+  prometheus_url: http://127.0.0.1:$prom_port
+  node_power_query: sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)
+  node_label: Hostname
+  interval_s: 1
+  stale_after_s: 5
+YML
+rw_setup select/rackwise_cons_tres "$yaml"
+trap 'stop_helpers; rw_teardown' EXIT
+rw_start || exit 1
+
+# h02 at 27.5 kW: 10 kW idle + 32 GPUs x 546.875 W. An 8-GPU job needs 7.7 kW; 2.5 kW are left.
+hot=()
+for n in gpu01 gpu02 gpu03 gpu04; do hot+=("$n" 60); done
+for n in gpu05 gpu06 gpu07 gpu08; do hot+=("$n" 546.875); done
+write_page "${hot[@]}"
+h02_gpus_hot() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[5-8]"})') == 17500 ]]; }
+wait_for 30 h02_gpus_hot ||
+  rw_fail "prometheus does not show h02 at 17.5 kW of GPUs"
+# slurmctld polls once a second: wait until it has queried twice more (so at least one of its polls saw the hot
+# rack), counted on Prometheus's own /metrics, which the test's reads of /metrics do not add to.
+query_count() {
+  curl -s --max-time 2 "http://127.0.0.1:$prom_port/metrics" |
+    sed -n 's/^prometheus_http_requests_total{code="200",handler="\/api\/v1\/query"} \([0-9]*\).*/\1/p'
+}
+seen=$(query_count)
+polled_twice() { [[ $(query_count) -ge $((seen + 2)) ]]; }
+wait_for 30 polled_twice || rw_fail "slurmctld did not poll prometheus (requests: $(query_count), before: $seen)"
+j=$(rw_submit -p h02 --gpus=8)
+[[ -n $j ]] || rw_fail "sbatch refused: $(cat "$RW_TMP/sbatch.err")"
+reason_names_watts() { [[ $(rw_state "$j") == PENDING ]] && rw_reason "$j" | grep -q 'measures 27.5 kW'; }
+if wait_for 40 reason_names_watts; then
+  rw_ok "job $j for h02 pending: $(rw_reason "$j")"
+else
+  rw_fail "job $j: $(rw_state "$j"), reason $(rw_reason "$j")"
+fi
+grep -q 'rackwise: telemetry: fresh (2 of 2 racks measured)' "$RW_TMP/log/slurmctld.log" &&
+  rw_ok "slurmctld logged the fresh source" || rw_fail "no 'telemetry: fresh' line in slurmctld.log"
+
+# The exporter goes away: its series go stale in Prometheus, the plugin falls back to estimates and says so.
+kill -TERM "$page_pid" 2>/dev/null
+wait "$page_pid" 2>/dev/null
+page_pid=""
+if rw_wait_state "$j" RUNNING 60; then
+  rw_ok "with the exporter gone, job $j runs on estimates"
+else
+  rw_fail "job $j still $(rw_state "$j"): $(rw_reason "$j")"
+fi
+stale=$(grep -c 'rackwise: telemetry: stale' "$RW_TMP/log/slurmctld.log")
+[[ $stale -ge 1 ]] && rw_ok "the stale source was logged ($stale line(s): once per transition)" ||
+  rw_fail "no 'telemetry: stale' line in slurmctld.log"
+exit $((RW_FAILS != 0))
