@@ -111,7 +111,7 @@ std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology
   if (!job.exclude.empty()) named.excluded_nodes.push_back(job.exclude);
   absl::StatusOr<PlacementRequest> r = ResolveRequest(t, named);
   if (!r.ok()) {
-    std::fprintf(stderr, "rackwise: %s\n", FlagOf(r.status().message()).c_str());
+    std::fprintf(stderr, "rackwise: %s\n", FlagOf(std::string(r.status().message())).c_str());
     return std::nullopt;
   }
   return *std::move(r);

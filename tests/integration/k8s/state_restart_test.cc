@@ -80,16 +80,21 @@ class ExtenderProcess {
   void WaitReady() {
     httplib::Client http("127.0.0.1", http_port_);
     http.set_connection_timeout(1, 0);
-    for (int i = 0; i < 1200; ++i) {  // a minute: the machine may be busy
+    bool ready = false;
+    for (int i = 0; i < 1200 && !ready; ++i) {  // a minute: the machine may be busy
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         FAIL() << "rackwise-extender exited (status " << status << "):\n" << ReadAll(log_);
       }
-      if (auto res = http.Get("/readyz"); res && res->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto res = http.Get("/readyz");
+      ready = res && res->status == 200;
+      if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    FAIL() << "/readyz never answered 200:\n" << ReadAll(log_);
+    // main starts the gRPC port after the HTTP one: wait for it too.
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
+    if (!ready || !channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(60)))
+      FAIL() << "/readyz never answered 200 or the gRPC port never opened:\n" << ReadAll(log_);
   }
 
   void Kill() {
@@ -147,6 +152,10 @@ TEST(ExtenderRestart, OperatorStateIsBackAfterKillNine) {
   const fs::path dir = fs::temp_directory_path() / ("rackwise-restart-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  struct RemoveOnExit {
+    fs::path dir;
+    ~RemoveOnExit() { fs::remove_all(dir); }
+  } remove_on_exit{dir};
   const fs::path cluster = dir / "rackwise.yaml";
   std::ofstream(cluster) << ClusterDescriptionToYaml(MixedCluster());
   const fs::path token = dir / "admin-token";
@@ -211,7 +220,6 @@ TEST(ExtenderRestart, OperatorStateIsBackAfterKillNine) {
   EXPECT_TRUE(released.released());
   EXPECT_EQ(ExplainOn(stub.get(), placed_node, 8), "fits");
   second.Kill();
-  fs::remove_all(dir);
 }
 
 }  // namespace
