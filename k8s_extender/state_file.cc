@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
 #include "rackwise/cluster_description.h"
+#include "rackwise/cluster_state.h"
 
 namespace rackwise::k8s {
 namespace {

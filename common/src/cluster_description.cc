@@ -156,6 +156,5 @@ absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const
 }
 
 std::string ClusterDescriptionToYaml(const v1::ClusterDescription& description) { return ProtoToYaml(description); }
-std::string ClusterStateToYaml(const v1::ClusterState& state) { return ProtoToYaml(state); }
 
 }  // namespace rackwise

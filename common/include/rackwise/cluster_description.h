@@ -37,7 +37,5 @@ absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const
 
 // Writes a description back as YAML in the documented key order (used by `rackwise size --emit-cluster`).
 std::string ClusterDescriptionToYaml(const v1::ClusterDescription& description);
-// Writes a state as YAML in the same format LoadClusterState reads (the extender's persisted operator state).
-std::string ClusterStateToYaml(const v1::ClusterState& state);
 
 }  // namespace rackwise
