@@ -8,6 +8,7 @@ packages=(
   libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
   curl procps iproute2 openssl
+  libboost-dev prometheus
 )
 missing=()
 for p in "${packages[@]}"; do
