@@ -199,12 +199,12 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
     beast::error_code ec;
     Socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
     if (ec) return;
-    Lowest().expires_after(std::chrono::seconds(1));
-    Socket().async_read_some(asio::buffer(drain_), Bind(&HttpSession::OnDrained));
+    Lowest().expires_after(std::chrono::seconds(1));  // the TCP layer's expiry bounds the drain
+    Lowest().async_read_some(asio::buffer(drain_), Bind(&HttpSession::OnDrained));
   }
   void OnDrained(beast::error_code ec, size_t) {
     if (ec) return;
-    Socket().async_read_some(asio::buffer(drain_), Bind(&HttpSession::OnDrained));
+    Lowest().async_read_some(asio::buffer(drain_), Bind(&HttpSession::OnDrained));
   }
 
   void Fail(beast::error_code ec) {

@@ -162,16 +162,21 @@ TEST_F(HostileClientsTest, FullServerShedsTheLongestIdleConnectionThenRefuses) {
   EXPECT_EQ(server_->stats().open_connections, 8u);
 
   // Now every slot is inside a request (mid-header): a newcomer is refused and counted once as a 503.
+  auto wait_for = [&](size_t open, size_t idle_count) {
+    auto until = Clock::now() + std::chrono::seconds(10);
+    while (!(server_->stats().open_connections == open && server_->stats().idle_connections == idle_count)) {
+      if (Clock::now() > until) return false;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return true;
+  };
   client_.reset();
   for (size_t i = 1; i < idle.size(); ++i) ASSERT_TRUE(SendAll(idle[i], "GET /healthz HTTP/1.1\r\n"));
+  ASSERT_TRUE(wait_for(7, 0)) << server_->stats().open_connections << " open, "
+                              << server_->stats().idle_connections << " idle";
   ASSERT_TRUE(SendAll(Open(), "GET /healthz HTTP/1.1\r\n"));  // takes the fixture client's slot
-  auto until = Clock::now() + std::chrono::seconds(10);
-  while (!(server_->stats().open_connections == 8 && server_->stats().idle_connections == 0)) {
-    ASSERT_LT(Clock::now(), until) << "the eight connections never all started a request: "
-                                   << server_->stats().open_connections << " open, "
-                                   << server_->stats().idle_connections << " idle";
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  ASSERT_TRUE(wait_for(8, 0)) << server_->stats().open_connections << " open, "
+                              << server_->stats().idle_connections << " idle";
   int newcomer = Open();
   EXPECT_TRUE(PeerClosed(newcomer, milliseconds(5'000)));
   EXPECT_EQ(metrics_.http_errors(503), 1u);
