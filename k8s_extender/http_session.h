@@ -4,6 +4,8 @@
 // the write timeout). No step blocks, so a connection holds no thread while it waits for its client.
 #pragma once
 
+#include <malloc.h>
+
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -253,7 +255,11 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
   void ReleaseBudget() {
     if (waiting_ticket_ != 0) front_->budget.Withdraw(waiting_ticket_);
     waiting_ticket_ = 0;
-    if (held_ != 0) front_->budget.Release(held_);
+    if (held_ == 0) return;
+    // A large request's decoded DOM was freed into this thread's malloc arena; glibc keeps it there, so four
+    // I/O threads would each keep the peak of one large request. Give it back before the next one starts.
+    ::malloc_trim(0);
+    front_->budget.Release(held_);
     held_ = 0;
   }
 
