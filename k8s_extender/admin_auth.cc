@@ -59,7 +59,34 @@ absl::Status LoadAdminToken(const std::string& path, std::string* token) {
   std::getline(in, line);
   std::string t(absl::StripAsciiWhitespace(line));
   if (t.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": the admin token is empty"));
+  if (absl::Status s = CheckAdminTokenStrength(t); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  }
   *token = std::move(t);
+  return absl::OkStatus();
+}
+
+absl::Status CheckAdminTokenStrength(absl::string_view token) {
+  constexpr absl::string_view kGenerate = "; generate one with `openssl rand -hex 32`";
+  const std::string lower = absl::AsciiStrToLower(token);
+  for (absl::string_view placeholder : {"replace", "change", "placeholder", "example", "dummy", "secret",
+                                        "password", "token", "xxxx", "todo"}) {
+    if (lower.find(std::string(placeholder)) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("the admin token looks like a placeholder (it contains \"",
+                                                     placeholder, "\")", kGenerate));
+    }
+  }
+  if (token.size() < kMinAdminTokenLength) {
+    return absl::InvalidArgumentError(absl::StrCat("the admin token has ", token.size(), " characters; at least ",
+                                                   kMinAdminTokenLength, " are needed", kGenerate));
+  }
+  std::string distinct(token);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() < 10) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the admin token uses only ", distinct.size(), " distinct characters", kGenerate));
+  }
   return absl::OkStatus();
 }
 

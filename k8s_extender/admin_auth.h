@@ -29,7 +29,14 @@ struct CallerCredentials {
 // OK, or PermissionDenied/Unauthenticated saying what is missing. Token comparison takes constant time.
 absl::Status CheckAdmin(const AdminAuthConfig& config, const CallerCredentials& caller);
 
-// Reads a token file (first line, whitespace trimmed). Refuses an empty token.
+// Reads a token file (first line, whitespace trimmed). Refuses an empty, short or placeholder token (see
+// CheckAdminTokenStrength), naming the file.
+inline constexpr size_t kMinAdminTokenLength = 32;
 absl::Status LoadAdminToken(const std::string& path, std::string* token);
+
+// Refuses tokens shorter than kMinAdminTokenLength, with fewer than 10 distinct characters, or containing a
+// placeholder word ("replace", "change", "example", "secret", "password", ...): a shipped example token must
+// never become a working credential.
+absl::Status CheckAdminTokenStrength(absl::string_view token);
 
 }  // namespace rackwise::k8s

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -45,18 +46,27 @@ class FilterReasons {
 };
 
 // Keeps a map of things first seen at some time within `max` entries: when full, entries older than `ttl_ms`
-// go, and if that frees nothing, everything does (a flood of one-off names must not grow memory).
+// go, then the oldest tenth by age (a flood of one-off names must not grow memory, and must not evict a pod
+// seen after it, which could then not bind). Amortised O(1) per insertion.
 template <typename Map, typename SeenMs>
 void MakeRoom(Map& map, int64_t now_ms, size_t max, int64_t ttl_ms, SeenMs seen_ms) {
   if (map.size() < max) return;
-  for (auto it = map.begin(); it != map.end();) {
-    if (now_ms - seen_ms(it->second) > ttl_ms) {
-      map.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-  if (map.size() >= max) map.clear();
+  absl::erase_if(map, [&](const auto& entry) { return now_ms - seen_ms(entry.second) > ttl_ms; });
+  if (map.size() < max) return;
+  std::vector<int64_t> ages;
+  ages.reserve(map.size());
+  for (const auto& entry : map) ages.push_back(seen_ms(entry.second));
+  size_t drop = map.size() - max + 1 + max / 10;
+  std::nth_element(ages.begin(), ages.begin() + (drop - 1), ages.end());
+  const int64_t cutoff = ages[drop - 1];  // drop everything seen before it, and enough of those seen at it
+  size_t ties = drop - static_cast<size_t>(std::count_if(ages.begin(), ages.end(), [&](int64_t a) { return a < cutoff; }));
+  absl::erase_if(map, [&](const auto& entry) {
+    const int64_t seen = seen_ms(entry.second);
+    if (seen < cutoff) return true;
+    if (seen > cutoff || ties == 0) return false;
+    --ties;
+    return true;
+  });
 }
 
 // Unknown names (kNoId) go to FailedAndUnresolvableNodes, one reason text for all of them.
@@ -110,6 +120,11 @@ int64_t ExtenderService::GroupFirstTry(const std::string& group, int64_t now_ms)
   MakeRoom(group_first_try_ms_, now_ms, options_.max_pending_pods, options_.pending_ttl_ms,
            [](int64_t first_ms) { return first_ms; });
   return group_first_try_ms_.try_emplace(group, now_ms).first->second;
+}
+
+int ExtenderService::ExpireReservations(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gangs_.Expire(now_ms);
 }
 
 FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {

@@ -83,6 +83,9 @@ class ExtenderService {
   std::string Bind(const BindingArgs& args, int64_t now_ms);
   // Keeps the candidate nodes where evicting the victims lets the pod fit; drops the others.
   absl::StatusOr<std::map<std::string, MetaVictims>> Preempt(const PreemptionArgs& args, int64_t now_ms);
+  // Releases the free slots of gang reservations past their deadline (ReservationTimer calls this; so does
+  // Filter). Returns the slots released.
+  int ExpireReservations(int64_t now_ms);
 
   // --- the API server's view ---
   // Until synced, filter answers an error: the ledger is still being rebuilt from the API server.

@@ -151,17 +151,27 @@ std::string EncodeFilterResult(const FilterResult& result, const ExtenderArgs& a
   out.reserve(128 + candidates.size() * 24);
   out.append("{\"Nodes\":");
   if (args.has_nodes && !args.has_node_names) {
-    // A NodeList holding only the feasible items, in their original order (candidate i is items[i]).
-    Json list = args.nodes;
-    Json items = Json::array();
-    if (const Json* in = FindField(args.nodes, "items")) {
-      for (uint32_t k : result.feasible) {
-        if (k < in->size()) items.push_back((*in)[k]);
-      }
+    // A NodeList holding only the feasible items, in their original order (candidate i is items[i]). Written
+    // field by field: copying the list first would double the memory of a large request.
+    const Json* in = FindField(args.nodes, "items");
+    auto dump = [&out](const Json& v) { out.append(v.dump(-1, ' ', false, Json::error_handler_t::replace)); };
+    out.push_back('{');
+    bool first = true;
+    for (auto it = args.nodes.begin(); it != args.nodes.end(); ++it) {
+      if (&it.value() == in) continue;
+      if (!first) out.push_back(',');
+      first = false;
+      AppendJsonString(it.key(), &out);
+      out.push_back(':');
+      dump(it.value());
     }
-    list["items"] = std::move(items);
-    out.append(list.dump(-1, ' ', false, Json::error_handler_t::replace));
-    out.append(",\"NodeNames\":null");
+    out.append(first ? "\"items\":[" : ",\"items\":[");
+    for (size_t i = 0; in != nullptr && i < result.feasible.size(); ++i) {
+      if (result.feasible[i] >= in->size()) continue;
+      if (out.back() != '[') out.push_back(',');
+      dump((*in)[result.feasible[i]]);
+    }
+    out.append("]},\"NodeNames\":null");
   } else {
     out.append("null,\"NodeNames\":");
     if (!args.has_node_names && !args.has_nodes) {

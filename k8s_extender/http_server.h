@@ -1,23 +1,26 @@
-// The HTTP(S) face of the extender: POST <prefix>/filter, /prioritize, /bind, /preempt in the upstream wire
-// format, and GET /healthz, /readyz, /metrics. HTTP/1.1 keep-alive (kube-scheduler reuses connections), a body
-// size limit (413), read/write timeouts against slow clients, a fixed worker pool. A request that cannot be
-// decoded gets 400 with a JSON body naming the problem; nothing a client sends can crash the process or
-// change the ledger except a valid bind.
+// The HTTP(S) front end of the extender (Boost.Beast on Asio): reads requests, hands them to ExtenderRoutes
+// (http_routes.h), writes the answers. Built so that no client can hold it up:
+// - asynchronous: a connection that is idle, slow or pipelining holds no thread, only a socket and a small
+//   buffer; a few I/O threads serve every connection;
+// - deadlines: a connection waiting between requests closes after idle_timeout_ms; once a request's first
+//   byte arrives, the whole request (headers and body) must arrive within request_timeout_ms, else 408 and
+//   close; an answer must be taken within write_timeout_ms;
+// - bounded: at most max_connections open (the longest-idle one is shed for a newcomer, see
+//   http_admission.h); bodies over max_body_bytes get 413 before they are read; bodies held at once are
+//   bounded by body_budget_bytes (later ones wait, holding no thread);
+// - clear statuses: 400 with the reason for a malformed request, 408, 413, 431 (headers too large), 503
+//   (no connection slot, or the body budget stayed full for the whole deadline).
+// HTTP/1.1 keep-alive (kube-scheduler reuses connections); pipelined requests are answered in order.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "extender_service.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace rackwise::k8s {
 
@@ -27,18 +30,34 @@ struct HttpServerOptions {
   std::string cert_file, key_file;     // both set: HTTPS
   std::string client_ca_file;          // set (with HTTPS): require client certificates signed by it
   size_t max_body_bytes = 64u << 20;   // a full NodeList of 5,000 nodes fits
-  int read_timeout_ms = 5'000;         // per read; a client that stalls longer is dropped
-  int write_timeout_ms = 5'000;
+  // Bytes of large (1 MiB or more) request bodies held at once; later ones wait their turn. Decoding a full
+  // NodeList costs up to ~7 times its size (nlohmann-json DOM), so 64 MiB keeps the process under 1 GiB
+  // however many large bodies arrive at once (tests/integration/k8s/extender_process_test.cc).
+  size_t body_budget_bytes = 64u << 20;
+  size_t max_header_bytes = 16u << 10;
+  int request_timeout_ms = 10'000;     // first byte of a request to its last (kube-scheduler's httpTimeout is 5 s)
+  int write_timeout_ms = 10'000;
   // Idle keep-alive connections close after this. Longer than Go's default IdleConnTimeout (90 s), so that
-  // kube-scheduler never sends a POST on a connection the server is closing. A worker serves one connection
-  // at a time: a client that stalls holds one worker until a read times out plus this idle time.
-  int keep_alive_timeout_s = 120;
-  size_t keep_alive_max_requests = 100'000;
-  int threads = 32;
+  // kube-scheduler never sends a POST on a connection the server is closing.
+  int idle_timeout_ms = 120'000;
+  size_t max_connections = 512;
+  int threads = 4;                     // I/O threads; requests are decoded and answered on them
+  // False: only GET /healthz, /readyz and /metrics (the plain --metrics-listen port for probes and
+  // Prometheus, which carry no client certificate).
+  bool serve_verbs = true;
   // "api-server" or "standalone": what /readyz and the log say about the source of truth.
   std::string mode = "standalone";
   // Monotonic milliseconds passed to the service; tests may replace it.
   std::function<int64_t()> now_ms;
+};
+
+// Counts of the front end's own refusals, for tests and /metrics.
+struct HttpServerStats {
+  size_t open_connections = 0;
+  size_t idle_connections = 0;         // waiting between requests
+  uint64_t shed_connections = 0;
+  uint64_t refused_connections = 0;
+  size_t body_bytes_in_use = 0;
 };
 
 class ExtenderHttpServer {
@@ -46,19 +65,19 @@ class ExtenderHttpServer {
   ExtenderHttpServer(ExtenderService* service, HttpServerOptions options);
   ~ExtenderHttpServer();
 
-  // Binds and starts serving in a background thread. Errors: the port is taken, the certificate is unreadable.
+  // Binds and starts serving on background threads. Errors: the port is taken, the certificate is unreadable.
   absl::Status Start();
+  // Stops accepting and closes every connection. Safe twice.
   void Stop();
   int port() const { return port_; }
   bool https() const { return !options_.cert_file.empty(); }
+  HttpServerStats stats() const;
 
  private:
-  void Install();
-
+  class Impl;
   ExtenderService* service_;
   HttpServerOptions options_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };
 

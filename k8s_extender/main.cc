@@ -17,6 +17,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_sync.h"
+#include "reservation_timer.h"
 #include "state_file.h"
 #include "rackwise/cluster_description.h"
 #include "telemetry_face.h"
@@ -38,18 +39,22 @@ int main(int argc, char** argv) {
   using namespace rackwise::k8s;
   CLI::App app{"rackwise-extender: kube-scheduler extender and gRPC placement service"};
   std::string state_file;
-  std::string cluster, listen = "0.0.0.0:8888", grpc_listen = "0.0.0.0:8889", kubeconfig;
+  std::string cluster, listen = "0.0.0.0:8888", grpc_listen = "0.0.0.0:8889", metrics_listen, kubeconfig;
   std::string tls_cert, tls_key, client_ca, grpc_cert, grpc_key, grpc_admin_ca, admin_token_file;
   std::vector<std::string> admin_cns;
   double reservation_ttl_s = 120;
-  size_t max_body = 64u << 20, candidate_cache = ExtenderOptions{}.candidate_cache_entries;
-  int threads = 32, read_timeout_ms = 5000;
+  size_t candidate_cache = ExtenderOptions{}.candidate_cache_entries;
+  HttpServerOptions http;
+  app.set_version_flag("--version", ExtenderVersion());
   app.add_option("--cluster", cluster, "cluster description (rackwise.yaml)")->required();
   app.add_option("--state-file", state_file,
                  "where caps, health and allocations set over gRPC are saved and read back after a restart "
                  "(default: beside --cluster, NAME.state.yaml)");
   app.add_option("--listen", listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
   app.add_option("--grpc-listen", grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT serving only /healthz, /readyz, /metrics over plain HTTP, for probes and Prometheus "
+                 "when the verbs need client certificates (empty: off)");
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
   app.add_option("--tls-cert", tls_cert, "serve HTTPS with this certificate (PEM)");
   app.add_option("--tls-key", tls_key, "... and this key (PEM)");
@@ -64,10 +69,21 @@ int main(int argc, char** argv) {
   app.add_option("--candidate-cache", candidate_cache,
                  "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
       ->check(CLI::Range(0, 1024));
-  app.add_option("--max-body-bytes", max_body, "largest request body accepted (413 beyond)");
-  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 256));
-  app.add_option("--read-timeout-ms", read_timeout_ms, "drop a client that stalls this long mid-request")
+  app.add_option("--max-body-bytes", http.max_body_bytes, "largest request body accepted (413 beyond)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 32));
+  app.add_option("--body-budget-bytes", http.body_budget_bytes,
+                 "request bytes held at once; later large bodies wait their turn (503 after the request timeout)")
+      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
+  app.add_option("--max-connections", http.max_connections,
+                 "open HTTP connections; when full the longest-idle one is closed for a newcomer")
+      ->check(CLI::Range(8, 65536));
+  app.add_option("--threads", http.threads, "HTTP I/O threads (no connection holds one while it waits)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--request-timeout-ms", http.request_timeout_ms,
+                 "a request must arrive whole this long after its first byte (408 beyond)")
       ->check(CLI::Range(100, 600000));
+  app.add_option("--idle-timeout-ms", http.idle_timeout_ms, "close a keep-alive connection idle this long")
+      ->check(CLI::Range(1000, 3600000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -124,8 +140,9 @@ int main(int argc, char** argv) {
   Log(absl::StrCat("operator state ", state_file, ": ", restored->allocations_size(), " allocations, ",
                    restored->nodes_size(), " node overrides, ", restored->caps_size(), " caps restored"));
   if (!client) service.SetSynced(true);
+  ReservationTimer reservation_timer(&service, SteadyNowMs);
+  reservation_timer.Start();
 
-  HttpServerOptions http;
   if (!k8s::SplitHostPort(listen, &http.host, &http.port)) {
     Log(absl::StrCat("--listen ", listen, ": expected HOST:PORT"));
     return 2;
@@ -133,9 +150,6 @@ int main(int argc, char** argv) {
   http.cert_file = tls_cert;
   http.key_file = tls_key;
   http.client_ca_file = client_ca;
-  http.max_body_bytes = max_body;
-  http.threads = threads;
-  http.read_timeout_ms = read_timeout_ms;
   http.mode = client ? "api-server" : "standalone";
   ExtenderHttpServer server(&service, http);
   if (absl::Status s = server.Start(); !s.ok()) {
@@ -143,6 +157,24 @@ int main(int argc, char** argv) {
     return 1;
   }
   Log(absl::StrCat("extender verbs on ", server.https() ? "https://" : "http://", http.host, ":", server.port()));
+  std::unique_ptr<ExtenderHttpServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    HttpServerOptions plain;
+    if (!SplitHostPort(metrics_listen, &plain.host, &plain.port)) {
+      Log(absl::StrCat("--metrics-listen ", metrics_listen, ": expected HOST:PORT"));
+      return 2;
+    }
+    plain.serve_verbs = false;
+    plain.threads = 1;
+    plain.max_connections = 64;
+    plain.mode = http.mode;
+    metrics_server = std::make_unique<ExtenderHttpServer>(&service, plain);
+    if (absl::Status s = metrics_server->Start(); !s.ok()) {
+      Log(std::string(s.message()));
+      return 1;
+    }
+    Log(absl::StrCat("/healthz, /readyz and /metrics on http://", plain.host, ":", metrics_server->port()));
+  }
 
 #ifdef RACKWISE_HAVE_GRPC
   std::unique_ptr<GrpcServer> grpc_server;
@@ -195,8 +227,10 @@ int main(int argc, char** argv) {
 #ifdef RACKWISE_HAVE_GRPC
   if (grpc_server) grpc_server->Stop();
 #endif
-  // Idle keep-alive connections would hold the HTTP workers for up to their timeout; nothing is left to
-  // flush (the ledger lives in the API server's pods), so leave without waiting for them.
+  server.Stop();
+  if (metrics_server) metrics_server->Stop();
+  reservation_timer.Stop();
+  // Nothing is left to flush (the ledger lives in the API server's pods).
   std::fflush(stderr);
   std::_Exit(0);
 }

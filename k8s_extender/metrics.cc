@@ -7,6 +7,8 @@
 
 namespace rackwise::k8s {
 
+const char* ExtenderVersion() { return RACKWISE_VERSION; }
+
 const char* VerbName(Verb verb) {
   switch (verb) {
     case Verb::kFilter: return "filter";
@@ -60,8 +62,17 @@ uint64_t ExtenderMetrics::decisions(Verb verb, absl::string_view outcome) const 
   return it == decisions_.end() ? 0 : it->second;
 }
 
+uint64_t ExtenderMetrics::http_errors(int status) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = http_errors_.find(status);
+  return it == http_errors_.end() ? 0 : it->second;
+}
+
 std::string ExtenderMetrics::Render() const {
   std::string out;
+  out.append("# HELP rackwise_build_info The running rackwise-extender's version (always 1).\n");
+  out.append("# TYPE rackwise_build_info gauge\n");
+  absl::StrAppend(&out, "rackwise_build_info{version=\"", ExtenderVersion(), "\"} 1\n");
   out.append("# HELP rackwise_decisions_total Extender and gRPC decisions by verb and outcome.\n");
   out.append("# TYPE rackwise_decisions_total counter\n");
   {

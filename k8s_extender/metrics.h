@@ -17,6 +17,9 @@
 
 namespace rackwise::k8s {
 
+// The extender's version (the project's, from CMake): --version and rackwise_build_info.
+const char* ExtenderVersion();
+
 enum class Verb { kFilter, kPrioritize, kBind, kPreempt, kGrpcPlace, kGrpcOther, kCount };
 const char* VerbName(Verb verb);
 
@@ -42,6 +45,7 @@ class ExtenderMetrics {
   void CountDecision(Verb verb, absl::string_view outcome);
   void CountHttpError(int status);
   uint64_t decisions(Verb verb, absl::string_view outcome) const;
+  uint64_t http_errors(int status) const;
 
   // The process-level families (decisions, latencies, HTTP errors) in the text exposition format 0.0.4.
   std::string Render() const;

@@ -10,7 +10,7 @@ packages=(
   libmunge-dev munge
   curl procps iproute2 openssl
   man-db binutils file shellcheck
-  prometheus
+  libboost-dev prometheus
 )
 # kubectl (for `kubectl kustomize`) and npm (kubernetes-models, to validate the rendered manifests): Debian's
 # kubernetes-client and npm, unless the machine already has a kubectl or an npm (their packages would clash).

@@ -74,7 +74,7 @@ class ExtenderHttpFixture : public ::testing::Test {
     service_ = std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*topology)), options, binder,
                                                  &metrics_);
     service_->SetSynced(synced);
-    http.now_ms = [this] { return now_ms_.load(); };
+    if (!real_clock_) http.now_ms = [this] { return now_ms_.load(); };
     server_ = std::make_unique<ExtenderHttpServer>(service_.get(), http);
     ASSERT_TRUE(server_->Start().ok());
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -138,6 +138,7 @@ class ExtenderHttpFixture : public ::testing::Test {
   std::unique_ptr<ExtenderHttpServer> server_;
   std::unique_ptr<httplib::Client> client_;
   std::atomic<int64_t> now_ms_{1'000'000};
+  bool real_clock_ = false;  // set before StartExtender: the server uses SteadyNowMs instead of now_ms_
 };
 
 }  // namespace rackwise::k8s::testing

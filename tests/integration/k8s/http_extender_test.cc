@@ -1,16 +1,12 @@
 // The extender over real HTTP on loopback, with payloads in the exact upstream format (recorded examples in
 // testdata/), and hostile clients that must get a clear HTTP error without crashing anything or changing
 // the ledger.
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "extender_fixture.h"
+#include "reservation_timer.h"
 
 namespace rackwise::k8s::testing {
 namespace {
@@ -160,6 +156,53 @@ TEST_F(HttpExtenderTest, ExpiredReservationIsReleased) {
   EXPECT_EQ(service_->WithLedger([](const Ledger& l) { return l.allocation_count(); }), 0u);
 }
 
+// With no other traffic at all, the timer releases an abandoned group's slots within a second of its TTL.
+TEST_F(HttpExtenderTest, ReservationExpiresOnItsOwnWithinASecondOfItsTtl) {
+  ExtenderOptions opt;
+  opt.reservation_ttl_ms = 1000;
+  real_clock_ = true;
+  StartExtender(true, nullptr, {}, opt);
+  ReservationTimer timer(service_.get(), SteadyNowMs);
+  timer.Start();
+  auto allocations = [&] { return service_->WithLedger([](const Ledger& l) { return l.allocation_count(); }); };
+  Json ann = {{"rackwise.io/group", "abandoned"}, {"rackwise.io/group-size", "10"}};
+  const auto before = std::chrono::steady_clock::now();
+  ASSERT_FALSE(Post("/filter", FilterBody(MakePod("a-0", 4, ann), AllNodes()))["NodeNames"].empty());
+  const auto after = std::chrono::steady_clock::now();
+  EXPECT_EQ(allocations(), 10u);
+  while (allocations() != 0 && std::chrono::steady_clock::now() - after < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto released = std::chrono::steady_clock::now();
+  EXPECT_EQ(allocations(), 0u);
+  EXPECT_GE(released - before, std::chrono::milliseconds(1000));  // not before its TTL
+  EXPECT_LE(released - after, std::chrono::milliseconds(2000));   // and within a second of it
+}
+
+// The seen-by-filter book is bounded, but full it drops its oldest entries, not everything: a pod filtered
+// after a flood of one-off pods still binds.
+TEST_F(HttpExtenderTest, PodBookEvictsByAgeSoALegitimatePodStillBinds) {
+  ExtenderOptions opt;
+  opt.max_pending_pods = 1000;
+  StartExtender(true, nullptr, {}, opt);
+  auto filter = [&](const std::string& name) {
+    now_ms_ += 1;
+    Json f = Post("/filter", FilterBody(MakePod(name, 1), {"b1-r0000-n01"}));
+    ASSERT_EQ(f["NodeNames"].size(), 1u) << f.dump();
+  };
+  for (int i = 0; i < 999; ++i) filter(absl::StrCat("flood-", i));
+  filter("legit");  // the book is full now
+  for (int i = 999; i < 1400; ++i) filter(absl::StrCat("flood-", i));
+  Json b = Post("/bind", Json({{"PodName", "legit"}, {"PodNamespace", "ml"}, {"PodUID", "uid-ml-legit"},
+                               {"Node", "b1-r0000-n01"}}).dump());
+  EXPECT_EQ(b["Error"], "");
+  EXPECT_EQ(service_->NodeOfPod("ml/legit"), "b1-r0000-n01");
+  // The oldest went: the first flood pod cannot bind any more.
+  Json old = Post("/bind", Json({{"PodName", "flood-0"}, {"PodNamespace", "ml"}, {"PodUID", "uid-ml-flood-0"},
+                                 {"Node", "b1-r0000-n01"}}).dump());
+  EXPECT_NE(old["Error"].get<std::string>().find("not seen by filter"), std::string::npos) << old.dump();
+}
+
 TEST_F(HttpExtenderTest, PreemptKeepsOnlyNodesWhereEvictionHelps) {
   StartExtender();
   ASSERT_EQ(Schedule(MakePod("victim-a", 8), {"b0-r0000-n01"}), "b0-r0000-n01");
@@ -233,36 +276,6 @@ TEST_F(HttpExtenderTest, MalformedRequestsGetClearErrors) {
   EXPECT_EQ(Post("/filter", ReadTestData("filter_args_lowercase.json"))["NodeNames"].size(), 2u);
 }
 
-TEST_F(HttpExtenderTest, SlowClientIsDroppedAndOthersAreServed) {
-  HttpServerOptions http;
-  http.read_timeout_ms = 300;
-  http.keep_alive_timeout_s = 1;  // a stalled client holds a worker for the read timeout plus the idle time
-  http.threads = 2;
-  StartExtender(true, nullptr, http);
-  std::vector<int> socks;
-  for (int i = 0; i < 2; ++i) {  // occupy both workers with clients that never finish their request
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    std::string partial = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"Pod\":";
-    ASSERT_GT(::send(fd, partial.data(), partial.size(), 0), 0);
-    socks.push_back(fd);
-  }
-  auto start = std::chrono::steady_clock::now();
-  Json r = Post("/filter", ReadTestData("filter_args_lowercase.json"));
-  EXPECT_EQ(r["NodeNames"].size(), 2u);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  for (int fd : socks) {
-    char buf[256];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);  // the server closed (0) or answered an error
-    EXPECT_GE(n, 0);
-    ::close(fd);
-  }
-}
-
 TEST_F(HttpExtenderTest, KeepAliveServesManyRequestsOnOneConnection) {
   StartExtender();
   for (int i = 0; i < 50; ++i) {
@@ -271,7 +284,8 @@ TEST_F(HttpExtenderTest, KeepAliveServesManyRequestsOnOneConnection) {
   }
 }
 
-// HTTPS (server certificate and client certificates) is tested in tls_credentials_test.cc.
+// HTTPS (server certificate and client certificates) is tested in tls_credentials_test.cc; slow, idle and
+// pipelining clients in http_hostile_clients_test.cc.
 
 }  // namespace
 }  // namespace rackwise::k8s::testing

@@ -1,0 +1,163 @@
+// Routing and encoding of the extender's HTTP answers (see http_routes.h).
+#include "http_routes.h"
+
+#include <chrono>
+#include <exception>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace rackwise::k8s {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+HttpAnswer Json200(std::string body) { return HttpAnswer{200, kJsonType, std::move(body)}; }
+
+HttpAnswer JsonError(int status, absl::string_view message) {
+  return HttpAnswer{status, kJsonType, JsonErrorBody(message)};
+}
+
+// The verb of a POST target: urlPrefix may carry a path ("http://host:8888/rackwise"), so the verb is the
+// last path segment. Empty for anything else.
+absl::string_view VerbOf(absl::string_view path) {
+  size_t slash = path.rfind('/');
+  if (slash == absl::string_view::npos) return {};
+  absl::string_view verb = path.substr(slash + 1);
+  for (absl::string_view known : {"filter", "prioritize", "bind", "preempt"}) {
+    if (verb == known) return verb;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string JsonErrorBody(absl::string_view message) {
+  std::string out = "{\"Error\":";
+  AppendJsonString(message, &out);
+  out.push_back('}');
+  return out;
+}
+
+ExtenderRoutes::ExtenderRoutes(ExtenderService* service, std::string mode, std::function<int64_t()> now_ms,
+                               bool serve_verbs)
+    : service_(service), mode_(std::move(mode)), now_ms_(std::move(now_ms)), serve_verbs_(serve_verbs) {}
+
+HttpAnswer ExtenderRoutes::Handle(absl::string_view method, absl::string_view target, absl::string_view body) {
+  absl::string_view path = target.substr(0, target.find('?'));
+  HttpAnswer answer;
+  try {
+    answer = Route(method, path, body);
+  } catch (const std::exception& e) {
+    answer = JsonError(500, absl::StrCat("rackwise: internal error: ", e.what()));
+  } catch (...) {
+    answer = JsonError(500, "rackwise: internal error");
+  }
+  if (answer.status >= 400) service_->metrics().CountHttpError(answer.status);
+  return answer;
+}
+
+HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view path, absl::string_view body) {
+  if (absl::string_view verb = VerbOf(path); !verb.empty()) {
+    if (!serve_verbs_) {
+      return JsonError(404, absl::StrCat("rackwise: ", path, ": this port serves only /healthz, /readyz and /metrics"));
+    }
+    if (method != "POST") {
+      HttpAnswer answer = JsonError(405, absl::StrCat("rackwise: ", path, " takes POST"));
+      answer.allow = "POST";
+      return answer;
+    }
+    if (verb == "filter") return Filter(body);
+    if (verb == "prioritize") return Prioritize(body);
+    if (verb == "bind") return Bind(body);
+    return Preempt(body);
+  }
+  const bool get = method == "GET";
+  if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
+    if (!get) {
+      HttpAnswer answer = JsonError(405, absl::StrCat("rackwise: ", path, " takes GET"));
+      answer.allow = "GET";
+      return answer;
+    }
+    if (path == "/healthz") return HttpAnswer{200, kTextType, "ok\n"};
+    if (path == "/readyz") return Ready();
+    return Metrics();
+  }
+  return JsonError(404, absl::StrCat("rackwise: no such endpoint: ", method, " ", path));
+}
+
+HttpAnswer ExtenderRoutes::Filter(absl::string_view body) {
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body, service_->candidate_cache());
+  if (!args.ok()) {
+    service_->metrics().CountDecision(Verb::kFilter, "bad_request");
+    return HttpAnswer{400, kJsonType,
+                      EncodeFilterError(absl::StrCat("rackwise: bad ExtenderArgs: ", args.status().message()))};
+  }
+  FilterResult result = service_->Filter(*args, now_ms_());
+  HttpAnswer answer = Json200(EncodeFilterResult(result, *args));
+  service_->metrics().ObserveLatency(Verb::kFilter, SecondsSince(start));
+  return answer;
+}
+
+HttpAnswer ExtenderRoutes::Prioritize(absl::string_view body) {
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body, service_->candidate_cache());
+  if (!args.ok()) {
+    service_->metrics().CountDecision(Verb::kPrioritize, "bad_request");
+    return JsonError(400, absl::StrCat("rackwise: bad ExtenderArgs: ", args.status().message()));
+  }
+  absl::StatusOr<std::vector<int>> scores = service_->Prioritize(*args, now_ms_());
+  if (!scores.ok()) return JsonError(400, absl::StrCat("rackwise: ", scores.status().message()));
+  HttpAnswer answer = Json200(EncodeHostPriorityList(args->candidate_nodes(), *scores));
+  service_->metrics().ObserveLatency(Verb::kPrioritize, SecondsSince(start));
+  return answer;
+}
+
+HttpAnswer ExtenderRoutes::Bind(absl::string_view body) {
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<BindingArgs> args = ParseBindingArgs(body);
+  if (!args.ok()) {
+    service_->metrics().CountDecision(Verb::kBind, "bad_request");
+    return HttpAnswer{
+        400, kJsonType,
+        EncodeBindingResult(absl::StrCat("rackwise: bad ExtenderBindingArgs: ", args.status().message()))};
+  }
+  HttpAnswer answer = Json200(EncodeBindingResult(service_->Bind(*args, now_ms_())));
+  service_->metrics().ObserveLatency(Verb::kBind, SecondsSince(start));
+  return answer;
+}
+
+HttpAnswer ExtenderRoutes::Preempt(absl::string_view body) {
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<PreemptionArgs> args = ParsePreemptionArgs(body);
+  if (!args.ok()) {
+    service_->metrics().CountDecision(Verb::kPreempt, "bad_request");
+    return JsonError(400, absl::StrCat("rackwise: bad ExtenderPreemptionArgs: ", args.status().message()));
+  }
+  absl::StatusOr<std::map<std::string, MetaVictims>> kept = service_->Preempt(*args, now_ms_());
+  if (!kept.ok()) return JsonError(400, absl::StrCat("rackwise: ", kept.status().message()));
+  HttpAnswer answer = Json200(EncodePreemptionResult(*kept));
+  service_->metrics().ObserveLatency(Verb::kPreempt, SecondsSince(start));
+  return answer;
+}
+
+HttpAnswer ExtenderRoutes::Ready() const {
+  if (!service_->synced()) return HttpAnswer{503, kTextType, "not ready: rebuilding the ledger from the API server\n"};
+  if (mode_ == "standalone") {
+    return HttpAnswer{200, kTextType,
+                      "ok: standalone (no in-cluster credentials and no --kubeconfig): the ledger holds only what "
+                      "this extender bound itself\n"};
+  }
+  return HttpAnswer{200, kTextType, "ok: synced with the API server\n"};
+}
+
+HttpAnswer ExtenderRoutes::Metrics() const {
+  std::string out = service_->metrics().Render();
+  service_->RenderStateMetrics(&out);
+  return HttpAnswer{200, "text/plain; version=0.0.4; charset=utf-8", std::move(out)};
+}
+
+}  // namespace rackwise::k8s

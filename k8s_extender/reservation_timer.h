@@ -1,0 +1,38 @@
+// Releases expired gang reservations on a timer. Filter also expires them, but a cluster with no other
+// traffic would otherwise keep an abandoned group's GPUs (and watts) booked until the next filter arrives.
+// The timer wakes every period_ms, so a reservation goes at most one period after its deadline.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "extender_service.h"
+
+namespace rackwise::k8s {
+
+class ReservationTimer {
+ public:
+  // `service` must outlive this; `now_ms` is the clock the service's deadlines use.
+  ReservationTimer(ExtenderService* service, std::function<int64_t()> now_ms, int period_ms = 250);
+  ~ReservationTimer();
+
+  void Start();
+  // Stops and joins the thread. Safe twice.
+  void Stop();
+
+ private:
+  void Run();
+
+  ExtenderService* service_;
+  std::function<int64_t()> now_ms_;
+  const int period_ms_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace rackwise::k8s
