@@ -13,7 +13,16 @@ if [[ ${RACKWISE_WITH_SLURM:-1} == 1 ]]; then
     slurm_2411=$("$root/scripts/fetch-slurm-2411.sh" | tail -n 1)
   fi
 fi
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRACKWISE_SLURM_SRC="$slurm_src" \
+# ccache (when installed) keeps compiled objects under the project's cache, so a second clone or a rebuild after a
+# clean compiles only what changed. Paths are made relative to the tree and the build directory is not hashed, so
+# two clones of the same commit share the objects.
+launcher=()
+if command -v ccache >/dev/null 2>&1 && [[ ${RACKWISE_CCACHE:-1} == 1 ]]; then
+  export CCACHE_DIR=${CCACHE_DIR:-${RACKWISE_CACHE:-$HOME/.cache/rackwise}/ccache} CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$root" -B "$build" "${launcher[@]}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRACKWISE_SLURM_SRC="$slurm_src" \
   -DRACKWISE_SLURM_2411_SRC="${slurm_2411:+$slurm_2411/src}" -DRACKWISE_SLURM_2411_PREFIX="${slurm_2411:+$slurm_2411/prefix}" \
   -DRACKWISE_BUILD_K8S=ON -DRACKWISE_BUILD_SLURM=ON >/dev/null
 ninja -C "$build" -j"$(nproc)" ${RACKWISE_TARGETS:-}

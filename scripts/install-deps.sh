@@ -8,7 +8,7 @@ packages=(
   libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
   libmunge-dev munge
-  curl procps iproute2 openssl
+  curl procps iproute2 openssl ccache
   man-db binutils file shellcheck
   libboost-dev prometheus
 )
