@@ -62,7 +62,9 @@ class RackwiseSelect {
   absl::Status UseDescription(const std::string& text, const std::string& file);
   void SaveLastGood() const;
   std::vector<SlurmNode> SlurmNodes() const;
-  absl::Status LoadModel(bool keep_old_on_error);
+  // Reads rackwise.yaml and puts it in force. Without `force`, an unchanged file that already fits is left as it
+  // is; on error nothing changes (the description in force stays).
+  absl::Status LoadModel(bool force);
   void RebuildLedgerLocked();
   void SyncHealthLocked();
 

@@ -58,7 +58,7 @@ void ForEachGpuState(SlurmList list, uint32_t gpu_id, Fn&& fn) {
 
 // A powered-down node (Slurm's power saving) is usable: Slurm offers it last and resumes it once it holds a
 // job, so counting it as down would leave a job that only it can hold pending for ever. The ledger keeps
-// counting its idle watts (DESIGN.md's power model), so its power comes back with it.
+// counting its idle watts (docs/design.md's power model), so its power comes back with it.
 inline NodeHealth HealthOf(const node_record_t* node) {
   if (IS_NODE_DOWN(node) || IS_NODE_FAIL(node) || IS_NODE_NO_RESPOND(node) || IS_NODE_FUTURE(node)) {
     return NodeHealth::kDown;

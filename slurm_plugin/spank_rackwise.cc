@@ -93,7 +93,7 @@ void DrainNode(const std::string& node, const std::string& cause) {
   update.reason = const_cast<char*>(reason.c_str());
   update.reason_uid = 0;
   if (slurm_update_node(&update) != SLURM_SUCCESS) {
-    slurm_error("rackwise: cannot drain %s (%s): %s", node.c_str(), reason.c_str(), slurm_strerror(slurm_get_errno()));
+    slurm_error("rackwise: cannot drain %s (%s): %s", node.c_str(), reason.c_str(), slurm_strerror(errno));
   }
 }
 

@@ -1,5 +1,5 @@
 // `rackwise size`: what N GPUs of a system take (servers, racks, NVLink domains, scalable units, fabric, power,
-// cooling), as a table, JSON (the keys of DESIGN.md), a cluster description (--emit-cluster) and an SVG of the
+// cooling), as a table, JSON (the keys of docs/design.md), a cluster description (--emit-cluster) and an SVG of the
 // racks coloured by power. The model lives in the core (rackwise/sizing.h); this file only formats.
 #include <CLI/CLI.hpp>
 #include <algorithm>

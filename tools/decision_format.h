@@ -1,4 +1,4 @@
-// How `place` and `explain` print decisions and refusals: JSON (the DESIGN.md contract) and text for people.
+// How `place` and `explain` print decisions and refusals: JSON (the docs/design.md contract) and text for people.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Policy names and the placements-file line of the simulator (DESIGN.md).
+// Policy names and the placements-file line of the simulator (docs/design.md).
 #include <bit>
 
 #include "absl/strings/str_cat.h"

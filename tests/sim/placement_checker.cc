@@ -106,7 +106,7 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
     td.max_domain_nodes = std::max(td.max_domain_nodes, domain_size[info.domain].second);
   }
   // ceil(gpus / domain size), the least over every node type that can take the job (a job that waits for the
-  // type with the largest domains is not slowed), as DESIGN.md defines the minimum (0: cannot say).
+  // type with the largest domains is not slowed), as docs/design.md defines the minimum (0: cannot say).
   auto min_domains = [&](const TraceJob& job) {
     int fewest = 0;
     for (const auto& [name, td] : type_domains) {

@@ -1,6 +1,6 @@
 // An independent checker for `rackwise simulate --placements` files. It shares no code with the simulator, the
 // ledger or the topology: it reads the description (the protobuf message), expands the hostlists itself through
-// the hostlist parser, applies the power model of DESIGN.md from scratch and sweeps the placements over time.
+// the hostlist parser, applies the power model of docs/design.md from scratch and sweeps the placements over time.
 //
 // It confirms that no GPU index is held by two jobs at once, that every line is well formed and agrees with the
 // trace (GPU count, duration or the slowed duration, start not before submit) and the description (nodes, racks, NVLink domain count),

@@ -149,7 +149,7 @@ double SimPowerCeiling(const Topology& topology, const std::vector<TraceJob>& jo
 absl::StatusOr<SimResult> Simulate(const Topology& topology, const std::vector<TraceJob>& jobs,
                                    const SimOptions& options);
 
-// One line of the placements file (DESIGN.md):
+// One line of the placements file (docs/design.md):
 // {"id":..,"start":..,"end":..,"nodes":[..],"gpus":{"node":[idx,..]},"domains":N,"racks":[..]}
 std::string PlacementJsonLine(const Topology& topology, const std::vector<TraceJob>& jobs,
                               const SimPlacement& placement);
