@@ -118,7 +118,7 @@ class ExtenderProcess {
 
 std::unique_ptr<grpc::ClientContext> Admin() {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->AddMetadata("authorization", "Bearer restart-secret");
+  ctx->AddMetadata("authorization", "Bearer 7c0e4f9a2b6d1e8f3a5c9b0d4e7f1a2c6b8d0e3f5a7c9b1d");
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   return ctx;
 }
@@ -159,7 +159,7 @@ TEST(ExtenderRestart, OperatorStateIsBackAfterKillNine) {
   const fs::path cluster = dir / "rackwise.yaml";
   std::ofstream(cluster) << ClusterDescriptionToYaml(MixedCluster());
   const fs::path token = dir / "admin-token";
-  std::ofstream(token) << "restart-secret\n";
+  std::ofstream(token) << "7c0e4f9a2b6d1e8f3a5c9b0d4e7f1a2c6b8d0e3f5a7c9b1d\n";
 
   // H100 nodes: b0-r0000-n01..n04 and b0-r0001-n01..n04 (rack caps 30 kW).
   const std::string placed_node = "b0-r0000-n01", drained_node = "b0-r0001-n01", failed_node = "b0-r0001-n02";
