@@ -1,7 +1,7 @@
 // rackwise import, checked by round trips: every example cluster and the Slurm test cluster, exported to
 // slurm.conf/gres.conf/topology.conf (tree and block) and to a Kubernetes NodeList, imported back, its guessed
-// figures replaced by the original's (and the power hierarchy and policy, which no scheduler holds), equals the
-// original. The skeleton itself must be refused by the validator once per guess, at the guess's line.
+// figures replaced by the original's (and the power hierarchy, policy, enforcement and telemetry settings, which
+// no scheduler holds), equals the original. The skeleton itself must be refused by the validator once per guess, at the guess's line.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +76,9 @@ void Complete(const v1::ClusterDescription& original, v1::ClusterDescription* sk
   }
   *skeleton->mutable_power_domains() = original.power_domains();
   if (original.has_policy()) *skeleton->mutable_policy() = original.policy();
+  // Node-side enforcement and telemetry settings are the administrator's too: no scheduler configuration holds them.
+  if (original.has_power_enforcement()) *skeleton->mutable_power_enforcement() = original.power_enforcement();
+  if (original.has_telemetry()) *skeleton->mutable_telemetry() = original.telemetry();
 }
 
 // The skeleton's YAML is refused once per guessed figure, at its line; without the tags it parses to `skeleton`.

@@ -26,7 +26,7 @@ deb=$(ls "$work"/rackwise_*_amd64.deb 2>/dev/null)
 dbg=$(ls "$work"/rackwise-dbg_*_amd64.deb 2>/dev/null)
 [[ -f $deb && -f $dbg ]] || fail_now "no rackwise_*_amd64.deb and rackwise-dbg_*_amd64.deb in: $(ls "$work")"
 echo "ok: built $(basename "$deb") and $(basename "$dbg")"
-dpkg-deb -f "$deb" Depends | grep -q 'libc6' || fail_now "Depends not filled in by shlibdeps: $(dpkg-deb -f "$deb" Depends)"
+dpkg-deb -f "$deb" Depends | grep 'libc6' >/dev/null || fail_now "Depends not filled in by shlibdeps: $(dpkg-deb -f "$deb" Depends)"
 
 installed=1
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$deb" >"$work/apt.log" 2>&1 ||
@@ -35,16 +35,17 @@ echo "ok: installed with apt-get"
 
 plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm
 for f in /usr/bin/rackwise /usr/bin/rackwise-extender $plugins/select_rackwise_cons_tres.so $plugins/spank_rackwise.so \
+  $plugins/rackwise-slurm-gpu-power /usr/bin/rackwise-node-agent \
   /usr/lib/systemd/system/rackwise-extender.service /usr/share/man/man1/rackwise.1 /usr/share/man/man5/rackwise.yaml.5 \
   /usr/share/man/man8/rackwise-spank.8 /usr/share/doc/rackwise/examples/demo.yaml \
   /usr/share/doc/rackwise/examples/slurm/slurm.conf; do
   [[ -e $f ]] || fail_now "$f not installed"
 done
 for f in /usr/bin/rackwise $plugins/select_rackwise_cons_tres.so; do
-  readelf -S "$f" | grep -q '\.debug_info' && fail_now "$f is not stripped"
-  readelf -S "$f" | grep -q '\.gnu_debuglink' || fail_now "$f has no debug link"
+  readelf -S "$f" | grep '\.debug_info' >/dev/null && fail_now "$f is not stripped"
+  readelf -S "$f" | grep '\.gnu_debuglink' >/dev/null || fail_now "$f has no debug link"
 done
-dpkg-deb -c "$dbg" | grep -q "usr/lib/debug$plugins/select_rackwise_cons_tres.so.debug" ||
+dpkg-deb -c "$dbg" | grep "usr/lib/debug$plugins/select_rackwise_cons_tres.so.debug" >/dev/null ||
   fail_now "rackwise-dbg lacks the select plugin's debug symbols"
 echo "ok: binaries stripped, debug symbols in rackwise-dbg"
 
