@@ -150,6 +150,7 @@ absl::StatusOr<std::unique_ptr<ClusterModel>> ClusterModel::Build(const v1::Clus
 
   std::unique_ptr<ClusterModel> model(new ClusterModel(*std::move(topology), std::move(file)));
   model->node_to_slurm_ = std::move(node_to_slurm);
+  model->power_limits_enforced_ = description.power_enforcement().mode() != v1::POWER_LIMIT_MODE_DISABLED;
   model->slurm_to_node_ = std::move(slurm_to_node);
   return model;
 }

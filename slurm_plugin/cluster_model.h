@@ -54,6 +54,8 @@ class ClusterModel {
   const Ledger& ledger() const { return ledger_; }
   // Nothing allocated, every node up, caps as described: what can ever fit.
   const Ledger& static_ledger() const { return static_ledger_; }
+  // power_enforcement.mode is not `disabled`: nodes set GPU power limits in the job prolog.
+  bool power_limits_enforced() const { return power_limits_enforced_; }
 
   // kNoId for Slurm nodes the description does not list (nodes without GPUs) or indices out of range.
   NodeId ToNode(int slurm_index) const;
@@ -70,6 +72,7 @@ class ClusterModel {
   Ledger static_ledger_;
   std::vector<NodeId> slurm_to_node_;
   std::vector<int> node_to_slurm_;
+  bool power_limits_enforced_ = true;
 };
 
 }  // namespace rackwise::slurm

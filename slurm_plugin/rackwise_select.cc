@@ -166,6 +166,7 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
       SetPendingReason(job, mismatch_);
       return SLURM_ERROR;
     }
+    if (!SkipNodesWithoutProlog(job, bitmap)) return SLURM_ERROR;
     return RunNow(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
                   tail, ask);
   }
@@ -197,6 +198,34 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
     statically_feasible_.insert(job->job_id);
   }
   return inner();
+}
+
+int64_t RackwiseSelect::PrologSkipWindow() {
+  return PrologSkipWindowSeconds(slurm_conf.authinfo ? slurm_conf.authinfo : "", slurm_conf.kill_wait);
+}
+
+bool RackwiseSelect::SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap) {
+  int64_t wait_s = 0;
+  const std::vector<NodeId> avoid = departures_.Avoid(job->job_id, time(nullptr), PrologSkipWindow(), &wait_s);
+  if (avoid.empty()) return true;
+  std::string names;
+  for (NodeId n : avoid) {
+    const int i = model_->ToSlurm(n);
+    if (i < 0 || i >= bit_size(bitmap) || !bit_test(bitmap, i)) continue;
+    bit_clear(bitmap, i);
+    absl::StrAppend(&names, names.empty() ? "" : ",", model_->topology().nodes()[n].name);
+  }
+  if (names.empty()) return true;
+  const JobDetails* details = job->details;
+  bool usable_left = false;
+  for (int i : BitmapIndices(bitmap)) usable_left |= model_->ToNode(i) != kNoId;
+  if (usable_left && !(details && details->req_node_bitmap && !bit_super_set(details->req_node_bitmap, bitmap))) {
+    return true;
+  }
+  SetPendingReason(job, absl::StrCat("requeued job waits ", wait_s, " s more for ", names,
+                                     ": slurmd there would skip its prolog, which sets its GPU power limits, until "
+                                     "AuthInfo cred_expire has passed since it left"));
+  return false;
 }
 
 // Why a `preferred` job that the backfill scheduler tried did not start spread out.

@@ -14,9 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "cluster_model.h"
+#include "job_requeuer.h"
 #include "pending_reasons.h"
+#include "requeue_guard.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
@@ -46,6 +49,7 @@ class RackwiseSelect {
   // Ledger hooks, keyed by job id and idempotent.
   void JobRunning(job_record_t* job);  // nodeinfo_set: a job started, or was recovered after a restart
   void JobGone(job_record_t* job);     // job_fini, or suspended with its resources released
+  void JobFinished(job_record_t* job);  // job_fini: JobGone, and where it ran is remembered (requeue_guard.h)
   void JobChanged(job_record_t* job);  // resized, expanded, resumed
 
  private:
@@ -89,6 +93,10 @@ class RackwiseSelect {
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
+  // Takes out of `bitmap` the nodes a requeued job left too recently for slurmd to run its prolog again
+  // (requeue_guard.h). False, with the pending reason set, if the job cannot start now because of it.
+  bool SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap);
+  static int64_t PrologSkipWindow();  // from slurm.conf's AuthInfo and KillWait
   void SetPendingReason(job_record_t* job, const std::string& why);
   void CommitJobLocked(job_record_t* job, bool starting);
   // The live ledger as a state file in StateSaveLocation (rackwise_select_state.cc).
@@ -98,6 +106,8 @@ class RackwiseSelect {
   // and applies the readings parked since the last decision, logging what changed.
   void ConfigureTelemetryLocked(const std::string& yaml, const std::string& path);
   void ApplyTelemetryLocked();
+  // on_overdraw: requeue_newest: queues the newest jobs of each rack that just went over its cap for requeue.
+  void RequeueForOverdrawLocked();
 
   slurm_select_ops_t* inner_;
   std::mutex mu_;
@@ -109,6 +119,9 @@ class RackwiseSelect {
   absl::flat_hash_set<uint32_t> statically_feasible_;  // job ids that fit the empty, healthy cluster
   uint32_t gpu_plugin_id_ = 0;
   PendingReasons reasons_;
+  RecentDepartures departures_;
+  absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
+  std::unique_ptr<JobRequeuer> requeuer_;                  // started on the first overdraw that needs it
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads

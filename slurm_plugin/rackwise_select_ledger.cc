@@ -22,6 +22,7 @@ void RackwiseSelect::RebuildLedgerLocked() {
     const std::string id = a->id;
     model_->ledger().Release(id);
   }
+  started_at_.clear();
   SyncHealthLocked();
   if (!&job_list || !job_list) return;
   SlurmListIterator it = list_iterator_create(job_list);
@@ -81,6 +82,7 @@ std::optional<Allocation> RackwiseSelect::AllocatedGpus(const job_record_t* job)
 void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   std::optional<Allocation> allocation = AllocatedGpus(job);
   if (!allocation) return;
+  started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
   const Allocation* held = model_->ledger().Find(allocation->id);
   if (held && *held == *allocation) return;
   const std::optional<Allocation> old = held ? std::optional<Allocation>(*held) : std::nullopt;
@@ -114,7 +116,21 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   std::lock_guard lock(mu_);
   if (!model_ || !job) return;
   statically_feasible_.erase(job->job_id);
+  started_at_.erase(JobId(job));
   model_->ledger().Release(JobId(job));
+}
+
+void RackwiseSelect::JobFinished(job_record_t* job) {
+  JobGone(job);
+  std::lock_guard lock(mu_);
+  if (!model_ || !job || !job->node_bitmap || !model_->power_limits_enforced()) return;
+  std::vector<NodeId> nodes;
+  for (int i : BitmapIndices(job->node_bitmap)) {
+    if (NodeId n = model_->ToNode(i); n != kNoId) nodes.push_back(n);
+  }
+  const int64_t now = time(nullptr);
+  departures_.Left(job->job_id, std::move(nodes), now);
+  if (departures_.size() % 1024 == 0) departures_.Prune(now, PrologSkipWindow());
 }
 
 void RackwiseSelect::JobChanged(job_record_t* job) {

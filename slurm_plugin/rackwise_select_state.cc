@@ -35,6 +35,9 @@ void RackwiseSelect::StartStatePublisherLocked() {
 std::optional<std::string> RackwiseSelect::StateSnapshot() {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || !model_) return std::nullopt;
+  // Readings are otherwise applied at the next decision: applying them here too raises an overdraw alarm (and
+  // acts on it) within one publishing round even when nothing is pending.
+  ApplyTelemetryLocked();
   v1::ClusterState state = CaptureClusterState(model_->ledger());
   lock.unlock();
   return ClusterStateToYaml(state);

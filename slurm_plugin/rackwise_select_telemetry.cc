@@ -3,10 +3,15 @@
 // tight timeouts; here, under the plugin's mutex and at the next decision, the parked readings are applied to
 // the live ledger (so pending reasons name measured watts through the core's refusal detail) and every change
 // is logged once with Slurm's logger. on_overdraw in this face: every action raises the alarm (an error line
-// naming the rack and its job ids) and the rack takes nothing more; lower_limits and requeue_newest are logged
-// with what they would do but not carried out by slurmctld (see docs/telemetry.md).
+// naming the rack and its job ids) and the rack takes nothing more; requeue_newest also requeues the newest jobs
+// on the rack (the core's PlanRequeueNewest) through slurmctld's RPC from a thread of its own (job_requeuer.h),
+// once per overdraw; lower_limits is logged with what it would set but not carried out by slurmctld (a running
+// job's limits are set by its node's prolog; see docs/telemetry.md).
 #include "absl/strings/match.h"
 #include "rackwise/cluster_description.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "rackwise/telemetry.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 
 namespace rackwise::slurm {
@@ -27,6 +32,45 @@ void RackwiseSelect::ApplyTelemetryLocked() {
       error("rackwise: %s", line.c_str());
     } else {
       info("rackwise: %s", line.c_str());
+    }
+  }
+  if (telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest) RequeueForOverdrawLocked();
+}
+
+void RackwiseSelect::RequeueForOverdrawLocked() {
+  const std::vector<Overdraw>& overdraws = telemetry_.tracker().new_overdraws();
+  if (overdraws.empty()) return;
+  if (!requeuer_) {
+    try {
+      requeuer_ = std::make_unique<JobRequeuer>(
+          [](uint32_t job_id) {
+            // Through slurmctld's own RPC, from the requeuer's thread (no slurmctld lock held there).
+            return slurm_requeue(job_id, 0) == SLURM_SUCCESS ? std::string() : std::string(slurm_strerror(errno));
+          },
+          [](bool ok, const std::string& line) {
+            if (ok) {
+              info("rackwise: OVERDRAW: requeue_newest: %s", line.c_str());
+            } else {
+              error("rackwise: OVERDRAW: requeue_newest: %s", line.c_str());
+            }
+          });
+    } catch (const std::exception& e) {  // std::system_error: no thread; the alarm stands on its own
+      error("rackwise: OVERDRAW: requeue_newest: cannot start the requeue thread: %s", e.what());
+      return;
+    }
+  }
+  const Topology& topology = model_->topology();
+  for (const Overdraw& o : overdraws) {
+    const std::vector<std::string> ids =
+        PlanRequeueNewest(model_->ledger(), o, [this](const std::string& id) -> std::optional<int64_t> {
+          auto it = started_at_.find(id);
+          return it == started_at_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+        });
+    for (const std::string& id : ids) {
+      uint32_t job_id = 0;
+      if (!absl::SimpleAtoi(id, &job_id)) continue;
+      requeuer_->Requeue(job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; ",
+                                              "newest job there"));
     }
   }
 }

@@ -222,7 +222,7 @@ int select_p_job_fini(job_record_t* job_ptr) {
     Guard(
         "job_fini",
         [&] {
-          g_rackwise->JobGone(job_ptr);
+          g_rackwise->JobFinished(job_ptr);
           return 0;
         },
         [] { return 0; });

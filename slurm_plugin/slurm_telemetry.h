@@ -32,6 +32,8 @@ class SlurmTelemetry {
   // changed anything.
   std::string Configure(const TelemetrySettings& settings);
   const TelemetrySettings& settings() const { return settings_; }
+  // What the last ApplyLatest found (racks over their cap, which of them went over just then).
+  const TelemetryTracker& tracker() const { return tracker_; }
 
   // Hands readings in (the poller does; tests too), stamped with when they were fetched.
   void Deliver(const PowerReadings& readings);

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "job_options.h"
 
@@ -81,47 +82,22 @@ std::string Env(const char* name) {
   return value ? value : "";
 }
 
-// Drains `node` with `reason` (prefixed "rackwise: "), so that no further job lands on GPUs whose power limit
-// rackwise cannot hold, and the administrator sees why in sinfo -R / scontrol show node.
-void DrainNode(const std::string& node, const std::string& cause) {
-  std::string reason = "rackwise: " + cause;
-  if (reason.size() > 400) reason = reason.substr(0, 397) + "...";
-  update_node_msg_t update;
-  slurm_init_update_node_msg(&update);
-  update.node_names = const_cast<char*>(node.c_str());
-  update.node_state = NODE_STATE_DRAIN;
-  update.reason = const_cast<char*>(reason.c_str());
-  update.reason_uid = 0;
-  if (slurm_update_node(&update) != SLURM_SUCCESS) {
-    slurm_error("rackwise: cannot drain %s (%s): %s", node.c_str(), reason.c_str(), slurm_strerror(errno));
-  }
-}
-
-// The GPU power work runs in rackwise-slurm-gpu-power, installed beside this plugin: it reads rackwise.yaml,
-// whose protobuf schema must not be linked into this plugin (slurmd, sbatch and srun load the select plugin
-// too, and protobuf aborts when two copies of one schema register in a process).
-std::string HelperPath() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&HelperPath), &info) == 0 || info.dli_fname == nullptr) return "";
-  std::string path = info.dli_fname;
-  const std::string::size_type slash = path.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/rackwise-slurm-gpu-power";
-}
-
-// Runs `helper mode` with this process's environment (the job script's). Returns its exit status (-1 if it
-// could not run or died) and the first line it printed.
-int RunHelper(const char* mode, std::string& output) {
-  const std::string path = HelperPath();
+// Runs `argv` (argv[0] a path) with this process's environment (the job script's). Returns its exit status (-1
+// if it could not run or died) and the first line it printed (stdout, and stderr too with `with_stderr`).
+int Run(const std::vector<std::string>& argv, bool with_stderr, std::string& output) {
   int pipe_fds[2];
-  if (path.empty() || pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    output = "cannot run rackwise-slurm-gpu-power";
+  if (argv.empty() || argv[0].empty() || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    output = "cannot run " + (argv.empty() ? std::string("a program") : argv[0]);
     return -1;
   }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(pipe_fds[1], STDOUT_FILENO);
-    char* const argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>(mode), nullptr};
-    execv(path.c_str(), argv);
+    if (with_stderr) dup2(pipe_fds[1], STDERR_FILENO);
+    execv(args[0], args.data());
     _exit(127);
   }
   close(pipe_fds[1]);
@@ -138,11 +114,73 @@ int RunHelper(const char* mode, std::string& output) {
   }
   output = output.substr(0, output.find('\n'));
   if (pid < 0 || !WIFEXITED(status)) {
-    if (output.empty()) output = path + (pid < 0 ? ": cannot fork" : ": killed");
+    if (output.empty()) output = argv[0] + (pid < 0 ? ": cannot fork" : ": killed");
     return -1;
   }
-  if (WEXITSTATUS(status) == 127 && output.empty()) output = "cannot run " + path;
+  if (WEXITSTATUS(status) == 127 && output.empty()) output = "cannot run " + argv[0];
   return WEXITSTATUS(status);
+}
+
+// `name` in the directory of this plugin.
+std::string BesideThisPlugin(const char* name) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&BesideThisPlugin), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string path = info.dli_fname;
+  const std::string::size_type slash = path.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + name;
+}
+
+// The scontrol of the Slurm this process belongs to: the job prolog and epilog run in slurmstepd (or slurmd),
+// <prefix>/sbin/..., whose clients are in <prefix>/bin. Empty if there is none.
+std::string ScontrolPath() {
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return "";
+  std::string path(exe, static_cast<size_t>(n));
+  for (int up = 0; up < 2; ++up) {
+    const std::string::size_type slash = path.rfind('/');
+    if (slash == std::string::npos) return "";
+    path.resize(slash);
+  }
+  path += "/bin/scontrol";
+  return access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+// Drains `node` with `reason` (prefixed "rackwise: "), so that no further job lands on GPUs whose power limit
+// rackwise cannot hold, and the administrator sees why in sinfo -R / scontrol show node. Through scontrol, a
+// client initialised as Slurm expects: in Slurm 24.11 the job prolog's process (slurmstepd) has not loaded the
+// plugins a client API call needs, and the call would abort it.
+void DrainNode(const std::string& node, const std::string& cause) {
+  std::string reason = "rackwise: " + cause;
+  if (reason.size() > 400) reason = reason.substr(0, 397) + "...";
+  const std::string scontrol = ScontrolPath();
+  if (!scontrol.empty()) {
+    std::string output;
+    if (Run({scontrol, "update", "nodename=" + node, "state=drain", "reason=" + reason}, true, output) == 0) {
+      slurm_info("rackwise: drained %s: %s", node.c_str(), reason.c_str());
+    } else {
+      slurm_error("rackwise: cannot drain %s (%s): %s", node.c_str(), reason.c_str(), output.c_str());
+    }
+    return;
+  }
+  update_node_msg_t update;
+  slurm_init_update_node_msg(&update);
+  update.node_names = const_cast<char*>(node.c_str());
+  update.node_state = NODE_STATE_DRAIN;
+  update.reason = const_cast<char*>(reason.c_str());
+  update.reason_uid = 0;
+  if (slurm_update_node(&update) != SLURM_SUCCESS) {
+    slurm_error("rackwise: cannot drain %s (%s): %s", node.c_str(), reason.c_str(), slurm_strerror(errno));
+  } else {
+    slurm_info("rackwise: drained %s: %s", node.c_str(), reason.c_str());
+  }
+}
+
+// The GPU power work runs in rackwise-slurm-gpu-power, installed beside this plugin: it reads rackwise.yaml,
+// whose protobuf schema must not be linked into this plugin (slurmd, sbatch and srun load the select plugin
+// too, and protobuf aborts when two copies of one schema register in a process).
+int RunHelper(const char* mode, std::string& output) {
+  return Run({BesideThisPlugin("rackwise-slurm-gpu-power"), mode}, false, output);
 }
 
 // Exit status of rackwise-slurm-gpu-power: 0 the job may run here (output: what was done), 1 it must not

@@ -179,25 +179,65 @@ std::string OverdrawMessage(const Ledger& l, const Overdraw& o) {
                       Kw(o.cap), " cap; jobs on it: ", o.allocations.empty() ? "none" : absl::StrJoin(o.allocations, ", "));
 }
 
+namespace {
+
+// An allocation's GPUs in one rack and the watts each of them is charged (its declared watts, or the node
+// type's default; a job never mixes types).
+struct InRack {
+  long long gpus = 0;
+  Milliwatts per_gpu = 0;
+};
+InRack AllocationInRack(const Ledger& l, const Allocation& a, RackId rack) {
+  const Topology& t = l.topology();
+  InRack in;
+  for (const NodeGpus& ng : a.nodes) {
+    if (t.nodes()[ng.node].rack != rack) continue;
+    in.gpus += std::popcount(ng.gpus);
+    if (in.per_gpu == 0) in.per_gpu = a.per_gpu > 0 ? a.per_gpu : t.type_of(ng.node).per_gpu;
+  }
+  return in;
+}
+
+}  // namespace
+
 std::vector<LimitChange> PlanLowerLimits(const Ledger& l, const Overdraw& o) {
   const Topology& t = l.topology();
   std::vector<LimitChange> out;
   long long gpus = 0;
-  for (const std::string& id : o.allocations) {
-    for (const NodeGpus& ng : l.Find(id)->nodes)
-      if (t.nodes()[ng.node].rack == o.rack) gpus += std::popcount(ng.gpus);
-  }
+  for (const std::string& id : o.allocations) gpus += AllocationInRack(l, *l.Find(id), o.rack).gpus;
   if (gpus == 0 || o.measured <= o.cap) return out;
   const Milliwatts cut = (o.measured - o.cap + gpus - 1) / gpus;
   const Milliwatts policy_floor = WattsToMilliwatts(t.policy().min_watts_per_gpu);
   for (const std::string& id : o.allocations) {
-    const Allocation& a = *l.Find(id);
-    const NodeGpus& first = *std::find_if(a.nodes.begin(), a.nodes.end(),
-                                          [&](const NodeGpus& ng) { return t.nodes()[ng.node].rack == o.rack; });
-    const Milliwatts charged = a.per_gpu > 0 ? a.per_gpu : t.type_of(first.node).per_gpu;
+    const Milliwatts charged = AllocationInRack(l, *l.Find(id), o.rack).per_gpu;
     const Milliwatts floor = policy_floor > 0 ? policy_floor : charged / 2;
     const Milliwatts to = std::max(floor, charged - cut);
     if (to < charged) out.push_back({id, charged, to});
+  }
+  return out;
+}
+
+std::vector<std::string> PlanRequeueNewest(const Ledger& l, const Overdraw& o,
+                                           absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at) {
+  struct Candidate {
+    std::optional<int64_t> started;
+    const std::string* id;
+  };
+  std::vector<Candidate> candidates;
+  for (const std::string& id : o.allocations) candidates.push_back({started_at(id), &id});
+  // Newest first: unknown start times before known ones, later before earlier, then the greater id.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.started.has_value() != b.started.has_value()) return !a.started.has_value();
+    if (a.started != b.started) return *a.started > *b.started;
+    return *a.id > *b.id;
+  });
+  std::vector<std::string> out;
+  Milliwatts excess = o.measured - o.cap;
+  for (const Candidate& c : candidates) {
+    if (excess <= 0) break;
+    const InRack in = AllocationInRack(l, *l.Find(*c.id), o.rack);
+    out.push_back(*c.id);
+    excess -= in.per_gpu * in.gpus;
   }
   return out;
 }

@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <random>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "rackwise/placer.h"
 #include "rackwise/synthetic_cluster.h"
 #include "rackwise/telemetry_tracker.h"
@@ -230,6 +235,73 @@ TEST(OverdrawTest, FindsRacksAboveTheirCapWithTheirJobsAndPlansLowerLimits) {
   EXPECT_EQ(plan[1].to_per_gpu, 481'250);
 }
 
+TEST(OverdrawTest, RequeueNewestTakesTheLatestStartedUntilTheExcessIsGone) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"job-b", {{0, 0xff}}, 0}).ok());        // 8 x 962.5 W = 7.7 kW
+  ASSERT_TRUE(l.Commit({"job-a", {{1, 0x0f}}, 800'000}).ok());  // 4 x 800 W = 3.2 kW
+  ASSERT_TRUE(l.Commit({"elsewhere", {{4, 0x0f}}, 0}).ok());
+  absl::flat_hash_map<std::string, int64_t> starts = {{"job-b", 200}, {"job-a", 100}};
+  auto started = [&](const std::string& id) -> std::optional<int64_t> {
+    auto it = starts.find(id);
+    return it == starts.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  l.SetMeasuredDraw({Milliwatts{29'000'000}, std::nullopt}, 0);
+  ASSERT_TRUE(FindOverdraws(l).empty());
+  l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);  // 1.2 kW over
+  EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-b"}));
+  starts["job-a"] = 300;  // now job-a is the newest, and its 3.2 kW cover the excess alone
+  EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-a"}));
+  l.SetMeasuredDraw({Milliwatts{40'000'000}, std::nullopt}, 0);  // 10 kW over: both go, newest first
+  EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-a", "job-b"}));
+  starts.erase("job-b");  // unknown start: counted as newest
+  l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);
+  EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-b"}));
+}
+
+// Against an independent statement of the rule on random racks: the plan is the shortest prefix of the
+// allocations in newest-first order whose charged watts cover the excess (all of them when none does).
+TEST(OverdrawTest, RequeueNewestIsTheShortestNewestFirstPrefixCoveringTheExcess) {
+  Topology t = TwoRacks();
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    Ledger l(t);
+    std::vector<std::pair<int64_t, std::string>> order;  // (start, id)
+    std::map<std::string, Milliwatts> watts;
+    for (NodeId n : t.racks()[0].nodes) {
+      for (int slot = 0; slot < 2; ++slot) {
+        if (rng() % 3 == 0) continue;
+        const std::string id = absl::StrCat("j", n, "-", slot);
+        const Milliwatts per_gpu = 100'000 + static_cast<Milliwatts>(rng() % 900) * 1000;
+        ASSERT_TRUE(l.Commit({id, {{n, static_cast<GpuMask>(slot == 0 ? 0x0f : 0xf0)}}, per_gpu}, CommitMode::kRecover).ok());
+        order.emplace_back(static_cast<int64_t>(rng() % 50), id);
+        watts[id] = 4 * per_gpu;
+      }
+    }
+    if (order.empty()) continue;
+    const Milliwatts measured = 30'000'001 + static_cast<Milliwatts>(rng() % 20'000) * 1000;
+    l.SetMeasuredDraw({measured, std::nullopt}, 0);
+    const std::vector<Overdraw> over = FindOverdraws(l);
+    ASSERT_EQ(over.size(), 1u);
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second > b.second;
+    });
+    std::vector<std::string> expected;
+    Milliwatts left = measured - l.rack_cap(0);
+    for (const auto& [start, id] : order) {
+      if (left <= 0) break;
+      expected.push_back(id);
+      left -= watts[id];
+    }
+    auto started = [&](const std::string& id) -> std::optional<int64_t> {
+      for (const auto& [start, oid] : order)
+        if (oid == id) return start;
+      return std::nullopt;
+    };
+    EXPECT_EQ(PlanRequeueNewest(l, over[0], started), expected) << "round " << round;
+  }
+}
+
 TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
   Topology t = TwoRacks();
   Ledger l(t);
@@ -254,7 +326,10 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
   EXPECT_EQ(log[1], "OVERDRAW: lower_limits: job-a on rack b0-r0000: 962 W per GPU -> 812 W");
   EXPECT_EQ(tracker.overdrawn_racks(), std::vector<RackId>{0});
   ASSERT_EQ(tracker.lowered_limits().size(), 1u);
+  ASSERT_EQ(tracker.new_overdraws().size(), 1u);  // the start of an overdraw, for a face to act on once
+  EXPECT_EQ(tracker.new_overdraws()[0].allocations, std::vector<std::string>{"job-a"});
   EXPECT_TRUE(tracker.Apply(s, hot, &l).empty());
+  EXPECT_TRUE(tracker.new_overdraws().empty());  // still over, but not new
   PowerReadings failed;
   failed.nodes_error = "timeout";
   log = tracker.Apply(s, failed, &l);

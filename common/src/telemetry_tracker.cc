@@ -12,6 +12,7 @@ void TelemetryTracker::Reset() {
   state_ = TelemetryState::kOff;
   overdrawn_.clear();
   lowered_.clear();
+  new_overdraws_.clear();
 }
 
 std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settings, const PowerReadings& readings,
@@ -31,10 +32,14 @@ std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settin
   }
   std::vector<RackId> now;
   lowered_.clear();
+  new_overdraws_.clear();
   for (const Overdraw& o : FindOverdraws(*ledger)) {
     now.push_back(o.rack);
     const bool is_new = std::find(overdrawn_.begin(), overdrawn_.end(), o.rack) == overdrawn_.end();
-    if (is_new) log.push_back(absl::StrCat("OVERDRAW: ", OverdrawMessage(*ledger, o), "; nothing more is placed there"));
+    if (is_new) {
+      log.push_back(absl::StrCat("OVERDRAW: ", OverdrawMessage(*ledger, o), "; nothing more is placed there"));
+      new_overdraws_.push_back(o);
+    }
     if (settings.on_overdraw != OverdrawAction::kLowerLimits) continue;
     for (const LimitChange& c : PlanLowerLimits(*ledger, o)) {
       if (is_new)

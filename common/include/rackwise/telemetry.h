@@ -5,10 +5,12 @@
 // opt-in share of the gap when a rack measures below its estimate; see ledger.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "rackwise/ledger.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/cluster.pb.h"
@@ -106,5 +108,13 @@ struct LimitChange {
   Milliwatts to_per_gpu = 0;
 };
 std::vector<LimitChange> PlanLowerLimits(const Ledger& ledger, const Overdraw& overdraw);
+
+// on_overdraw: requeue_newest. The allocations on the rack to requeue so that its measured draw falls under its
+// cap: the most recently started first (a job that started last is the likeliest cause, and has lost the least
+// work), each taking its charged watts in the rack off the measured excess, until no excess is left. Start times
+// are facts from the face (`started_at`, seconds on any one clock; nullopt: unknown, counted as newest); ties
+// go to the greater id. Returns ids in the order to requeue; empty when the rack is not over its cap.
+std::vector<std::string> PlanRequeueNewest(const Ledger& ledger, const Overdraw& overdraw,
+                                           absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at);
 
 }  // namespace rackwise

@@ -24,11 +24,15 @@ class TelemetryTracker {
   const std::vector<RackId>& overdrawn_racks() const { return overdrawn_; }
   // With on_overdraw: lower_limits, the lowered limits for the allocations on overdrawn racks (else empty).
   const std::vector<LimitChange>& lowered_limits() const { return lowered_; }
+  // The racks that went over their cap in the last Apply (each overdraw is reported once, when it starts), for
+  // a face that acts on it (on_overdraw: requeue_newest).
+  const std::vector<Overdraw>& new_overdraws() const { return new_overdraws_; }
 
  private:
   TelemetryState state_ = TelemetryState::kOff;
   std::vector<RackId> overdrawn_;
   std::vector<LimitChange> lowered_;
+  std::vector<Overdraw> new_overdraws_;
 };
 
 }  // namespace rackwise

@@ -9,7 +9,10 @@
 #    700 W when it ends;
 #  - a job whose limit cannot be set (refused, or below the board's minimum) does not run: the node is drained
 #    with a reason naming rackwise and the cause, and the job is requeued; once the cause is gone and the node
-#    resumed, the requeued job runs there with its limit.
+#    resumed, the requeued job runs there with its limit;
+#  - slurmd skips the prolog of a job it saw within AuthInfo cred_expire: when the administrator undoes Slurm's
+#    requeue delay (starttime=now), the select plugin keeps the job off that node until the window has passed
+#    (pending reason naming the skipped prolog), so that it never runs unlimited.
 # Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_FAKE_NVML=<build>/tests/fake_nvml/lib/libnvidia-ml.so.1 \
 #        test_power_enforcement.sh   (exit 77: skipped, see lib.sh)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +37,9 @@ racks:
     power_cap_kw: 40
 YAML
 # The prolog runs on every node at allocation.
-RW_EXTRA_CONF=PrologFlags=Alloc RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
+# A short credential window (Slurm's minimum is 5 s) keeps the requeue part quick: 20 s + KillWait + 1.
+RW_EXTRA_CONF=$'PrologFlags=Alloc\nAuthInfo=cred_expire=20\nKillWait=5' RW_SPANK=required \
+  rw_setup select/rackwise_cons_tres "$yaml"
 rm -f "$yaml"
 cat >>"$RW_TMP/etc/rackwise.yaml" <<YAML
 power_enforcement:
@@ -124,13 +129,20 @@ wait_for 20 test "$(restarts "$f")" -ge 1 && [[ $(rw_state "$f") == PENDING ]] &
   rw_fail "gpu02 limits $(limits gpu02)"
 [[ -z $(grep -v '^#' "$RW_TMP/nvml/gpu02/gpu-power-limits" 2>/dev/null) ]] || rw_fail "gpu02 leases left"
 
-# The administrator fixes the cause, resumes the node and releases the job (now, rather than after the delay
-# Slurm gives a requeued job): it runs there, limited.
+# The administrator fixes the cause, resumes the node and releases the job, and asks for it to start now rather
+# than after the delay Slurm gives a requeued job. slurmd would not run its prolog again yet (it still knows the
+# job), so rackwise holds it off gpu02 until the credential window has passed; then it runs there, limited.
 sed -i '/^fail /d' "$RW_TMP/nvml/gpu02/fake_nvml.state"
 scontrol update nodename=gpu02 state=resume
 scontrol release "$f"
 scontrol update jobid="$f" starttime=now
-if rw_wait_state "$f" RUNNING 30; then
+skip_reason() { [[ $(rw_reason "$f") == *"skip its prolog"* ]]; }
+if wait_for 15 skip_reason; then
+  rw_ok "requeued job $f held off gpu02 while slurmd would skip its prolog: $(rw_reason "$f")"
+else
+  rw_fail "requeued job $f: $(rw_state "$f") '$(rw_reason "$f")', expected the skipped-prolog reason"
+fi
+if rw_wait_state "$f" RUNNING 60; then
   fidx=$(rw_job_gpus "$f" | awk '$1 == "gpu02" {print $2}')
   wait_for 20 limits_are gpu02 "$(expected gpu02 "$fidx" 450000)" &&
     rw_ok "after scontrol update state=resume, requeued job $f runs on gpu02 with GPUs $fidx at 450 W" ||

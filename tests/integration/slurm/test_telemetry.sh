@@ -93,6 +93,7 @@ telemetry:
   node_label: Hostname
   interval_s: 1
   stale_after_s: 5
+  on_overdraw: requeue_newest
 YML
 rw_setup select/rackwise_cons_tres "$yaml"
 trap 'stop_helpers; rw_teardown' EXIT
@@ -138,4 +139,39 @@ fi
 stale=$(grep -c 'rackwise: telemetry: stale' "$RW_TMP/log/slurmctld.log")
 [[ $stale -ge 1 ]] && rw_ok "the stale source was logged ($stale line(s): once per transition)" ||
   rw_fail "no 'telemetry: stale' line in slurmctld.log"
+
+# on_overdraw: requeue_newest. The exporter is back with every GPU idle; job k starts on h02 beside job j. Then
+# h02 measures 10 kW idle + 32 x 700 W = 32.4 kW, over its 30 kW cap: the plugin raises the alarm and requeues
+# the newest job there (k), whose 7.7 kW cover the 2.4 kW excess; j runs on, and nothing more is requeued.
+write_page "${idle_page[@]}"
+"$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
+page_pid=$!
+wait_for 60 target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
+k=$(rw_submit -p h02 --gpus=8)
+rw_wait_state "$k" RUNNING 60 && rw_ok "job $k runs on h02 beside job $j" ||
+  rw_fail "job ${k:-?}: $(rw_state "$k") $(rw_reason "$k")"
+over=()
+for n in gpu01 gpu02 gpu03 gpu04; do over+=("$n" 60); done
+for n in gpu05 gpu06 gpu07 gpu08; do over+=("$n" 700); done
+write_page "${over[@]}"
+restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
+requeued() { [[ $(restarts "$k") -ge 1 ]]; }
+if wait_for 60 requeued; then
+  rw_ok "rack h02 over its cap: the newest job $k was requeued ($(rw_state "$k"))"
+else
+  rw_fail "job $k not requeued: $(rw_state "$k") restarts=$(restarts "$k")"
+  grep 'rackwise' "$RW_TMP/log/slurmctld.log" | tail -20 >&2
+fi
+grep -q "rackwise: OVERDRAW: rack h02 measures 32.4 kW, above its 30.0 kW cap; jobs on it: " "$RW_TMP/log/slurmctld.log" &&
+  rw_ok "the alarm names rack h02 and its jobs" || rw_fail "no OVERDRAW alarm for h02 in slurmctld.log"
+grep -q "rackwise: OVERDRAW: requeue_newest: requeued JobId=$k " "$RW_TMP/log/slurmctld.log" &&
+  rw_ok "the requeue was logged" || rw_fail "no 'requeue_newest: requeued JobId=$k' line in slurmctld.log"
+# Two more polls (and a publishing round) with h02 still over: the same overdraw acts once.
+seen=$(query_count)
+five_more() { [[ $(query_count) -ge $((seen + 5)) ]]; }
+wait_for 30 five_more || rw_fail "slurmctld stopped polling"
+[[ $(rw_state "$j") == RUNNING && $(restarts "$j") == 0 ]] && rw_ok "job $j (older) still runs, never requeued" ||
+  rw_fail "job $j: $(rw_state "$j") restarts=$(restarts "$j")"
+[[ $(grep -c 'requeue_newest: requeued' "$RW_TMP/log/slurmctld.log") -eq 1 ]] && rw_ok "one requeue for one overdraw" ||
+  rw_fail "requeues: $(grep 'requeue_newest' "$RW_TMP/log/slurmctld.log")"
 exit $((RW_FAILS != 0))
