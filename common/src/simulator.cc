@@ -254,8 +254,16 @@ class Replay {
   // ledger's reading. Every allocation held is in it (count_recent false): in the replay a job's GPUs draw from
   // the moment it starts, so no reading predates a ramp-up.
   void Measure() {
+    counted_.resize(t_.racks().size());
+    for (RackId r = 0; r < static_cast<RackId>(counted_.size()); ++r) counted_[r] = ledger_.counted_rack_draw(r);
     ApplyMeasuredDraw(MeasureRacks(t_, telemetry_, real_.readings()), telemetry_, /*count_recent=*/false, &ledger_);
-    failed_shapes_.clear();  // counted draws moved: a shape that did not fit may fit now
+    // A shape that did not fit may fit now if the reading moved a counted draw (a power domain's is the sum of its
+    // racks'); otherwise the shapes known to fail still do, exactly as without telemetry.
+    for (RackId r = 0; r < static_cast<RackId>(counted_.size()); ++r) {
+      if (counted_[r] == ledger_.counted_rack_draw(r)) continue;
+      failed_shapes_.clear();
+      return;
+    }
   }
 
   // How long a job may run once started: its placement is not known before it is tried.
@@ -394,6 +402,7 @@ class Replay {
   TelemetrySettings telemetry_;  // enabled with SimOptions::telemetry; every reading is fresh
   absl::flat_hash_map<std::tuple<int, int, Milliwatts>, int> fewest_;  // job shape -> FewestDomains
   sim::RealDraw real_;  // what the GPUs really draw (the trace's measured watts)
+  std::vector<Milliwatts> counted_;  // per rack: the counted draw before the reading Measure applies
   sim::Meter meter_;
   std::unique_ptr<sim::Policy> policy_;
   std::vector<JobState> state_;
