@@ -130,6 +130,34 @@ std::string PlacementsPath(const std::string& path, SimPolicy policy, bool sever
   return path.substr(0, dot) + "." + SimPolicyName(policy) + path.substr(dot);
 }
 
+// Replays the trace once per policy (`base` with the policy set) and writes the placements files; an exit code.
+int RunPolicies(const Topology& topology, const std::vector<TraceJob>& jobs, SimOptions base,
+                const std::vector<SimPolicy>& policies, const std::string& placements, std::vector<Run>* runs) {
+  for (SimPolicy policy : policies) {
+    base.policy = policy;
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<SimResult> result = Simulate(topology, jobs, base);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!result.ok()) {
+      std::fprintf(stderr, "rackwise simulate: %s: %s\n", SimPolicyName(policy),
+                   std::string(result.status().message()).c_str());
+      return result.status().code() == absl::StatusCode::kInvalidArgument ? kExitInvalidInput : kExitInternal;
+    }
+    if (!placements.empty()) {
+      const std::string path = PlacementsPath(placements, policy, policies.size() > 1);
+      std::ofstream out(path, std::ios::binary);
+      for (const SimPlacement& p : result->placements) out << PlacementJsonLine(topology, jobs, p) << '\n';
+      out.close();
+      if (!out) {
+        std::fprintf(stderr, "rackwise simulate: cannot write %s\n", path.c_str());
+        return kExitInvalidInput;
+      }
+    }
+    runs->push_back({policy, result->metrics, seconds, base.telemetry, base.reclaim_fraction});
+  }
+  return kExitOk;
+}
+
 int RunSimulate(int argc, char** argv) {
   CLI::App app{"Replay a job trace (FIFO + EASY backfill) under a placement policy", "simulate"};
   std::string cluster_path = DefaultClusterPath(), trace_path, policy_name = "rackwise", placements;
@@ -202,36 +230,15 @@ int RunSimulate(int argc, char** argv) {
   }
   const double reclaim =
       reclaim_pct >= 0 ? reclaim_pct / 100 : TelemetrySettings::FromDescription(*description).reclaim_fraction;
+  SimOptions base;
+  base.backfill = !no_backfill;
+  base.backfill_depth = depth;
+  base.spread_slowdown = slowdown;
+  base.record_placements = !placements.empty();
+  base.telemetry = telemetry;
+  base.reclaim_fraction = reclaim;
   std::vector<Run> runs;
-  for (SimPolicy policy : policies) {
-    SimOptions options;
-    options.policy = policy;
-    options.backfill = !no_backfill;
-    options.backfill_depth = depth;
-    options.spread_slowdown = slowdown;
-    options.record_placements = !placements.empty();
-    options.telemetry = telemetry;
-    options.reclaim_fraction = reclaim;
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<SimResult> result = Simulate(*topology, *jobs, options);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!result.ok()) {
-      std::fprintf(stderr, "rackwise simulate: %s: %s\n", SimPolicyName(policy),
-                   std::string(result.status().message()).c_str());
-      return result.status().code() == absl::StatusCode::kInvalidArgument ? kExitInvalidInput : kExitInternal;
-    }
-    if (!placements.empty()) {
-      const std::string path = PlacementsPath(placements, policy, policies.size() > 1);
-      std::ofstream out(path, std::ios::binary);
-      for (const SimPlacement& p : result->placements) out << PlacementJsonLine(*topology, *jobs, p) << '\n';
-      out.close();
-      if (!out) {
-        std::fprintf(stderr, "rackwise simulate: cannot write %s\n", path.c_str());
-        return kExitInvalidInput;
-      }
-    }
-    runs.push_back({policy, result->metrics, seconds, telemetry, reclaim});
-  }
+  if (int rc = RunPolicies(*topology, *jobs, base, policies, placements, &runs); rc != kExitOk) return rc;
   // A trace made for another cluster (GPUs per node, sizes it can never hold) is said so, not only counted.
   const TraceFit fit = CheckTraceFits(*topology, *jobs);
   WarnTraceMisfits(fit, "rackwise simulate", cluster_path);
