@@ -14,6 +14,7 @@
 #include "command.h"
 #include "rackwise/cluster_description.h"
 #include "rackwise/simulator.h"
+#include "rackwise/telemetry.h"
 #include "rackwise/topology.h"
 #include "rackwise/trace.h"
 #include "rackwise/trace_fit.h"
@@ -26,6 +27,8 @@ struct Run {
   SimPolicy policy;
   SimMetrics metrics;
   double seconds = 0;
+  bool telemetry = false;
+  double reclaim_fraction = 0;
 };
 
 nlohmann::ordered_json ToJson(const Run& r) {
@@ -51,6 +54,9 @@ nlohmann::ordered_json ToJson(const Run& r) {
   j["min_domain_pct_local"] = m.min_domain_pct_local;
   j["rack_violation_kws"] = m.rack_violation_kws;
   j["domain_violation_kws"] = m.domain_violation_kws;
+  j["cap_excursions"] = m.cap_excursions;
+  j["telemetry"] = r.telemetry;
+  j["reclaim_pct"] = r.telemetry ? 100 * r.reclaim_fraction : 0.0;
   j["gpu_hours"] = m.gpu_hours;
   j["energy_mwh"] = m.energy_mwh;
   j["replay_s"] = r.seconds;
@@ -94,6 +100,7 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
       {"power over cap (kW*s)", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.power_violation_kws); }},
       {"  racks (kW*s)", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.rack_violation_kws); }},
       {"  power domains (kW*s)", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.domain_violation_kws); }},
+      {"cap excursions", [](const Run& r) { return absl::StrFormat("%d", r.metrics.cap_excursions); }},
       {"peak rack (kW)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.peak_rack_kw); }},
       {"GPU-hours", [](const Run& r) { return absl::StrFormat("%.0f", r.metrics.gpu_hours); }},
       {"energy (MWh)", [](const Run& r) { return absl::StrFormat("%.1f", r.metrics.energy_mwh); }},
@@ -123,10 +130,39 @@ std::string PlacementsPath(const std::string& path, SimPolicy policy, bool sever
   return path.substr(0, dot) + "." + SimPolicyName(policy) + path.substr(dot);
 }
 
+// Replays the trace once per policy (`base` with the policy set) and writes the placements files; an exit code.
+int RunPolicies(const Topology& topology, const std::vector<TraceJob>& jobs, SimOptions base,
+                const std::vector<SimPolicy>& policies, const std::string& placements, std::vector<Run>* runs) {
+  for (SimPolicy policy : policies) {
+    base.policy = policy;
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<SimResult> result = Simulate(topology, jobs, base);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!result.ok()) {
+      std::fprintf(stderr, "rackwise simulate: %s: %s\n", SimPolicyName(policy),
+                   std::string(result.status().message()).c_str());
+      return result.status().code() == absl::StatusCode::kInvalidArgument ? kExitInvalidInput : kExitInternal;
+    }
+    if (!placements.empty()) {
+      const std::string path = PlacementsPath(placements, policy, policies.size() > 1);
+      std::ofstream out(path, std::ios::binary);
+      for (const SimPlacement& p : result->placements) out << PlacementJsonLine(topology, jobs, p) << '\n';
+      out.close();
+      if (!out) {
+        std::fprintf(stderr, "rackwise simulate: cannot write %s\n", path.c_str());
+        return kExitInvalidInput;
+      }
+    }
+    runs->push_back({policy, result->metrics, seconds, base.telemetry, base.reclaim_fraction});
+  }
+  return kExitOk;
+}
+
 int RunSimulate(int argc, char** argv) {
   CLI::App app{"Replay a job trace (FIFO + EASY backfill) under a placement policy", "simulate"};
   std::string cluster_path = DefaultClusterPath(), trace_path, policy_name = "rackwise", placements;
-  bool json = false, no_backfill = false;
+  bool json = false, no_backfill = false, telemetry = false;
+  double reclaim_pct = -1;
   int depth = 500;
   double slowdown = 0;
   app.add_option("--cluster", cluster_path, "cluster description (default: the built-in demo)");
@@ -145,10 +181,21 @@ int RunSimulate(int argc, char** argv) {
   app.add_option("--spread-slowdown", slowdown,
                  "a job outside its fewest NVLink domains runs this much longer, 0..10 (0.2 = 20%; default 0)")
       ->check(CLI::Range(0.0, 10.0));
+  app.add_flag("--telemetry", telemetry,
+               "replay the trace's measured_watts_per_gpu as fresh telemetry before each decision: placements count "
+               "max(estimate, measured) per rack and power domain");
+  app.add_option("--reclaim-pct", reclaim_pct,
+                 "with --telemetry: share of (estimate - measured) placements may use, 0..50 (default: the "
+                 "description's telemetry.reclaim_pct, else 0)")
+      ->check(CLI::Range(0.0, 50.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (reclaim_pct >= 0 && !telemetry) {
+    std::fprintf(stderr, "rackwise simulate: --reclaim-pct needs --telemetry\n");
+    return kExitUsage;
   }
   std::vector<SimPolicy> policies;
   if (policy_name == "all") {
@@ -181,34 +228,17 @@ int RunSimulate(int argc, char** argv) {
     if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(jobs.status().message()).c_str());
     return kExitInvalidInput;
   }
+  const double reclaim =
+      reclaim_pct >= 0 ? reclaim_pct / 100 : TelemetrySettings::FromDescription(*description).reclaim_fraction;
+  SimOptions base;
+  base.backfill = !no_backfill;
+  base.backfill_depth = depth;
+  base.spread_slowdown = slowdown;
+  base.record_placements = !placements.empty();
+  base.telemetry = telemetry;
+  base.reclaim_fraction = reclaim;
   std::vector<Run> runs;
-  for (SimPolicy policy : policies) {
-    SimOptions options;
-    options.policy = policy;
-    options.backfill = !no_backfill;
-    options.backfill_depth = depth;
-    options.spread_slowdown = slowdown;
-    options.record_placements = !placements.empty();
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<SimResult> result = Simulate(*topology, *jobs, options);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!result.ok()) {
-      std::fprintf(stderr, "rackwise simulate: %s: %s\n", SimPolicyName(policy),
-                   std::string(result.status().message()).c_str());
-      return result.status().code() == absl::StatusCode::kInvalidArgument ? kExitInvalidInput : kExitInternal;
-    }
-    if (!placements.empty()) {
-      const std::string path = PlacementsPath(placements, policy, policies.size() > 1);
-      std::ofstream out(path, std::ios::binary);
-      for (const SimPlacement& p : result->placements) out << PlacementJsonLine(*topology, *jobs, p) << '\n';
-      out.close();
-      if (!out) {
-        std::fprintf(stderr, "rackwise simulate: cannot write %s\n", path.c_str());
-        return kExitInvalidInput;
-      }
-    }
-    runs.push_back({policy, result->metrics, seconds});
-  }
+  if (int rc = RunPolicies(*topology, *jobs, base, policies, placements, &runs); rc != kExitOk) return rc;
   // A trace made for another cluster (GPUs per node, sizes it can never hold) is said so, not only counted.
   const TraceFit fit = CheckTraceFits(*topology, *jobs);
   WarnTraceMisfits(fit, "rackwise simulate", cluster_path);
@@ -229,6 +259,8 @@ int RunSimulate(int argc, char** argv) {
     std::printf("cluster %s (%d GPUs), trace %s (%zu jobs)\n", topology->cluster_name().c_str(), topology->total_gpus(),
                 trace_path.c_str(), jobs->size());
     if (slowdown > 0) std::printf("a job outside its fewest NVLink domains runs %g%% longer\n", 100 * slowdown);
+    if (telemetry)
+      std::printf("telemetry: measured draw replayed before each decision, reclaim_pct %g\n", 100 * reclaim);
     PrintTable(runs, slowdown > 0);
   }
   return kExitOk;

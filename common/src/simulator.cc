@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "simulator_meter.h"
 #include "rackwise/placer.h"
+#include "rackwise/telemetry.h"
 #include "simulator_policies.h"
 
 namespace rackwise {
@@ -35,10 +36,13 @@ class Replay {
         options_(options),
         ledger_(t),
         empty_(t),
-        meter_(ledger_),
+        real_(t),
+        meter_(ledger_, real_),
         policy_(sim::MakePolicy(options.policy, t, options)),
         state_(jobs.size()),
         head_since_(jobs.size(), -1) {
+    telemetry_.enabled = options.telemetry;
+    telemetry_.reclaim_fraction = options.reclaim_fraction;
     free_gpus_ = 0;
     for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) free_gpus_ += ledger_.free_gpu_count(n);
   }
@@ -74,6 +78,7 @@ class Replay {
         busy_at_last_submit_ = meter_.busy_gpu_seconds();
         last_submit_ = meter_.now();
       }
+      if (options_.telemetry && !queue_.empty()) Measure();
       if (absl::Status s = Schedule(now); !s.ok()) return s;
     }
     EndReservation(now);
@@ -136,6 +141,7 @@ class Replay {
       return absl::InternalError(absl::StrCat("policy ", SimPolicyName(options_.policy),
                                               " chose GPUs the ledger refused for job ", job.id, ": ", s.message()));
     }
+    real_.Add(ledger_, a, MeasuredPerGpu(j), +1);
     SimPlacement p;
     p.job = j;
     p.start = now;
@@ -173,6 +179,7 @@ class Replay {
 
   void Finish(int j) {
     const SimPlacement& p = placements_[state_[j].placement];
+    real_.Add(ledger_, AllocationOf(j), MeasuredPerGpu(j), -1);
     ledger_.Release(absl::StrCat("j", j));
     meter_.Changed(p.racks, -jobs_[j].gpus);
     free_gpus_ += jobs_[j].gpus;
@@ -241,6 +248,24 @@ class Replay {
     return it->second;
   }
 
+  Milliwatts MeasuredPerGpu(int j) const { return WattsToMilliwatts(jobs_[j].measured_watts_per_gpu); }
+
+  // Telemetry: every node's real GPU watts, read as a face reads its node power query answer, become the
+  // ledger's reading. Every allocation held is in it (count_recent false): in the replay a job's GPUs draw from
+  // the moment it starts, so no reading predates a ramp-up.
+  void Measure() {
+    counted_.resize(t_.racks().size());
+    for (RackId r = 0; r < static_cast<RackId>(counted_.size()); ++r) counted_[r] = ledger_.counted_rack_draw(r);
+    ApplyMeasuredDraw(MeasureRacks(t_, telemetry_, real_.readings()), telemetry_, /*count_recent=*/false, &ledger_);
+    // A shape that did not fit may fit now if the reading moved a counted draw (a power domain's is the sum of its
+    // racks'); otherwise the shapes known to fail still do, exactly as without telemetry.
+    for (RackId r = 0; r < static_cast<RackId>(counted_.size()); ++r) {
+      if (counted_[r] == ledger_.counted_rack_draw(r)) continue;
+      failed_shapes_.clear();
+      return;
+    }
+  }
+
   // How long a job may run once started: its placement is not known before it is tried.
   double LongestRun(const TraceJob& job) const { return job.duration * (1 + options_.spread_slowdown); }
 
@@ -262,6 +287,14 @@ class Replay {
     reservation_.made = now;
     reservation_.relaxed = Relaxed(head, now);
     const TraceJob& job = jobs_[head];
+    // The shadow state is counted on estimates: a reading is of now, and releasing a job from the ledger cannot
+    // take its draw out of it. The reading (with what was placed since) is put back afterwards.
+    std::vector<std::optional<Milliwatts>> reading;
+    if (options_.telemetry) {
+      for (RackId r = 0; r < static_cast<RackId>(t_.racks().size()); ++r)
+        reading.push_back(ledger_.measured_rack_draw_now(r));
+      ledger_.ClearMeasuredDraw();
+    }
     std::vector<int> released;
     long long avail = free_gpus_;
     for (auto it = running_.begin(); it != running_.end(); ++it) {
@@ -285,6 +318,7 @@ class Replay {
     for (auto j = released.rbegin(); j != released.rend(); ++j) {
       if (absl::Status s = ledger_.Commit(AllocationOf(*j), CommitMode::kRecover); !s.ok()) return s;
     }
+    if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
     failed_shapes_.clear();  // the fenced nodes changed
     return absl::OkStatus();
   }
@@ -336,16 +370,17 @@ class Replay {
     if (on == fenced_) return;
     fenced_ = on;
     for (NodeId n : reservation_.nodes) ledger_.SetNodeHealth(n, on ? NodeHealth::kDrained : NodeHealth::kUp);
-    // The simulator never changes caps at run time, so the described ones are what to restore.
+    // The simulator never changes caps at run time, so the described ones are what to restore. Lowered caps
+    // are set from the counted draws (the estimates unless telemetry is on), the draws Commit checks.
     const double keep = 1.0 - t_.policy().power_reserve_fraction;
     const auto lowered = [keep](Milliwatts draw, Milliwatts budget, Milliwatts cap) {
       return std::min(cap, static_cast<Milliwatts>(static_cast<double>(draw + std::max<Milliwatts>(0, budget)) / keep));
     };
     for (const auto& [r, budget] : reservation_.racks)
-      ledger_.SetRackCap(r, on ? lowered(ledger_.rack_draw(r), budget, t_.racks()[r].cap) : t_.racks()[r].cap);
+      ledger_.SetRackCap(r, on ? lowered(ledger_.counted_rack_draw(r), budget, t_.racks()[r].cap) : t_.racks()[r].cap);
     for (const auto& [p, budget] : reservation_.power_domains) {
       const Milliwatts cap = t_.power_domains()[p].cap;
-      ledger_.SetPowerDomainCap(p, on ? lowered(ledger_.power_domain_draw(p), budget, cap) : cap);
+      ledger_.SetPowerDomainCap(p, on ? lowered(ledger_.counted_power_domain_draw(p), budget, cap) : cap);
     }
   }
 
@@ -364,7 +399,10 @@ class Replay {
   SimOptions options_;
   Ledger ledger_;
   const Ledger empty_;  // the cluster as described, for the fewest domains a job could have
+  TelemetrySettings telemetry_;  // enabled with SimOptions::telemetry; every reading is fresh
   absl::flat_hash_map<std::tuple<int, int, Milliwatts>, int> fewest_;  // job shape -> FewestDomains
+  sim::RealDraw real_;  // what the GPUs really draw (the trace's measured watts)
+  std::vector<Milliwatts> counted_;  // per rack: the counted draw before the reading Measure applies
   sim::Meter meter_;
   std::unique_ptr<sim::Policy> policy_;
   std::vector<JobState> state_;
@@ -437,6 +475,7 @@ SimResult Replay::Result() const {
   m.rack_violation_kws = meter_.rack_violation_kws();
   m.domain_violation_kws = meter_.domain_violation_kws();
   m.power_violation_kws = m.rack_violation_kws + m.domain_violation_kws;
+  m.cap_excursions = meter_.cap_excursions();
   m.peak_rack_kw = meter_.peak_rack_kw();
   m.energy_mwh = meter_.energy_mwh();
   if (m.energy_mwh > 0) m.gpu_hours_per_mwh = m.gpu_hours / m.energy_mwh;
@@ -458,11 +497,15 @@ absl::StatusOr<SimResult> Simulate(const Topology& topology, const std::vector<T
   if (!(options.spread_slowdown >= 0 && options.spread_slowdown <= 10)) {
     return absl::InvalidArgumentError("spread_slowdown: must be 0..10 (0.2 = 20% longer)");
   }
+  if (!(options.reclaim_fraction >= 0 && options.reclaim_fraction <= 0.5)) {
+    return absl::InvalidArgumentError("reclaim_fraction: must be 0..0.5 (reclaim_pct 0..50)");
+  }
   for (const TraceJob& j : jobs) {
     if (j.gpus < 1 || !(j.duration > 0) || !(j.submit >= 0) || j.gpus_per_node < 0 ||
-        (j.gpus_per_node > 0 && j.gpus % j.gpus_per_node != 0)) {
+        (j.gpus_per_node > 0 && j.gpus % j.gpus_per_node != 0) ||
+        !(j.measured_watts_per_gpu >= 0 && j.measured_watts_per_gpu <= kMaxWattsPerGpu)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("job ", j.id, ": malformed (gpus, duration, submit or gpus_per_node)"));
+          absl::StrCat("job ", j.id, ": malformed (gpus, duration, submit, gpus_per_node or measured_watts_per_gpu)"));
     }
   }
   auto replay = std::make_unique<Replay>(topology, jobs, options);

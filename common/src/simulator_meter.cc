@@ -5,21 +5,21 @@
 
 namespace rackwise::sim {
 
-Meter::Meter(const Ledger& ledger) : ledger_(ledger) {
+Meter::Meter(const Ledger& ledger, const RealDraw& draw) : ledger_(ledger), draw_(draw) {
   const Topology& t = ledger.topology();
   rack_draw_.resize(t.racks().size());
   rack_over_.assign(t.racks().size(), 0);
   pd_over_.assign(t.power_domains().size(), 0);
   pd_seen_.assign(t.power_domains().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    rack_draw_[r] = ledger.rack_draw(r);
+    rack_draw_[r] = draw.rack(r);
     total_draw_ += rack_draw_[r];
     rack_over_[r] = std::max<Milliwatts>(0, rack_draw_[r] - ledger.rack_cap(r));
     rack_over_sum_ += rack_over_[r];
     peak_rack_mw_ = std::max(peak_rack_mw_, rack_draw_[r]);
   }
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(pd_over_.size()); ++p) {
-    pd_over_[p] = std::max<Milliwatts>(0, ledger.power_domain_draw(p) - ledger.power_domain_cap(p));
+    pd_over_[p] = std::max<Milliwatts>(0, draw.power_domain(p) - ledger.power_domain_cap(p));
     pd_over_sum_ += pd_over_[p];
   }
 }
@@ -44,11 +44,12 @@ void Meter::Changed(const std::vector<RackId>& racks, int gpu_delta) {
   allocated_gpus_ += gpu_delta;
   std::vector<PowerDomainId> pds;
   for (RackId r : racks) {
-    const Milliwatts draw = ledger_.rack_draw(r);
+    const Milliwatts draw = draw_.rack(r);
     total_draw_ += draw - rack_draw_[r];
     rack_draw_[r] = draw;
     peak_rack_mw_ = std::max(peak_rack_mw_, draw);
     const Milliwatts over = std::max<Milliwatts>(0, draw - ledger_.rack_cap(r));
+    if (over > 0 && rack_over_[r] == 0) ++excursions_;
     rack_over_sum_ += over - rack_over_[r];
     rack_over_[r] = over;
     for (PowerDomainId p : t.racks()[r].power_chain) {
@@ -59,7 +60,8 @@ void Meter::Changed(const std::vector<RackId>& racks, int gpu_delta) {
   }
   for (PowerDomainId p : pds) {
     pd_seen_[p] = 0;
-    const Milliwatts over = std::max<Milliwatts>(0, ledger_.power_domain_draw(p) - ledger_.power_domain_cap(p));
+    const Milliwatts over = std::max<Milliwatts>(0, draw_.power_domain(p) - ledger_.power_domain_cap(p));
+    if (over > 0 && pd_over_[p] == 0) ++excursions_;
     pd_over_sum_ += over - pd_over_[p];
     pd_over_[p] = over;
   }

@@ -1,6 +1,7 @@
 // Hand-checked simulator cases: FIFO and EASY backfill order, power caps (rackwise and static-cap wait, the
 // baselines run over the cap and the violation is measured), rejections, the metrics' arithmetic, the JSONL line.
-// Random clusters and the independent checker are in tests/sim/.
+// Measured power: the meter against the real draw, telemetry replayed, reclaim_pct. Random clusters and the
+// independent checker are in tests/sim/.
 #include "rackwise/simulator.h"
 
 #include <gtest/gtest.h>
@@ -36,16 +37,20 @@ TraceJob Job(std::string id, double submit, double duration, int gpus, int per_n
   return j;
 }
 
+SimResult Replay(const Topology& t, const std::vector<TraceJob>& jobs, SimOptions o) {
+  o.record_placements = true;
+  absl::StatusOr<SimResult> r = Simulate(t, jobs, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : SimResult{};
+}
+
 SimResult Replay(const Topology& t, const std::vector<TraceJob>& jobs, SimPolicy policy, bool backfill = true,
                  double spread_slowdown = 0) {
   SimOptions o;
   o.policy = policy;
   o.backfill = backfill;
-  o.record_placements = true;
   o.spread_slowdown = spread_slowdown;
-  absl::StatusOr<SimResult> r = Simulate(t, jobs, o);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : SimResult{};
+  return Replay(t, jobs, o);
 }
 
 double StartOf(const SimResult& r, const std::vector<TraceJob>& jobs, const std::string& id) {
@@ -284,6 +289,95 @@ TEST(SimulatorTest, PolicyNames) {
     EXPECT_EQ(*back, p);
   }
   EXPECT_FALSE(ParseSimPolicy("best").ok());
+}
+
+// Measured power (issue 11): jobs draw their trace's measured watts per GPU, the meter counts cap excursions
+// against that real draw, and with SimOptions::telemetry the replay feeds it to the ledger as fresh readings,
+// so that placements count max(estimate, measured) and reclaim_pct lets them use part of the gap. Random traces
+// against an independent sweep of the draw: tests/sim/simulator_property_test.cc.
+TraceJob Measured(TraceJob j, double declared, double measured) {
+  j.watts_per_gpu = declared;
+  j.measured_watts_per_gpu = measured;
+  return j;
+}
+
+SimOptions Telemetry(bool on, double reclaim = 0) {
+  SimOptions o;
+  o.telemetry = on;
+  o.reclaim_fraction = reclaim;
+  return o;
+}
+
+// Two 8-GPU jobs declare 500 W per GPU and draw 700 W: the ledger lets both in under a 14 kW cap
+// (5 + 16 x 0.5 = 13 kW counted), the hardware draws 5 + 16 x 0.7 = 16.2 kW. Without telemetry the meter must
+// see it: this is the check that can fail.
+TEST(SimulatorTest, JobsDrawingMoreThanDeclaredExceedTheCapWithoutTelemetry) {
+  const Topology t = H100(16, 2, 14);
+  const std::vector<TraceJob> jobs = {Measured(Job("a", 0, 100, 8), 500, 700),
+                                      Measured(Job("b", 1, 100, 8), 500, 700)};
+  const SimResult off = Replay(t, jobs, Telemetry(false));
+  EXPECT_EQ(StartOf(off, jobs, "b"), 1);
+  EXPECT_EQ(off.metrics.cap_excursions, 3);  // the rack, its row and the hall: all three capped at 14 kW
+  // 2.2 kW over from t=1 to t=100, when a ends.
+  EXPECT_NEAR(off.metrics.rack_violation_kws, 2.2 * 99, 1e-6);
+  EXPECT_NEAR(off.metrics.domain_violation_kws, 2 * 2.2 * 99, 1e-6);
+  EXPECT_NEAR(off.metrics.peak_rack_kw, 16.2, 1e-9);
+  // With telemetry the second job sees rack 10.6 kW measured (above the 9 kW estimate) and waits for the first.
+  const SimResult on = Replay(t, jobs, Telemetry(true));
+  EXPECT_EQ(StartOf(on, jobs, "b"), 100);
+  EXPECT_EQ(on.metrics.cap_excursions, 0);
+  EXPECT_EQ(on.metrics.power_violation_kws, 0);
+}
+
+// Eight 2-GPU jobs, one a second, counted at 962.5 W per GPU and measuring 500 W. By the estimate four fit
+// under 14 kW (5 + 4 x 1.925 = 12.7 kW). With reclaim_pct 50, at t=4 the rack measures 9 kW against 12.7 kW
+// estimated, so it counts 12.7 - (12.7 - 9) / 2 = 10.85 kW and the fifth job (1.925 kW) starts at once.
+TEST(SimulatorTest, ReclaimUsesPartOfTheGapAndNeverPassesTheCap) {
+  const Topology t = H100(16, 2, 14);
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 8; ++i)
+    jobs.push_back(Measured(Job(std::string(1, static_cast<char>('a' + i)), i, 1000, 2), 0, 500));
+  const SimResult none = Replay(t, jobs, Telemetry(false));
+  const SimResult zero = Replay(t, jobs, Telemetry(true, 0));
+  const SimResult half = Replay(t, jobs, Telemetry(true, 0.5));
+  EXPECT_EQ(StartOf(none, jobs, "e"), 1000);
+  EXPECT_EQ(StartOf(zero, jobs, "e"), 1000);  // max(estimate, measured) is the estimate here
+  EXPECT_EQ(StartOf(half, jobs, "e"), 4);
+  EXPECT_EQ(StartOf(half, jobs, "f"), 1000);  // 14.625 - 4.625 / 2 + 1.925 = 14.24 kW would pass the cap
+  EXPECT_LT(half.metrics.makespan_s, zero.metrics.makespan_s);
+  for (const SimResult* r : {&none, &zero, &half}) {
+    EXPECT_EQ(r->metrics.cap_excursions, 0);
+    EXPECT_EQ(r->metrics.power_violation_kws, 0);
+    EXPECT_LE(r->metrics.peak_rack_kw, 14);
+  }
+  // The meter measures the real draw: 5 kW idle + 2 GPUs x 0.5 kW per job.
+  EXPECT_NEAR(half.metrics.peak_rack_kw, 5 + 5 * 1.0, 1e-9);
+}
+
+// Without a measured column nothing changes: real draw is the counted draw, telemetry reads the estimate.
+TEST(SimulatorTest, UnmeasuredTracesReplayAsBefore) {
+  const Topology t = H100(16, 2, 14);
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 8; ++i)
+    jobs.push_back(Job(std::string(1, static_cast<char>('a' + i)), i, 50 + i, 2 + i % 3 * 2));
+  const SimResult off = Replay(t, jobs, Telemetry(false)), on = Replay(t, jobs, Telemetry(true, 0.5));
+  ASSERT_EQ(off.placements.size(), on.placements.size());
+  for (size_t i = 0; i < off.placements.size(); ++i) {
+    EXPECT_EQ(off.placements[i].start, on.placements[i].start);
+    EXPECT_EQ(off.placements[i].nodes, on.placements[i].nodes);
+  }
+  EXPECT_EQ(off.metrics.energy_mwh, on.metrics.energy_mwh);
+}
+
+TEST(SimulatorTest, RejectsReclaimAboveHalfAndAbsurdMeasurements) {
+  const Topology t = H100(16, 2, 14);
+  SimOptions o;
+  o.telemetry = true;
+  o.reclaim_fraction = 0.6;
+  EXPECT_EQ(Simulate(t, {Job("a", 0, 10, 2)}, o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.reclaim_fraction = 0.2;
+  EXPECT_EQ(Simulate(t, {Measured(Job("a", 0, 10, 2), 0, 1e9)}, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

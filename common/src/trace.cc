@@ -1,6 +1,7 @@
 // The trace CSV: reading with a diagnostic per problem, and writing.
 #include "rackwise/trace.h"
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -19,9 +20,9 @@ using trace_internal::SplitFields;
 
 namespace {
 
-enum Column { kId, kSubmit, kDuration, kGpus, kGpusPerNode, kLocality, kWatts, kColumns };
-constexpr std::array<const char*, kColumns> kNames = {"id",       "submit",       "duration", "gpus", "gpus_per_node",
-                                                      "locality", "watts_per_gpu"};
+enum Column { kId, kSubmit, kDuration, kGpus, kGpusPerNode, kLocality, kWatts, kMeasured, kColumns };
+constexpr std::array<const char*, kColumns> kNames = {
+    "id", "submit", "duration", "gpus", "gpus_per_node", "locality", "watts_per_gpu", kTraceMeasuredColumn};
 // A job larger than this is certainly a typo (and would overflow GPU arithmetic downstream).
 constexpr long long kMaxJobGpus = 1'000'000;
 
@@ -59,7 +60,8 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
         }
         if (!known)
           error(number,
-                absl::StrCat("header: unknown column '", std::string(fields[i]), "' (expected ", kTraceHeader, ")"));
+                absl::StrCat("header: unknown column '", std::string(fields[i]), "' (expected ", kTraceHeader, "[,",
+                             kTraceMeasuredColumn, "])"));
       }
       for (int c : {kId, kSubmit, kDuration, kGpus}) {
         if (column[c] < 0) error(number, absl::StrCat("header: missing column '", kNames[c], "'"));
@@ -135,6 +137,17 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
         job.watts_per_gpu = *w;
       }
     }
+    // A measurement is what a GPU drew, never "nothing": 0 is refused rather than read as "not measured".
+    if (!field(kMeasured).empty()) {
+      std::optional<double> w = ParseDouble(field(kMeasured));
+      if (!w || *w <= 0 || !CheckWattsPerGpu(*w).ok()) {
+        bad(kMeasured, absl::StrCat("must be the watts one GPU drew, ", kMinWattsPerGpu, "..", kMaxWattsPerGpu,
+                                    " (empty: not measured)"));
+        ok = false;
+      } else {
+        job.measured_watts_per_gpu = *w;
+      }
+    }
     if (ok) jobs.push_back(std::move(job));
   });
   if (!have_header) error(0, absl::StrCat("empty trace: expected the header ", kTraceHeader));
@@ -155,11 +168,16 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path, Diagnos
 }
 
 std::string TraceToCsv(const std::vector<TraceJob>& jobs) {
-  std::string out = absl::StrCat(kTraceHeader, "\n");
+  // Traces without measurements keep the seven columns that every earlier release wrote and read.
+  const bool measured =
+      std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.measured_watts_per_gpu > 0; });
+  std::string out = absl::StrCat(kTraceHeader, measured ? "," : "", measured ? kTraceMeasuredColumn : "", "\n");
   for (const TraceJob& j : jobs) {
     absl::StrAppend(&out, j.id, ",", absl::StrFormat("%.10g", j.submit), ",", absl::StrFormat("%.10g", j.duration), ",",
                     j.gpus, ",", j.gpus_per_node, ",", j.locality ? LocalityName(*j.locality) : "", ",");
     if (j.watts_per_gpu > 0) absl::StrAppend(&out, absl::StrFormat("%.10g", j.watts_per_gpu));
+    if (measured) out += ',';
+    if (j.measured_watts_per_gpu > 0) absl::StrAppend(&out, absl::StrFormat("%.10g", j.measured_watts_per_gpu));
     out += '\n';
   }
   return out;

@@ -93,6 +93,57 @@ TEST(TraceCsvTest, RoundTrips) {
   }
 }
 
+TEST(TraceCsvTest, MeasuredWattsColumnIsOptionalAndEmptyMeansNotMeasured) {
+  auto jobs = ParseTrace(std::string(kTraceHeader) + ",measured_watts_per_gpu\n"
+                             "a,0,10,8,8,,500,412.5\n"
+                             "b,0,10,8,8,,,\n",
+                         "m.csv", nullptr);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_DOUBLE_EQ((*jobs)[0].measured_watts_per_gpu, 412.5);
+  EXPECT_DOUBLE_EQ((*jobs)[1].measured_watts_per_gpu, 0);
+  auto plain = ParseTrace(std::string(kTraceHeader) + "\na,0,10,8,8,,\n", "p.csv", nullptr);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_DOUBLE_EQ((*plain)[0].measured_watts_per_gpu, 0);
+  // Without measurements the writer keeps the seven columns earlier releases read.
+  EXPECT_EQ(TraceToCsv(*plain).substr(0, TraceToCsv(*plain).find('\n')), kTraceHeader);
+}
+
+TEST(TraceCsvTest, MeasuredWattsMustBeFinitePositiveAndWithinTheGpuBounds) {
+  Diagnostics d;
+  auto jobs = ParseTrace("id,submit,duration,gpus,measured_watts_per_gpu\n"
+                         "a,0,10,8,0\n"
+                         "b,0,10,8,-3\n"
+                         "c,0,10,8,nan\n"
+                         "d,0,10,8,inf\n"
+                         "e,0,10,8,20000\n"
+                         "f,0,10,8,watts\n"
+                         "g,0,10,8,700\n",
+                         "bad.csv", &d);
+  ASSERT_FALSE(jobs.ok());
+  ASSERT_EQ(d.size(), 6u);
+  for (size_t i = 0; i < d.size(); ++i) {
+    EXPECT_EQ(d[i].file, "bad.csv");
+    EXPECT_EQ(d[i].line, static_cast<int>(i) + 2);
+    EXPECT_NE(d[i].message.find("field 'measured_watts_per_gpu'"), std::string::npos) << d[i].message;
+    EXPECT_NE(d[i].message.find("1..10000"), std::string::npos) << d[i].message;
+  }
+  EXPECT_NE(d[0].ToString().find("bad.csv:2:"), std::string::npos) << d[0].ToString();
+}
+
+TEST(TraceCsvTest, MeasuredWattsRoundTrip) {
+  TraceGeneratorParams p;
+  p.jobs = 50;
+  p.cluster_gpus = 512;
+  auto jobs = GenerateTrace(p);
+  ASSERT_TRUE(jobs.ok());
+  for (size_t i = 0; i < jobs->size(); i += 2) (*jobs)[i].measured_watts_per_gpu = 300 + 7.25 * i;
+  auto back = ParseTrace(TraceToCsv(*jobs), "rt.csv", nullptr);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), jobs->size());
+  for (size_t i = 0; i < jobs->size(); ++i)
+    EXPECT_EQ((*back)[i].measured_watts_per_gpu, (*jobs)[i].measured_watts_per_gpu) << i;
+}
+
 double MeanGpus(const std::vector<TraceJob>& jobs) {
   double s = 0;
   for (const TraceJob& j : jobs) s += j.gpus;

@@ -45,6 +45,21 @@ grep -q "Node has fewer GPUs than gpus_per_node" "$dir/misfit.err"
 "$rw" trace generate --mix training --jobs 100 --seed 5 --cluster "$dir/nvl.yaml" > "$dir/fit.csv" 2> "$dir/fit.err"
 if grep -q "fewer GPUs than gpus_per_node" "$dir/fit.err"; then exit 1; fi
 grep -q "of 512 GPUs, 4 per node: .* can never give it more than 448" "$dir/fit.err"
+# Measured power (issue 11): each job measures 55..90% of what it is counted at (its declared watts, else the
+# H100's 962.5 W); replayed as telemetry with reclaim_pct 50, the independent checker (which reads the measured
+# column itself) finds no excursion. --reclaim-pct needs --telemetry; a bad measurement names file, line, column.
+awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "measured_watts_per_gpu"; next }
+  { w = ($7 != "" ? $7 : 962.5); print $0, sprintf("%.1f", w * (0.55 + 0.35 * ((NR * 7919) % 1000) / 999)) }' \
+  "$dir/h100.csv" > "$dir/measured.csv"
+"$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/measured.csv" --telemetry --reclaim-pct 50 --json \
+  --placements "$dir/measured.jsonl" > "$dir/measured.json"
+grep -q '"cap_excursions": 0,' "$dir/measured.json"
+grep -q '"reclaim_pct": 50' "$dir/measured.json"
+"$check" "$dir/h100.yaml" "$dir/measured.csv" "$dir/measured.jsonl" --expect-no-violations
+if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/measured.csv" --reclaim-pct 20 2> /dev/null; then exit 1; fi
+printf 'id,submit,duration,gpus,measured_watts_per_gpu\nx,0,5,8,0\n' > "$dir/badm.csv"
+if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/badm.csv" 2> "$dir/badm.err"; then exit 1; fi
+grep -q "badm.csv:2: field 'measured_watts_per_gpu'" "$dir/badm.err"
 # A bad trace is reported with its file and line, not a crash.
 printf 'id,submit,duration,gpus,gpus_per_node,locality,watts_per_gpu\nx,0,-5,8,,,\n' > "$dir/bad.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/bad.csv" 2> "$dir/bad.err"; then exit 1; fi

@@ -181,7 +181,10 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
       gpus += static_cast<int>(idx.size());
       racks.insert(node->second.rack);
       domains.insert(node->second.domain);
-      const double per_gpu = job->second->watts_per_gpu > 0 ? job->second->watts_per_gpu : node->second.per_gpu_w;
+      const TraceJob& tj = *job->second;
+      const double per_gpu = tj.measured_watts_per_gpu > 0 ? tj.measured_watts_per_gpu
+                             : tj.watts_per_gpu > 0        ? tj.watts_per_gpu
+                                                           : node->second.per_gpu_w;
       rack_watts[node->second.rack] += per_gpu * idx.size();
     }
     if (listed.size() != j["gpus"].size()) fail(where + ": \"nodes\" and \"gpus\" disagree");
@@ -215,12 +218,18 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
   constexpr double kTolW = 1.0;  // the simulator keeps milliwatts; allow rounding, nothing more
   auto over = [&](double draw, double cap) { return draw > cap + kTolW ? draw - cap : 0.0; };
   double t = events.empty() ? 0 : events.front().time;
+  std::vector<char> rack_was_over(d.racks_size(), 0), pd_was_over(d.power_domains_size(), 0);
+  auto excursion = [&](char* was_over, double o) {
+    if (o > 0 && !*was_over) ++rep.excursions;
+    *was_over = o > 0;
+  };
   for (int r = 0; r < d.racks_size(); ++r) rep.peak_rack_kw = std::max(rep.peak_rack_kw, rack_draw[r] / 1000);
   for (const Event& ev : events) {
     const double dt = ev.time - t;
     if (dt > 0) {
       for (int r = 0; r < d.racks_size(); ++r) {
         const double o = over(rack_draw[r], rack_cap[r]) * dt / 1000;
+        excursion(&rack_was_over[r], o);
         if (o > 0) {
           rep.rack_violation_kws += o;
           rep.over_kws[d.racks(r).name()] += o;
@@ -228,6 +237,7 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
       }
       for (int p = 0; p < d.power_domains_size(); ++p) {
         const double o = over(pd_draw[p], pd_cap[p]) * dt / 1000;
+        excursion(&pd_was_over[p], o);
         if (o > 0) {
           rep.domain_violation_kws += o;
           rep.over_kws[d.power_domains(p).name()] += o;

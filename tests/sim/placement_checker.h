@@ -4,7 +4,8 @@
 //
 // It confirms that no GPU index is held by two jobs at once, that every line is well formed and agrees with the
 // trace (GPU count, duration or the slowed duration, start not before submit) and the description (nodes, racks, NVLink domain count),
-// and it measures the kW-seconds that every rack and power domain spends above its cap.
+// and it measures the kW-seconds that every rack and power domain spends above its cap. Draw is what the hardware
+// draws: a job with a measured_watts_per_gpu in the trace draws that, whatever it declared.
 #pragma once
 
 #include <map>
@@ -22,6 +23,7 @@ struct CheckReport {
   std::vector<std::string> errors;  // empty when the file is consistent and no GPU is shared
   double rack_violation_kws = 0;
   double domain_violation_kws = 0;
+  int excursions = 0;  // times a rack's or power domain's draw went above its cap (for a positive time)
   double peak_rack_kw = 0;
   std::map<std::string, double> over_kws;  // per rack or power domain with any violation
 };

@@ -1,11 +1,13 @@
 // Property tests of the simulator against the independent checker: random clusters (one or two node types, caps
 // that bind and that do not, rows and a hall), random traces; for every policy no GPU is ever held twice and the
 // placements file agrees with the trace and the description; `rackwise` and `static-cap` never exceed a cap; the
-// checker's own measure of the baselines' violations equals the simulator's.
+// checker's own measure of the baselines' violations equals the simulator's. With measured power (issue 11):
+// telemetry keeps the real draw under every cap, and jobs drawing more than counted are caught.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "placement_checker.h"
@@ -253,6 +255,114 @@ TEST(SimulatorPropertyTest, CheckerCatchesSharedGpusAndPowerOverCaps) {
       "\n";
   rep = check::CheckPlacements(d, jobs, wrong);
   EXPECT_GE(rep.errors.size(), 4u);  // wrong duration, bad index, GPU count, domain count, racks
+}
+
+// Gives nine jobs in ten a measured draw per GPU of `lo`..`hi` times `base`: its declared watts, else a node
+// type's draw per GPU (the lowest type's when `lo`..`hi` is below 1, so that whichever type the job lands on it
+// draws no more than the ledger counts it at; the highest's when above 1, so that it always draws more).
+void AddMeasurements(const Topology& t, std::mt19937& rng, double lo, double hi, std::vector<TraceJob>* jobs) {
+  Milliwatts type_per_gpu = t.node_types().front().per_gpu;
+  for (const NodeType& nt : t.node_types())
+    type_per_gpu = hi <= 1 ? std::min(type_per_gpu, nt.per_gpu) : std::max(type_per_gpu, nt.per_gpu);
+  std::uniform_real_distribution<double> share(lo, hi);
+  for (TraceJob& j : *jobs) {
+    if (rng() % 10 == 0) continue;  // not measured: draws what it is counted at
+    const double base = hi <= 1 && j.watts_per_gpu > 0 ? j.watts_per_gpu
+                                                       : std::max(j.watts_per_gpu, MilliwattsToWatts(type_per_gpu));
+    // Whole watts, rounded toward `base` x 1 so that "at most what it is counted at" survives the rounding.
+    const double w = base * share(rng);
+    j.measured_watts_per_gpu = std::clamp(hi <= 1 ? std::floor(w) : std::ceil(w), 1.0, kMaxWattsPerGpu);
+  }
+}
+
+// A random capped cluster and a 150-job trace whose jobs measure `lo`..`hi` times what they are counted at
+// (AddMeasurements); nullopt when the random description is invalid (its hall cap below the idle draw).
+struct MeasuredCase {
+  v1::ClusterDescription description;
+  Topology topology;
+  std::vector<TraceJob> jobs;
+};
+std::optional<MeasuredCase> MakeMeasuredCase(int seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  v1::ClusterDescription d = RandomCluster(rng);
+  Diagnostics diags;
+  if (!ValidateClusterDescription(d, "random", &diags)) return std::nullopt;
+  absl::StatusOr<Topology> t = Topology::Build(d);
+  absl::StatusOr<std::vector<TraceJob>> jobs =
+      t.ok() ? RandomTrace(rng, seed, t->total_gpus(), 150, 0.3, 500) : t.status();
+  if (!jobs.ok()) {
+    ADD_FAILURE() << jobs.status();
+    return std::nullopt;
+  }
+  AddMeasurements(*t, rng, lo, hi, &*jobs);
+  return MeasuredCase{std::move(d), std::move(*t), std::move(*jobs)};
+}
+
+// Replays the case and checks the placements independently; the JSONL lines are returned in `jsonl`.
+std::pair<SimResult, check::CheckReport> ReplayMeasured(const MeasuredCase& c, SimPolicy policy, bool telemetry,
+                                                        double reclaim, std::string* jsonl) {
+  SimOptions o;
+  o.policy = policy;
+  o.record_placements = true;
+  o.telemetry = telemetry;
+  o.reclaim_fraction = reclaim;
+  absl::StatusOr<SimResult> r = Simulate(c.topology, c.jobs, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  *jsonl = Jsonl(c.topology, c.jobs, *r);
+  check::CheckReport rep = check::CheckPlacements(c.description, c.jobs, *jsonl);
+  EXPECT_TRUE(rep.errors.empty()) << rep.errors.front();
+  EXPECT_EQ(r->metrics.completed + r->metrics.rejected, r->metrics.jobs);
+  EXPECT_NEAR(rep.rack_violation_kws, r->metrics.rack_violation_kws, 1e-6 * r->metrics.rack_violation_kws + 1);
+  EXPECT_NEAR(rep.domain_violation_kws, r->metrics.domain_violation_kws, 1e-6 * r->metrics.domain_violation_kws + 1);
+  EXPECT_NEAR(rep.peak_rack_kw, r->metrics.peak_rack_kw, 0.01);
+  // The checker forgives 1 W of rounding, so it may see fewer (never more) excursions.
+  EXPECT_LE(rep.excursions, r->metrics.cap_excursions);
+  EXPECT_EQ(rep.excursions > 0, r->metrics.cap_excursions > 0);
+  return {std::move(*r), std::move(rep)};
+}
+
+// Issue 11: with telemetry on, placements count max(estimate, measured) less reclaim_pct of the gap, and the
+// hardware never draws more than a cap anywhere, checked by the independent sweep of the real draw at every
+// event (the checker reads measured_watts_per_gpu from the trace itself), for reclaim up to its 50% limit.
+TEST(SimulatorPropertyTest, TelemetryKeepsTheRealDrawUnderEveryCap) {
+  int changed_by_reclaim = 0;
+  for (int seed = 301; seed <= 318; ++seed) {
+    const std::optional<MeasuredCase> c = MakeMeasuredCase(seed, 0.3, 1.0);
+    if (!c) continue;
+    for (SimPolicy policy : {SimPolicy::kRackwise, SimPolicy::kCappedFirstFit}) {
+      std::string without_reclaim, jsonl;
+      for (double reclaim : {0.0, 0.2, 0.5}) {
+        SCOPED_TRACE(std::string(SimPolicyName(policy)) + " seed " + std::to_string(seed) + " reclaim " +
+                     std::to_string(reclaim));
+        const auto [r, rep] = ReplayMeasured(*c, policy, /*telemetry=*/true, reclaim, &jsonl);
+        EXPECT_EQ(rep.excursions, 0);
+        EXPECT_EQ(rep.rack_violation_kws + rep.domain_violation_kws, 0);
+        EXPECT_EQ(r.metrics.cap_excursions, 0);
+        EXPECT_EQ(r.metrics.power_violation_kws, 0);
+        if (reclaim == 0) without_reclaim = jsonl;
+        if (reclaim > 0 && jsonl != without_reclaim) ++changed_by_reclaim;
+      }
+    }
+  }
+  EXPECT_GT(changed_by_reclaim, 5);  // reclaim must have let something start earlier, or the test is blind
+}
+
+// The other side: jobs that draw more than they are counted at. Without telemetry the ledger cannot know, so the
+// caps are passed; the meter must see it, as the independent sweep does (ReplayMeasured compares them).
+TEST(SimulatorPropertyTest, MeterCatchesJobsDrawingMoreThanCounted) {
+  int runs_over = 0;
+  for (int seed = 401; seed <= 412; ++seed) {
+    const std::optional<MeasuredCase> c = MakeMeasuredCase(seed, 1.1, 1.6);
+    if (!c) continue;
+    for (bool telemetry : {false, true}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + (telemetry ? " telemetry" : ""));
+      std::string jsonl;
+      const auto [r, rep] = ReplayMeasured(*c, SimPolicy::kRackwise, telemetry, 0, &jsonl);
+      if (!telemetry && rep.excursions > 0) ++runs_over;
+    }
+  }
+  EXPECT_GT(runs_over, 5);
 }
 
 // The placer bound (SimOptions::placer_bound) only skips calls whose answer is "no": the replay must be identical.

@@ -112,6 +112,10 @@ class Ledger {
                        bool count_recent = true);
   void ClearMeasuredDraw();
 
+  // What the ledger charges for one GPU of `allocation` on `node`: the declared watts (never below the node
+  // type's floor: no job is free), else the node type's draw. The simulator meters real draw against it.
+  Milliwatts PerGpu(const Allocation& allocation, NodeId node) const;
+
   // Checks every invariant from scratch (draws equal idle + allocations, no GPU twice, indexes consistent).
   // For tests and `rackwise validate --state`; returns the first inconsistency.
   absl::Status CheckInvariants() const;
@@ -120,7 +124,6 @@ class Ledger {
   static Milliwatts BoundedCap(Milliwatts cap);
   void Apply(const Allocation& allocation, int sign);
   void Reindex(NodeId node);
-  Milliwatts PerGpu(const Allocation& allocation, NodeId node) const;
   // Recomputes rack_adjust_ for one rack from its reading and carries the change up the power chain.
   void Readjust(RackId rack);
 

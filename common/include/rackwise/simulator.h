@@ -72,6 +72,14 @@ struct SimOptions {
   // fewest the caps allow). 0: every job runs for its trace duration. Backfill treats every job as possibly
   // slowed when it checks whether it would end by the head's shadow time.
   double spread_slowdown = 0;
+  // Measured power replayed as telemetry. Jobs draw their trace's measured_watts_per_gpu (what they are counted
+  // at when they have none) whether or not this is on: the meter always measures that real draw. With it on,
+  // before each scheduling pass every node's real GPU watts go to the ledger as a fresh node power reading,
+  // through MeasureRacks and ApplyMeasuredDraw as a face's poll does, so that placements count
+  // max(estimate, measured) per rack and power domain, less `reclaim_fraction` (0..0.5, the description's
+  // reclaim_pct / 100) of the gap where a rack measures below its estimate.
+  bool telemetry = false;
+  double reclaim_fraction = 0;
 };
 
 // One started job.
@@ -106,9 +114,11 @@ struct SimMetrics {
                                         // not `none`, which asks to fill fragments)
   double mean_domains_per_job = 0;
   double rail_aligned_pct = 0;      // multi-node jobs with the same GPU indices on every node
+  // Power is what the hardware draws: idle plus each job's measured watts per GPU (else what it is counted at).
   double power_violation_kws = 0;   // rack_violation_kws + domain_violation_kws
   double rack_violation_kws = 0;    // integral over time of sum over racks of max(0, draw - cap)
   double domain_violation_kws = 0;  // the same over power domains
+  long long cap_excursions = 0;     // times a rack's or power domain's draw rose above its cap
   double peak_rack_kw = 0;
   double gpu_hours = 0;   // of completed jobs
   double energy_mwh = 0;  // whole cluster (idle included) over the makespan
