@@ -52,6 +52,10 @@ struct RackSnapshot {
   std::string name;
   Milliwatts draw = 0, cap = 0, headroom = 0;
 };
+struct PowerDomainSnapshot {
+  std::string name;
+  Milliwatts draw = 0, counted = 0, cap = 0, room = 0;  // room: under the cap less the policy's reserve
+};
 struct DomainSnapshot {
   std::string name, rack;
   int free_gpus = 0, gpus = 0;
@@ -59,6 +63,7 @@ struct DomainSnapshot {
 struct StateSnapshot {
   std::vector<RackSnapshot> racks;
   std::vector<DomainSnapshot> domains;
+  std::vector<PowerDomainSnapshot> power_domains;  // rows, halls: the feeds above the racks
   int allocations = 0;
   int reservations = 0;
   int free_reserved_slots = 0;

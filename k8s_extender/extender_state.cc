@@ -2,6 +2,8 @@
 // release, caps, health) and its state gauges. See extender_service.h.
 #include <algorithm>
 #include <bit>
+#include <iterator>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "rackwise/power_bounds.h"
@@ -236,6 +238,12 @@ StateSnapshot ExtenderService::Snapshot() const {
   for (DomainId d = 0; d < static_cast<DomainId>(domains.size()); ++d) {
     s.domains.push_back({domains[d].name, racks[domains[d].rack].name, ledger_.domain_free_gpus(d), domains[d].gpus});
   }
+  const auto& feeds = topology_->power_domains();
+  const double reserve = topology_->policy().power_reserve_fraction;
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(feeds.size()); ++p) {
+    s.power_domains.push_back({feeds[p].name, ledger_.power_domain_draw(p), ledger_.counted_power_domain_draw(p),
+                               ledger_.power_domain_cap(p), ledger_.PowerDomainRoom(p, reserve)});
+  }
   s.allocations = static_cast<int>(ledger_.allocation_count());
   s.reservations = static_cast<int>(gangs_.all().size());
   s.free_reserved_slots = gangs_.total_free_slots();
@@ -261,6 +269,21 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   for (const DomainSnapshot& d : s.domains) {
     absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", Label(d.name), "\",rack=\"", Label(d.rack), "\"} ",
                     d.free_gpus, "\n");
+  }
+  // Power domains (rows, halls): the same figures as racks, so a dashboard can stack rack draw under its row.
+  const std::pair<const char*, const char*> feed_gauges[] = {
+      {"rackwise_power_domain_draw_watts", "What a power domain draws now: idle draw below it plus allocations."},
+      {"rackwise_power_domain_counted_watts", "What placements count for a power domain (max of estimate, measured)."},
+      {"rackwise_power_domain_cap_watts", "A power domain's cap in force."},
+      {"rackwise_power_domain_room_watts", "Power a power domain can still take under its cap less the reserve."},
+  };
+  for (size_t g = 0; g < std::size(feed_gauges); ++g) {
+    Gauge(out, feed_gauges[g].first, feed_gauges[g].second);
+    for (const PowerDomainSnapshot& p : s.power_domains) {
+      const Milliwatts value[] = {p.draw, p.counted, p.cap, p.room};
+      absl::StrAppend(out, feed_gauges[g].first, "{power_domain=\"", Label(p.name), "\"} ", MilliwattsToWatts(value[g]),
+                      "\n");
+    }
   }
   RenderTelemetryMetrics(out);
   Gauge(out, "rackwise_allocations", "Allocations held in the ledger (pods, gang slots, operator placements).");

@@ -88,6 +88,24 @@ HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view pat
   return JsonError(404, absl::StrCat("rackwise: no such endpoint: ", method, " ", path));
 }
 
+std::string ExtenderRoutes::FilterLine(const ExtenderArgs& args, const FilterResult& result) {
+  const Json& meta = args.pod.contains("metadata") ? args.pod["metadata"] : Json::object();
+  const std::string ns = meta.value("namespace", std::string("default"));
+  const std::string name = meta.value("name", std::string("?"));
+  const size_t candidates = args.candidate_nodes().size();
+  if (!result.error.empty()) return absl::StrCat("filter ", ns, "/", name, ": error: ", result.error);
+  std::string line = absl::StrCat("filter ", ns, "/", name, ": ", result.feasible.size(), " of ", candidates,
+                                  " nodes feasible, ", result.failed.size(), " failed, ", result.unresolvable.size(),
+                                  " never");
+  if (!result.reasons.empty()) absl::StrAppend(&line, "; first reason: ", result.reasons.front());
+  return line;
+}
+
+std::string ExtenderRoutes::BindLine(const BindingArgs& args, const std::string& error) {
+  return absl::StrCat("bind ", args.pod_namespace, "/", args.pod_name, " -> ", args.node, ": ",
+                      error.empty() ? std::string("bound") : absl::StrCat("refused: ", error));
+}
+
 HttpAnswer ExtenderRoutes::Filter(absl::string_view body) {
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body, service_->candidate_cache());
@@ -97,6 +115,7 @@ HttpAnswer ExtenderRoutes::Filter(absl::string_view body) {
                       EncodeFilterError(absl::StrCat("rackwise: bad ExtenderArgs: ", args.status().message()))};
   }
   FilterResult result = service_->Filter(*args, now_ms_());
+  if (decision_log_) decision_log_(FilterLine(*args, result));
   HttpAnswer answer = Json200(EncodeFilterResult(result, *args));
   service_->metrics().ObserveLatency(Verb::kFilter, SecondsSince(start));
   return answer;
@@ -125,7 +144,9 @@ HttpAnswer ExtenderRoutes::Bind(absl::string_view body) {
         400, kJsonType,
         EncodeBindingResult(absl::StrCat("rackwise: bad ExtenderBindingArgs: ", args.status().message()))};
   }
-  HttpAnswer answer = Json200(EncodeBindingResult(service_->Bind(*args, now_ms_())));
+  const std::string error = service_->Bind(*args, now_ms_());
+  if (decision_log_) decision_log_(BindLine(*args, error));
+  HttpAnswer answer = Json200(EncodeBindingResult(error));
   service_->metrics().ObserveLatency(Verb::kBind, SecondsSince(start));
   return answer;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 #include "extender_service.h"
@@ -38,6 +39,14 @@ class ExtenderRoutes {
   // `target` is the request target (path and optional query). Never throws for anything a client sends.
   HttpAnswer Handle(absl::string_view method, absl::string_view target, absl::string_view body);
 
+  // One line per filter and bind decision (`--log-level debug`): the pod, the outcome and the first reason.
+  // Unset (the default): no per-decision lines.
+  void set_decision_log(std::function<void(const std::string&)> log) { decision_log_ = std::move(log); }
+  // The lines themselves, for tests: "filter ml/pod-1 (4 GPUs): 3 of 8 nodes feasible, 5 failed, 0 never;
+  // first reason: ...", "bind ml/pod-1 -> node-3: bound" or "... refused: <why>".
+  static std::string FilterLine(const ExtenderArgs& args, const FilterResult& result);
+  static std::string BindLine(const BindingArgs& args, const std::string& error);
+
  private:
   HttpAnswer Route(absl::string_view method, absl::string_view path, absl::string_view body);
   HttpAnswer Filter(absl::string_view body);
@@ -51,6 +60,7 @@ class ExtenderRoutes {
   std::string mode_;
   std::function<int64_t()> now_ms_;
   bool serve_verbs_;
+  std::function<void(const std::string&)> decision_log_;
 };
 
 }  // namespace rackwise::k8s

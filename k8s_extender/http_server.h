@@ -49,6 +49,8 @@ struct HttpServerOptions {
   std::string mode = "standalone";
   // Monotonic milliseconds passed to the service; tests may replace it.
   std::function<int64_t()> now_ms;
+  // Set: one line per filter and bind decision (`--log-level debug`; see ExtenderRoutes::set_decision_log).
+  std::function<void(const std::string&)> decision_log;
 };
 
 // Counts of the front end's own refusals, for tests and /metrics.

@@ -33,7 +33,9 @@ namespace http = boost::beast::http;
 struct FrontEnd {
   FrontEnd(ExtenderService* service, const HttpServerOptions& opts)
       : options(opts), routes(service, opts.mode, opts.now_ms, opts.serve_verbs), slots(opts.max_connections),
-        budget(opts.body_budget_bytes), metrics(&service->metrics()) {}
+        budget(opts.body_budget_bytes), metrics(&service->metrics()) {
+    if (opts.decision_log) routes.set_decision_log(opts.decision_log);
+  }
   const HttpServerOptions& options;
   ExtenderRoutes routes;
   ConnectionSlots slots;

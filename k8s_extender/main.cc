@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   app.add_option("--grpc-admin-ca", grpc_admin_ca, "client certificates signed by this CA are admins (needs gRPC TLS)");
   app.add_option("--grpc-admin-cn", admin_cns, "limit admin client certificates to these common names");
   app.add_option("--admin-token-file", admin_token_file, "bearer token that makes a gRPC caller an admin");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "info: start-up, sync and errors; debug: also one line per filter and bind")
+      ->check(CLI::IsMember({"info", "debug"}));
   app.add_option("--reservation-ttl", reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
       ->check(CLI::Range(1.0, 86400.0));
   app.add_option("--candidate-cache", candidate_cache,
@@ -151,6 +154,7 @@ int main(int argc, char** argv) {
   http.key_file = tls_key;
   http.client_ca_file = client_ca;
   http.mode = client ? "api-server" : "standalone";
+  if (log_level == "debug") http.decision_log = Log;
   ExtenderHttpServer server(&service, http);
   if (absl::Status s = server.Start(); !s.ok()) {
     Log(std::string(s.message()));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/k8s is a kustomize base and deploy/overlays/second-scheduler an overlay: both render offline with
+# deploy/k8s is a kustomize base and deploy/overlays/{second-scheduler,prometheus-operator} overlays: all render offline with
 # `kubectl kustomize`, every object validates against the Kubernetes schemas (npm kubernetes-models), references
 # between objects resolve, and every manifest in deploy/k8s is in the base's kustomization (scheduler-config.yaml
 # excepted: it is kube-scheduler's --config file, not an API object).
@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 npm_dir=${RW_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rackwise/npm}
-packages=(kubernetes-models@5.1.0 yaml@2.9.1)
+packages=(kubernetes-models@5.1.0 yaml@2.9.1 @kubernetes-models/prometheus-operator@6.0.0)
 
 skip_or_fail() {
   if [[ -n ${CI:-} ]]; then echo "FAIL: $*" >&2; exit 1; fi
@@ -54,5 +54,18 @@ render() {  # render DIR NAME [SCHEDULER_PROFILE]
 }
 render deploy/k8s base
 render deploy/overlays/second-scheduler second-scheduler rackwise
-((fails == 0)) && echo "ok: kustomize base and overlay render and validate"
+render deploy/overlays/prometheus-operator prometheus-operator
+# The Grafana dashboard: JSON, and every rackwise metric it queries is one the extender or the node agent exports.
+dashboard=$root/deploy/overlays/prometheus-operator/rackwise-dashboard.json
+if ! node -e 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))' "$dashboard"; then
+  echo "FAIL: $dashboard is not JSON" >&2
+  fails=$((fails + 1))
+fi
+for metric in $(grep -o 'rackwise_[a-z_]*' "$dashboard" | sed 's/_bucket$//' | sort -u); do
+  if ! grep -rqF "\"$metric" "$root/k8s_extender" "$root/node_agent"; then
+    echo "FAIL: the dashboard queries $metric, which neither the extender nor the node agent exports" >&2
+    fails=$((fails + 1))
+  fi
+done
+((fails == 0)) && echo "ok: kustomize base and overlays render and validate; the dashboard queries exported metrics"
 exit $((fails != 0))

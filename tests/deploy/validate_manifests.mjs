@@ -2,7 +2,9 @@
 // against the Kubernetes OpenAPI schemas shipped in the npm package kubernetes-models, and checks what the
 // schemas cannot: every object is a known kind, names referenced across objects (ConfigMap and Secret volumes,
 // service accounts, RBAC subjects) exist in the rendering, and a KubeSchedulerConfiguration carried in a ConfigMap
-// is well formed and points its extender at a rendered Service.
+// is well formed and points its extender at a rendered Service. Prometheus Operator kinds (ServiceMonitor,
+// PodMonitor) validate against @kubernetes-models/prometheus-operator and must select a rendered Service or pod
+// template by its labels, on a port it names.
 // Usage: node validate_manifests.mjs NODE_MODULES_DIR RENDERED.yaml [EXPECTED_SCHEDULER_NAME]
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -22,8 +24,10 @@ for (const doc of docs) {
   const where = key(doc);
   const [group, version] = doc.apiVersion?.includes("/") ? doc.apiVersion.split("/") : ["", doc.apiVersion];
   let models;
+  // The Prometheus Operator's kinds come from its own package of the same family.
+  const pkg = group === "monitoring.coreos.com" ? "@kubernetes-models/prometheus-operator" : "kubernetes-models";
   try {
-    models = await load(`kubernetes-models/${group ? group + "/" : ""}${version}/index.js`);
+    models = await load(`${pkg}/${group ? group + "/" : ""}${version}/index.js`);
   } catch {
     problems.push(`${where}: unknown apiVersion ${doc.apiVersion}`);
     continue;
@@ -56,6 +60,25 @@ for (const doc of docs) {
     if (s.kind === "ServiceAccount" && !has("ServiceAccount", s.namespace, s.name)) {
       problems.push(`${key(doc)}: subject ServiceAccount ${s.namespace}/${s.name} is not rendered`);
     }
+  }
+}
+
+// A ServiceMonitor selects a rendered Service by labels and scrapes a port that Service names; a PodMonitor selects
+// a rendered pod template and a container port it names.
+const matches = (selector, labels) => Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
+for (const doc of docs.filter((d) => d.kind === "ServiceMonitor")) {
+  const services = docs.filter((d) => d.kind === "Service" && matches(doc.spec?.selector, d.metadata?.labels));
+  if (!services.length) problems.push(`${key(doc)}: selects no rendered Service`);
+  for (const e of doc.spec?.endpoints ?? []) {
+    if (!services.some((s) => (s.spec?.ports ?? []).some((p) => p.name === e.port))) problems.push(`${key(doc)}: no selected Service has a port named ${e.port}`);
+  }
+}
+for (const doc of docs.filter((d) => d.kind === "PodMonitor")) {
+  const pods = docs.filter((d) => d.spec?.template && matches(doc.spec?.selector, d.spec.template.metadata?.labels));
+  if (!pods.length) problems.push(`${key(doc)}: selects no rendered pod template`);
+  for (const e of doc.spec?.podMetricsEndpoints ?? []) {
+    const named = pods.some((d) => (d.spec.template.spec?.containers ?? []).some((c) => (c.ports ?? []).some((p) => p.name === e.port)));
+    if (!named) problems.push(`${key(doc)}: no selected container has a port named ${e.port}`);
   }
 }
 

@@ -2,8 +2,10 @@
 // testdata/), and hostile clients that must get a clear HTTP error without crashing anything or changing
 // the ledger.
 #include <chrono>
+#include <mutex>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "extender_fixture.h"
 #include "reservation_timer.h"
@@ -248,6 +250,53 @@ TEST_F(HttpExtenderTest, HealthAndMetrics) {
         "rackwise_gang_reservations 0", "rackwise_candidate_list_cache_total{result=\"miss\"} 1",
         "# TYPE rackwise_request_duration_seconds histogram"}) {
     EXPECT_NE(m->body.find(needle), std::string::npos) << needle;
+  }
+}
+
+// --log-level debug: one line per filter and per bind decision, naming the pod, the outcome and a reason.
+TEST_F(HttpExtenderTest, DebugLogHasOneLinePerFilterAndBindDecision) {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  HttpServerOptions http;
+  http.decision_log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
+  };
+  StartExtender(true, nullptr, http);
+  Post("/filter", ReadTestData("filter_args_pascal.json"));
+  Post("/bind", ReadTestData("bind_args.json"));
+  Post("/bind", ReadTestData("bind_args.json"));  // a second bind of the same pod to the same node: no-op, bound
+  Post("/prioritize", ReadTestData("filter_args_pascal.json"));  // not a decision: no line
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(absl::StartsWith(lines[0], "filter ml/train-7f9c: ")) << lines[0];
+  EXPECT_NE(lines[0].find(" of 4 nodes feasible, "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("; first reason: "), std::string::npos) << lines[0];  // gpu-not-described fails
+  EXPECT_EQ(lines[1], "bind ml/train-7f9c -> b0-r0000-n01: bound");
+  EXPECT_EQ(lines[2], "bind ml/train-7f9c -> b0-r0000-n01: bound");
+}
+
+// Power domains get the same gauges as racks: draw, counted, cap and the room left under the cap less the reserve.
+TEST_F(HttpExtenderTest, MetricsShowEveryPowerDomain) {
+  SyntheticClusterSpec spec;
+  spec.name = "rows";
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 30.0, 8, /*racks_per_row=*/2, /*row_cap_kw=*/50.0});
+  spec.hall_cap_kw = 80;
+  v1::ClusterDescription description = BuildSyntheticCluster(spec);
+  description.mutable_policy()->set_power_reserve_pct(10);
+  StartExtender(true, nullptr, {}, {}, description);
+  auto m = client_->Get("/metrics");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->status, 200);
+  // Idle: 2 racks x 4 nodes x 2.5 kW = 20 kW under the row (cap 50 kW; room 45 - 20) and the hall (80 kW; 72 - 20).
+  for (const char* needle : {"# TYPE rackwise_power_domain_draw_watts gauge",
+                             "rackwise_power_domain_draw_watts{power_domain=\"b0-row00\"} 20000",
+                             "rackwise_power_domain_cap_watts{power_domain=\"b0-row00\"} 50000",
+                             "rackwise_power_domain_room_watts{power_domain=\"b0-row00\"} 25000",
+                             "rackwise_power_domain_counted_watts{power_domain=\"b0-row00\"} 20000",
+                             "rackwise_power_domain_cap_watts{power_domain=\"hall\"} 80000",
+                             "rackwise_power_domain_room_watts{power_domain=\"hall\"} 52000"}) {
+    EXPECT_NE(m->body.find(needle), std::string::npos) << needle << "\n" << m->body;
   }
 }
 
