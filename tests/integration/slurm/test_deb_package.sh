@@ -41,6 +41,9 @@ for f in /usr/bin/rackwise /usr/bin/rackwise-extender $plugins/select_rackwise_c
   /usr/share/doc/rackwise/examples/slurm/slurm.conf; do
   [[ -e $f ]] || fail_now "$f not installed"
 done
+exec_start=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' /usr/lib/systemd/system/rackwise-extender.service)
+[[ $exec_start == /usr/bin/rackwise-extender && -x $exec_start ]] ||
+  fail_now "the systemd unit starts '$exec_start', not the installed /usr/bin/rackwise-extender"
 for f in /usr/bin/rackwise $plugins/select_rackwise_cons_tres.so; do
   readelf -S "$f" | grep '\.debug_info' >/dev/null && fail_now "$f is not stripped"
   readelf -S "$f" | grep '\.gnu_debuglink' >/dev/null || fail_now "$f has no debug link"
