@@ -54,6 +54,36 @@ Ledger::Ledger(const Topology& topology) : topology_(&topology) {
     bucket_pos_[d] = static_cast<int>(bucket.size());
     bucket.push_back(d);
   }
+  rack_tallies_.resize(rack_cap_.size());
+  for (RackId r = 0; r < static_cast<RackId>(rack_tallies_.size()); ++r) {
+    for (NodeId node : topology.racks()[r].nodes) {
+      const NodeTypeId type = topology.nodes()[node].type;
+      auto& tallies = rack_tallies_[r];
+      auto it = std::find_if(tallies.begin(), tallies.end(), [type](const RackTypeTally& x) { return x.type == type; });
+      if (it == tallies.end()) {
+        tallies.push_back({type, 0, 0, 0, std::vector<int>(topology.node_types()[type].gpus + 1, 0), 0});
+        it = tallies.end() - 1;
+      }
+      it->nodes++;
+      Tally(node, +1);
+    }
+  }
+}
+
+void Ledger::Tally(NodeId node, int sign) {
+  const Node& n = topology_->nodes()[node];
+  for (RackTypeTally& tally : rack_tallies_[n.rack]) {
+    if (tally.type != n.type) continue;
+    switch (health_[node]) {
+      case NodeHealth::kDown: tally.down += sign; break;
+      case NodeHealth::kDrained: tally.drained += sign; break;
+      case NodeHealth::kUp:
+        tally.up_by_free[node_free_[node]] += sign;
+        tally.up_free_gpus += sign * node_free_[node];
+        break;
+    }
+    return;
+  }
 }
 
 // A declared draw below the type's floor (only recovery lets one in) is charged at the floor: no job is free.
@@ -167,12 +197,14 @@ void Ledger::Apply(const Allocation& a, int sign) {
     for (PowerDomainId p : topology_->racks()[node.rack].power_chain) pd_draw_[p] += watts;
     if (sign > 0) added_since_reading_[node.rack] += watts;
     if (rack_measured_[node.rack]) Readjust(node.rack);
+    Tally(ng.node, -1);
     if (sign > 0) {
       allocated_[ng.node] |= ng.gpus;
     } else {
       allocated_[ng.node] &= ~ng.gpus;
     }
     Reindex(ng.node);
+    Tally(ng.node, +1);
   }
 }
 
@@ -190,18 +222,22 @@ std::vector<const Allocation*> Ledger::Allocations() const {
 }
 
 void Ledger::SetNodeHealth(NodeId node, NodeHealth health) {
+  Tally(node, -1);
   health_[node] = health;
   Reindex(node);
+  Tally(node, +1);
 }
 
 void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
   if (gpu < 0 || gpu >= topology_->nodes()[node].gpus) return;
+  Tally(node, -1);
   if (failed) {
     failed_[node] |= GpuMask{1} << gpu;
   } else {
     failed_[node] &= ~(GpuMask{1} << gpu);
   }
   Reindex(node);
+  Tally(node, +1);
 }
 
 // Clamped to the bounds of power_bounds.h: faces check caps with CheckCapKw first, and the ledger's sums stay
@@ -301,6 +337,31 @@ absl::Status Ledger::CheckInvariants() const {
     const auto& b = buckets_[t.domains()[d].type][free];
     if (bucket_pos_[d] >= static_cast<int>(b.size()) || b[bucket_pos_[d]] != d)
       return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " not in its bucket"));
+  }
+  return CheckTallies();
+}
+
+absl::Status Ledger::CheckTallies() const {
+  const Topology& t = *topology_;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    for (const RackTypeTally& tally : rack_tallies_[r]) {
+      RackTypeTally fresh{tally.type, 0, 0, 0, std::vector<int>(tally.up_by_free.size(), 0), 0};
+      for (NodeId n : t.racks()[r].nodes) {
+        if (t.nodes()[n].type != tally.type) continue;
+        fresh.nodes++;
+        if (health_[n] == NodeHealth::kDown) {
+          fresh.down++;
+        } else if (health_[n] == NodeHealth::kDrained) {
+          fresh.drained++;
+        } else {
+          fresh.up_by_free[node_free_[n]]++;
+          fresh.up_free_gpus += node_free_[n];
+        }
+      }
+      if (fresh.nodes != tally.nodes || fresh.down != tally.down || fresh.drained != tally.drained ||
+          fresh.up_by_free != tally.up_by_free || fresh.up_free_gpus != tally.up_free_gpus)
+        return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " tally stale"));
+    }
   }
   return absl::OkStatus();
 }

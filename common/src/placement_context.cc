@@ -136,6 +136,12 @@ int PlacementContext::PowerGpus(RackId r, const PowerScratch* scratch) const {
   return static_cast<int>(std::min<Milliwatts>(room / per_gpu_, kUnlimited));
 }
 
+bool PlacementContext::SomeRackPowersAShare() const {
+  for (RackId r = 0; r < static_cast<RackId>(topology_.racks().size()); ++r)
+    if (PowerGpus(r, nullptr) >= granule()) return true;
+  return false;
+}
+
 int PlacementContext::DomainCapacity(DomainId d) const {
   const NvlinkDomain& dom = topology_.domains()[d];
   int cap = 0;

@@ -53,6 +53,10 @@ class PlacementContext {
   // GPUs the rack (and every power domain above it) can still power for this job, after `scratch`.
   // `scratch` may be null (nothing taken yet).
   int PowerGpus(RackId r, const PowerScratch* scratch) const;
+  // Whether some rack can still power one share of the job (granule GPUs). When none can (a capped cluster at
+  // its power limit), every domain's capacity is 0 and the searches can be skipped: they would visit every
+  // domain to learn that, since a domain short of power does not count toward their candidate limits.
+  bool SomeRackPowersAShare() const;
   static constexpr int kUnlimited = 1 << 30;
   Milliwatts RackRoom(RackId r) const;  // watts left under the rack's own cap (less reserve)
   Milliwatts PowerDomainRoom(PowerDomainId p) const;
@@ -72,6 +76,11 @@ class PlacementContext {
   // The fewest domains, and the most GPUs, the job could get of this type on the cluster as described, empty
   // and healthy, under the described caps less the reserve.
   FewestDomains FewestOnEmptyCluster() const;
+  // Whether largest rooms first already give the job all its GPUs on the empty cluster (no node list): a
+  // witness that FewestOnEmptyCluster().reachable covers the job, found without the exact search.
+  bool GreedyReachesOnEmptyCluster() const {
+    return !restricted() && GreedyDomainsOnEmptyCluster() != kUnlimited;
+  }
 
  private:
   // Largest rooms first, sharing power as a plan would: an upper bound on the empty cluster's fewest domains.

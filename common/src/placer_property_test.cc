@@ -5,7 +5,8 @@
 //  - a decision gives exactly what was asked (gpus, gpus_per_node, one node type);
 //  - `required` jobs use the minimum number of NVLink domains; a job that fits in one domain gets one;
 //  - releasing an allocation returns the ledger exactly to its earlier state;
-//  - refusals count every node once.
+//  - refusals count every node once, and the report counted from the ledger's per-rack tallies equals the one
+//    that visits every node.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -14,6 +15,9 @@
 
 #include "rackwise/placer.h"
 #include "rackwise/synthetic_cluster.h"
+#include "refusal_builder.h"
+#include "request_setup.h"
+#include "type_minimum.h"
 
 namespace rackwise {
 namespace {
@@ -292,6 +296,67 @@ TEST(PlacerPropertyTest, DecisionsAreDeterministic) {
         ASSERT_TRUE(b.Commit(d->ToAllocation(r.id)).ok());
       }
     }
+  }
+}
+
+// The refusal report for a request, both ways: from the ledger's per-rack tallies and node by node.
+void ExpectSameRefusals(const Ledger& l, const PlacementRequest& r) {
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(l.topology(), r);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const internal::TypeMinimum fewest = internal::FewestDomainsOverTypes(l, r, *setup);
+  for (const internal::TypeMinimum* blocked : {static_cast<const internal::TypeMinimum*>(nullptr), &fewest}) {
+    const PlacementRefusal fast = internal::BuildRefusal(l, r, *setup, blocked);
+    const PlacementRefusal slow = internal::BuildRefusal(l, r, *setup, blocked, /*by_node=*/true);
+    ASSERT_EQ(fast.counts, slow.counts) << fast.Message() << " | " << slow.Message();
+    ASSERT_EQ(fast.unresolvable, slow.unresolvable);
+    ASSERT_EQ(fast.detail, slow.detail);
+    ASSERT_EQ(fast.Message(), slow.Message());
+  }
+}
+
+TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
+  for (uint64_t seed = 7000; seed < 7300; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    auto topo = Topology::Build(RandomCluster(rng));
+    ASSERT_TRUE(topo.ok());
+    const Topology& t = *topo;
+    Ledger l(t);
+    for (int i = 0; i < 40; ++i) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " step " << i);
+      PlacementRequest r = RandomRequest(rng, t, i);
+      if (pick(0, 1)) r.allowed_nodes.clear();
+      ExpectSameRefusals(l, r);
+      if (::testing::Test::HasFatalFailure()) return;
+      // A list of every node restricts nothing: the same answer as no list.
+      PlacementRequest all = r;
+      all.allowed_nodes.clear();
+      for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) all.allowed_nodes.push_back(n);
+      all.excluded_nodes.clear();
+      PlacementRequest none = all;
+      none.allowed_nodes.clear();
+      ASSERT_TRUE(internal::SetUpRequest(t, all)->allowed.empty());
+      auto x = Placer::Place(l, all);
+      auto y = Placer::Place(l, none);
+      ASSERT_TRUE(x.ok() && y.ok());
+      ASSERT_EQ(x->index(), y->index());
+      if (const auto* d = std::get_if<PlacementDecision>(&*x)) {
+        ASSERT_EQ(d->nodes, std::get<PlacementDecision>(*y).nodes);
+        if (pick(0, 2)) ASSERT_TRUE(l.Commit(d->ToAllocation(r.id)).ok());
+      } else {
+        ASSERT_EQ(std::get<PlacementRefusal>(*x).Message(), std::get<PlacementRefusal>(*y).Message());
+      }
+      if (pick(0, 5) == 0) {
+        const NodeId n = pick(0, static_cast<int>(t.nodes().size()) - 1);
+        l.SetNodeHealth(n, static_cast<NodeHealth>(pick(0, 2)));
+        if (pick(0, 1)) l.SetGpuFailed(n, pick(0, t.nodes()[n].gpus - 1), pick(0, 1));
+      }
+      if (pick(0, 5) == 0) {
+        const RackId rk = pick(0, static_cast<int>(t.racks().size()) - 1);
+        l.SetRackCap(rk, t.racks()[rk].cap * pick(50, 110) / 100);
+      }
+    }
+    ASSERT_TRUE(l.CheckInvariants().ok()) << l.CheckInvariants();
   }
 }
 

@@ -167,6 +167,25 @@ TEST(PlacerTest, BindingRackCapSendsJobElsewhereThenWaits) {
   EXPECT_EQ(MustPlace(l, Req(8, 8)).domains, 1);
 }
 
+TEST(PlacerTest, OnlyTheLastRackWithPowerForOneShareStillGetsTheJob) {
+  // Rack cap 30 kW: 20 GPUs of room per rack. Racks 0 and 1 keep 4 GPUs of room, rack 2 exactly 8 (one share
+  // of an 8-per-node job): the search must not be skipped as if no rack could power a share.
+  Topology t = Hgx(3, 4, 30);
+  Ledger l(t);
+  const int used[] = {16, 16, 12};
+  for (RackId r = 0; r < 3; ++r) {
+    Allocation a{"busy" + std::to_string(r), {}, 0};
+    for (int left = used[r], i = 0; left > 0; left -= 8, ++i)
+      a.nodes.push_back({t.racks()[r].nodes[i], FullGpuMask(std::min(left, 8))});
+    ASSERT_TRUE(l.Commit(a).ok());
+  }
+  PlacementDecision d = MustPlace(l, Req(8, 8));
+  ASSERT_EQ(d.racks.size(), 1u);
+  EXPECT_EQ(d.racks[0].rack, 2);
+  ASSERT_TRUE(l.Commit(d.ToAllocation("last")).ok());
+  EXPECT_EQ(MustRefuse(l, Req(8, 8)).counts[static_cast<int>(NodeReason::kRackPower)], 5);  // free nodes, no power
+}
+
 TEST(PlacerTest, DeclaredWattsPerGpuChangeWhatFits) {
   Topology t = Hgx(1, 4, 30);  // 20 kW free
   Ledger l(t);

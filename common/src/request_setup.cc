@@ -67,6 +67,9 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
       s.allowed[id] = 0;
     }
   }
+  // A list of every node (the Slurm face offers all it may use, often the whole cluster) restricts nothing:
+  // the core then takes the unrestricted paths (the ledger's indexes and tallies) instead of visiting nodes.
+  if (!s.allowed.empty() && std::find(s.allowed.begin(), s.allowed.end(), 0) == s.allowed.end()) s.allowed.clear();
   if (r.node_type) {
     if (*r.node_type < 0 || *r.node_type >= static_cast<NodeTypeId>(t.node_types().size()))
       return absl::InvalidArgumentError(absl::StrCat("node type id ", *r.node_type, " is unknown"));

@@ -140,6 +140,27 @@ TEST(CliContractTest, NeverPossibleIsUnresolvable) {
   EXPECT_NE(r.out.find("cannot ever place"), std::string::npos) << r.out;
 }
 
+TEST(CliContractTest, BenchTimesFitsAndRefusalsAndSavesAFilledState) {
+  const std::string state = std::string(::testing::TempDir()) + "/bench-state.yaml";
+  CliRun fit = Rackwise("bench --cluster " + kDemo + " --gpus 8 --repeat 20 --fill 50 --save-state " + state + " --json");
+  ASSERT_EQ(fit.code, 0) << fit.out;
+  nlohmann::json j = nlohmann::json::parse(fit.out);
+  EXPECT_EQ(j["outcome"], "fit");
+  EXPECT_EQ(j["repeat"], 20);
+  EXPECT_GE(j["occupancy_pct"].get<double>(), 50.0);
+  EXPECT_GT(j["filled_allocations"].get<int>(), 0);
+  EXPECT_LE(j["median_us"].get<double>(), j["p99_us"].get<double>());
+  EXPECT_LE(j["p99_us"].get<double>(), j["max_us"].get<double>());
+  EXPECT_TRUE(j["decision"].contains("nodes"));
+  // The saved state loads back with the same allocations; a job too large is timed as a refusal.
+  CliRun refused = Rackwise("bench --cluster " + kDemo + " --state " + state + " --gpus 100000 --repeat 5 --json");
+  ASSERT_EQ(refused.code, 0) << refused.out;
+  nlohmann::json k = nlohmann::json::parse(refused.out);
+  EXPECT_EQ(k["outcome"], "refused");
+  EXPECT_EQ(k["allocations"], j["allocations"]);
+  EXPECT_EQ(k["decision"]["refused"], true);
+}
+
 TEST(CliContractTest, ExplainNamesTheBindingRack) {
   // Fill nvl04 (capped at 100 kW: 27 kW idle + 57 GPUs at 1.275 kW) with 48 GPUs via state, then ask for 16 GPUs
   // restricted to nvl04: the rack has the GPUs but not the power.

@@ -92,6 +92,18 @@ class Ledger {
   // Domains of one node type whose free GPU count is exactly `free`, in no particular order. The placer walks
   // these buckets for best fit instead of scanning the cluster.
   const std::vector<DomainId>& DomainsWithFree(NodeTypeId type, int free) const;
+  // The nodes of one node type in one rack, by state; kept on every change so that a refusal report counts
+  // nodes per reason rack by rack instead of visiting every node (a millisecond per refusal at 131,072 GPUs).
+  struct RackTypeTally {
+    NodeTypeId type = kNoId;
+    int nodes = 0;
+    int down = 0;
+    int drained = 0;
+    std::vector<int> up_by_free;  // [f]: up nodes with exactly f free GPUs
+    long long up_free_gpus = 0;   // free GPUs on up nodes
+  };
+  // One entry per node type present in the rack, in the order the types first appear among its nodes.
+  const std::vector<RackTypeTally>& rack_tallies(RackId rack) const { return rack_tallies_[rack]; }
 
   // --- Measured power (telemetry) ---
   // The draw that caps are checked against. Without a measurement it is the estimate (rack_draw). With one,
@@ -124,6 +136,9 @@ class Ledger {
   static Milliwatts BoundedCap(Milliwatts cap);
   void Apply(const Allocation& allocation, int sign);
   void Reindex(NodeId node);
+  // Removes (sign -1) or adds (+1) the node's current health and free count to its rack's tally.
+  void Tally(NodeId node, int sign);
+  absl::Status CheckTallies() const;
   // Recomputes rack_adjust_ for one rack from its reading and carries the change up the power chain.
   void Readjust(RackId rack);
 
@@ -140,6 +155,7 @@ class Ledger {
   std::vector<std::vector<int>> domain_hist_;  // [domain][f] = up nodes with exactly f free GPUs
   std::vector<std::vector<std::vector<DomainId>>> buckets_;  // [type][free] -> domains
   std::vector<int> bucket_pos_;                // position of each domain in its bucket
+  std::vector<std::vector<RackTypeTally>> rack_tallies_;
   // Measured power: counted draw = estimate + adjust (see counted_rack_draw).
   std::vector<Milliwatts> rack_adjust_, pd_adjust_;
   std::vector<std::optional<Milliwatts>> rack_measured_;
