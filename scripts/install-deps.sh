@@ -5,7 +5,7 @@ packages=(
   cmake ninja-build g++ pkg-config git ca-certificates
   libyaml-cpp-dev libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
-  libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev
+  libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev clang-format clang-tidy
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
   libmunge-dev munge
   curl procps iproute2 openssl ccache

@@ -128,7 +128,9 @@ void CheckDecision(const Ledger& l, const PlacementRequest& r, const PlacementDe
     ASSERT_EQ(ng.gpus & ~l.free_gpus(ng.node), 0u) << "GPU not free or failed on " << t.nodes()[ng.node].name;
     ASSERT_EQ(l.node_health(ng.node), NodeHealth::kUp);
     ASSERT_TRUE(Allowed(r, ng.node));
-    if (r.gpus_per_node > 0) ASSERT_EQ(std::popcount(ng.gpus), r.gpus_per_node);
+    if (r.gpus_per_node > 0) {
+      ASSERT_EQ(std::popcount(ng.gpus), r.gpus_per_node);
+    }
     total += std::popcount(ng.gpus);
     domains.insert(t.nodes()[ng.node].domain);
     types.insert(t.nodes()[ng.node].type);
@@ -136,7 +138,9 @@ void CheckDecision(const Ledger& l, const PlacementRequest& r, const PlacementDe
   ASSERT_EQ(total, r.gpus);
   ASSERT_EQ(types.size(), 1u) << "a job mixed node types";
   ASSERT_EQ(static_cast<int>(domains.size()), d.domains);
-  if (r.locality.value_or(t.policy().default_locality) == Locality::kRequired) ASSERT_EQ(d.domains, d.min_domains);
+  if (r.locality.value_or(t.policy().default_locality) == Locality::kRequired) {
+    ASSERT_EQ(d.domains, d.min_domains);
+  }
   // Power, independently: the draw after the job stays under every cap less the reserve.
   const double keep = 1.0 - t.policy().power_reserve_fraction;
   std::vector<Milliwatts> rack_add(t.racks().size(), 0), pd_add(t.power_domains().size(), 0);
@@ -146,15 +150,19 @@ void CheckDecision(const Ledger& l, const PlacementRequest& r, const PlacementDe
     rack_add[t.nodes()[ng.node].rack] += w;
     for (PowerDomainId p : t.racks()[t.nodes()[ng.node].rack].power_chain) pd_add[p] += w;
   }
-  for (RackId rk = 0; rk < static_cast<RackId>(t.racks().size()); ++rk)
-    if (rack_add[rk] > 0)
+  for (RackId rk = 0; rk < static_cast<RackId>(t.racks().size()); ++rk) {
+    if (rack_add[rk] > 0) {
       ASSERT_LE(l.rack_draw(rk) + rack_add[rk], static_cast<Milliwatts>(static_cast<double>(l.rack_cap(rk)) * keep))
           << "rack " << t.racks()[rk].name;
-  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    if (pd_add[p] > 0)
+    }
+  }
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
+    if (pd_add[p] > 0) {
       ASSERT_LE(l.power_domain_draw(p) + pd_add[p],
                 static_cast<Milliwatts>(static_cast<double>(l.power_domain_cap(p)) * keep))
           << "power domain " << t.power_domains()[p].name;
+    }
+  }
 }
 
 void RunStream(uint64_t seed, int steps) {
@@ -177,7 +185,9 @@ void RunStream(uint64_t seed, int steps) {
       if (const auto* d = std::get_if<PlacementDecision>(&*out)) {
         CheckDecision(l, r, *d);
         if (::testing::Test::HasFatalFailure()) return;
-        if (one_domain_exists) ASSERT_EQ(d->domains, 1) << "a job that fits one domain was spread";
+        if (one_domain_exists) {
+          ASSERT_EQ(d->domains, 1) << "a job that fits one domain was spread";
+        }
         const Snapshot before = Take(l);
         ASSERT_TRUE(l.Commit(d->ToAllocation(r.id)).ok());
         if (pick(0, 4) == 0) {
@@ -342,7 +352,9 @@ TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
       ASSERT_EQ(x->index(), y->index());
       if (const auto* d = std::get_if<PlacementDecision>(&*x)) {
         ASSERT_EQ(d->nodes, std::get<PlacementDecision>(*y).nodes);
-        if (pick(0, 2)) ASSERT_TRUE(l.Commit(d->ToAllocation(r.id)).ok());
+        if (pick(0, 2)) {
+          ASSERT_TRUE(l.Commit(d->ToAllocation(r.id)).ok());
+        }
       } else {
         ASSERT_EQ(std::get<PlacementRefusal>(*x).Message(), std::get<PlacementRefusal>(*y).Message());
       }

@@ -291,7 +291,9 @@ TEST(PlacerTest, UnhealthyHardwareIsNeverUsed) {
   std::set<NodeId> nodes;
   for (const NodeGpus& ng : d.nodes) {
     nodes.insert(ng.node);
-    if (ng.node == 2) EXPECT_EQ(ng.gpus & 1u, 0u) << "GPU 0 of node 2 has failed";
+    if (ng.node == 2) {
+      EXPECT_EQ(ng.gpus & 1u, 0u) << "GPU 0 of node 2 has failed";
+    }
   }
   EXPECT_EQ(nodes, (std::set<NodeId>{2, 3}));
   d = MustPlace(l, Req(8, 8));
@@ -406,7 +408,7 @@ TEST(PlacerTest, FilterAndScoreNodes) {
   const std::vector<NodeId> ids = {0, 1, 2, 3, kNoId, 99};
   std::vector<std::optional<NodeReason>> reasons;
   std::vector<int> scores;
-  Placer::FilterNodes(l, r, ids, &reasons);
+  ASSERT_TRUE(Placer::FilterNodes(l, r, ids, &reasons).ok());
   Placer::ScoreNodes(l, r, ids, &scores);
   ASSERT_EQ(reasons.size(), ids.size());
   ASSERT_EQ(scores.size(), ids.size());
@@ -439,7 +441,7 @@ TEST(PlacerTest, BatchScoresMatchSingleScoresOnRandomStates) {
     std::vector<int> scores;
     std::vector<std::optional<NodeReason>> verdicts;
     Placer::ScoreNodes(l, r, ids, &scores);
-    Placer::FilterNodes(l, r, ids, &verdicts);
+    ASSERT_TRUE(Placer::FilterNodes(l, r, ids, &verdicts).ok());
     for (size_t i = 0; i < ids.size(); ++i) {
       ASSERT_EQ(scores[i], Placer::ScoreNode(l, r, ids[i])) << step;
       ASSERT_EQ(verdicts[i], Placer::FilterNode(l, r, ids[i])) << step;

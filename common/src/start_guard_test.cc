@@ -94,8 +94,13 @@ TEST(StartGuardTest, AgreesWithAnIndependentRecount) {
       }
       for (const PowerDomain& pd : t.power_domains())
         fits &= row <= static_cast<Milliwatts>(static_cast<double>(pd.cap) * keep);
+      const absl::Status checked = CheckWithinUsableCaps(l, a);  // read-only: the same answer, nothing held
+      ASSERT_EQ(checked.ok(), fits) << "round " << round << " step " << step << ": " << checked;
+      ASSERT_EQ(l.Find(a.id), nullptr);
+      for (size_t r = 0; r < rack_draw.size(); ++r) ASSERT_EQ(l.rack_draw(r), rack_draw[r]);
       const absl::Status s = CommitWithinUsableCaps(l, a);
       ASSERT_EQ(s.ok(), fits) << "round " << round << " step " << step << ": " << s;
+      ASSERT_EQ(s.message(), checked.message());
       if (s.ok()) {
         rack_draw = after;
         for (const NodeGpus& ng : a.nodes) held[ng.node] |= ng.gpus;

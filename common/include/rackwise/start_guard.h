@@ -16,7 +16,7 @@ namespace rackwise {
 // no-op (as Ledger::Commit).
 absl::Status CommitWithinUsableCaps(Ledger& ledger, const Allocation& allocation);
 
-// The same test without keeping the allocation (a probe before the job is handed to the scheduler).
-absl::Status CheckWithinUsableCaps(Ledger& ledger, const Allocation& allocation);
+// The same test, read-only (before the job is handed to the scheduler). AlreadyExists if the id is held.
+absl::Status CheckWithinUsableCaps(const Ledger& ledger, const Allocation& allocation);
 
 }  // namespace rackwise
