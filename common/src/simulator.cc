@@ -101,7 +101,8 @@ class Replay {
   bool Relaxed(int j, double now) {
     const double waited = Waited(j, now);
     if (waited < t_.policy().preferred_wait_seconds) return false;
-    if (!(t_.policy().preferred_wait_seconds > 0)) return true;  // no hold-out: spare the shadow walk below
+    // No hold-out, or a policy that knows no locality: spare the shadow walk below.
+    if (!(t_.policy().preferred_wait_seconds > 0) || !policy_->holds_out_for_fewest()) return true;
     // The trace has no time-limit column: the duration stands for the limit (a limit that is never exceeded).
     return !Preferred(j) || running_.empty() ||
            !PreferredHoldsOut(t_.policy(), waited, FewestIn(j, now), jobs_[j].duration);
@@ -109,7 +110,7 @@ class Replay {
   sim::Pending PendingOf(int j, double now) {
     sim::Pending p{Waited(j, now), std::nullopt};
     if (Preferred(j) && !running_.empty() && t_.policy().preferred_wait_seconds > 0 &&
-        p.waited_s >= t_.policy().preferred_wait_seconds)
+        policy_->holds_out_for_fewest() && p.waited_s >= t_.policy().preferred_wait_seconds)
       p.fewest_in_s = FewestIn(j, now);
     return p;
   }
@@ -314,7 +315,9 @@ class Replay {
     reservation_.relaxed = Relaxed(head, now);
     const TraceJob& job = jobs_[head];
     // A `preferred` head whose hold-out runs out before its shadow time is placed there by the same rule.
-    if (Preferred(head) && t_.policy().preferred_wait_seconds > 0 && !running_.empty()) FewestIn(head, now);
+    if (Preferred(head) && t_.policy().preferred_wait_seconds > 0 && policy_->holds_out_for_fewest() &&
+        !running_.empty())
+      FewestIn(head, now);
     const std::vector<ExpectedEnd> ends = Ends(now);
     sim::Choice choice;
     absl::StatusOr<std::optional<double>> shadow =

@@ -154,6 +154,7 @@ class RackwisePolicy : public Policy {
     return Start(*out, choice);
   }
   CommitMode commit_mode() const override { return CommitMode::kEnforce; }
+  bool holds_out_for_fewest() const override { return true; }
 
  private:
   static Outcome Start(const PlacementOutcome& out, Choice* choice) {

@@ -41,6 +41,9 @@ class Policy {
                          Choice* choice) = 0;
   // How the simulator commits: kEnforce (the policy promises to respect caps) or kRecover (power-unaware).
   virtual CommitMode commit_mode() const { return CommitMode::kRecover; }
+  // Whether the policy keeps a `preferred` head to its fewest domains past the hold-out while they are expected
+  // soon (PreferredHoldsOut): rackwise only; the baselines know no locality, and the replay spares them the walk.
+  virtual bool holds_out_for_fewest() const { return false; }
 };
 
 std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, const SimOptions& options);
