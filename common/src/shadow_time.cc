@@ -1,6 +1,7 @@
 // Shadow times and the `preferred` hold-out rule. See rackwise/shadow_time.h.
 #include "rackwise/shadow_time.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "rackwise/placer.h"
@@ -52,11 +53,12 @@ bool PreferredHoldsOut(const PlacementPolicy& policy, double waited_seconds, std
   if (waited_seconds < wait) return true;
   // No hold-out asked for (the default 0): the best it can get now, as the contract says.
   if (!(wait > 0) || !fewest_in_seconds) return false;  // not known, or not by the running jobs' ends: spread now
-  // Soon by the policy's own measure: a second hold-out's worth.
-  if (waited_seconds + *fewest_in_seconds <= 2 * wait) return true;
-  // Soon for this job: within its own time limit, so that waiting at most doubles its time to finish while
-  // spreading would stretch every second of its run (tensor parallelism over the scale-out network).
-  return time_limit_seconds && *fewest_in_seconds <= *time_limit_seconds;
+  // Soon: a second hold-out's worth, or, for a job that says how long it runs, its own time limit past the
+  // hold-out (waiting at most about doubles its time to finish, while spreading would stretch every second of
+  // its run). Counted from reaching the head, so that estimates that keep slipping (the domains taken by others
+  // meanwhile) cannot hold the job out for ever.
+  const double extra = std::max(wait, time_limit_seconds.value_or(0));
+  return waited_seconds + *fewest_in_seconds <= wait + extra;
 }
 
 }  // namespace rackwise

@@ -47,8 +47,10 @@ TEST(PreferredHoldsOutTest, HoldsOutForTheWaitThenWhileTheFewestDomainsAreExpect
   EXPECT_TRUE(PreferredHoldsOut(p, 1000, 200.0));
   EXPECT_FALSE(PreferredHoldsOut(p, 1000, 201.0));
   EXPECT_FALSE(PreferredHoldsOut(p, 1300, 0.0));             // past twice the wait: only a long job holds
-  EXPECT_TRUE(PreferredHoldsOut(p, 1300, 3600.0, 3600.0));   // within its own time limit
-  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 3601.0, 3600.0));
+  EXPECT_TRUE(PreferredHoldsOut(p, 600, 3600.0, 3600.0));    // within its own time limit past the hold-out
+  EXPECT_FALSE(PreferredHoldsOut(p, 600, 3601.0, 3600.0));
+  EXPECT_TRUE(PreferredHoldsOut(p, 1300, 2900.0, 3600.0));   // 1300 + 2900 <= 600 + 3600
+  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 3000.0, 3600.0));  // slipped past: bounded from reaching the head
   EXPECT_FALSE(PreferredHoldsOut(p, 1300, std::nullopt, 1e9));  // not expected at all
   p.preferred_wait_seconds = 0;                              // the default: no hold-out at all
   EXPECT_FALSE(PreferredHoldsOut(p, 0, 0.0, 1e9));
@@ -94,7 +96,7 @@ TEST(FewestDomainsInTest, PlaceKeepsAPreferredJobWaitingWhileItsFewestDomainsAre
   out = Placer::Place(l, r);
   ASSERT_TRUE(out.ok() && std::holds_alternative<PlacementDecision>(*out));
   EXPECT_EQ(std::get<PlacementDecision>(*out).domains, 2);
-  r.time_limit_seconds = 501;  // within its time limit: wait for one rack after all
+  r.time_limit_seconds = 601;  // 700 + 501 <= 600 + its time limit: wait for one rack after all
   out = Placer::Place(l, r);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(std::holds_alternative<PlacementRefusal>(*out));
