@@ -258,6 +258,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       (job->bit_flags & BACKFILL_SCHED) &&
       request.locality.value_or(model_->topology().policy().default_locality) == Locality::kPreferred;
   if (backfill_hold_out) request.locality = Locality::kRequired;
+  EstimateFewestDomainsLocked(job, &request);
   if (request.allowed_nodes.empty()) {  // no described (GPU) node offered: cons_tres refuses on its own
     return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
                      tail);

@@ -74,6 +74,9 @@ class RackwiseSelect {
 
   GpuAsk ReadGpuAsk(const job_record_t* job) const;
   PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap) const;
+  // For a `preferred` job past its hold-out: its time limit, and when its fewest NVLink domains are expected free
+  // from the running jobs' end_time (their limits). The core's rule (PreferredHoldsOut, in Placer::Place) decides.
+  void EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request);
   Milliwatts JobWatts(const job_record_t* job) const;
   // The GPUs a job holds (after allocation) or would hold (after a RUN_NOW job_test), as an Allocation.
   std::optional<Allocation> AllocatedGpus(const job_record_t* job) const;

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // select/rackwise_cons_tres inside slurmctld, second half: node health and the ledger hooks that charge and
 // release the GPUs Slurm actually gave each job (rackwise_select_description.cc loads rackwise.yaml).
+#include <algorithm>
+#include <ctime>
+
 #include "absl/strings/str_cat.h"
+#include "rackwise/shadow_time.h"
 #include "rackwise/start_guard.h"
 #include "rackwise_select.h"
 // Slurm last (see slurm_headers.h).
@@ -35,6 +39,34 @@ void RackwiseSelect::RebuildLedgerLocked() {
   }
   list_iterator_destroy(it);
   debug("rackwise: ledger rebuilt from %d running jobs, %zu hold GPUs", recovered, model_->ledger().allocation_count());
+}
+
+void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request) {
+  const PlacementPolicy& policy = model_->topology().policy();
+  if (request->locality.value_or(policy.default_locality) != Locality::kPreferred) return;
+  if (!(policy.preferred_wait_seconds > 0) || request->waited_seconds < policy.preferred_wait_seconds) return;
+  if (job->time_limit != NO_VAL && job->time_limit != INFINITE) request->time_limit_seconds = job->time_limit * 60.0;
+  if (!&job_list || !job_list) return;
+  const time_t now = time(nullptr);
+  std::vector<ExpectedEnd> ends;
+  SlurmListIterator it = list_iterator_create(job_list);
+  while (const job_record_t* running = static_cast<job_record_t*>(list_next(it))) {
+    if (!IS_JOB_RUNNING(running) || running->end_time <= 0) continue;
+    std::string id = JobId(running);
+    if (!model_->ledger().Find(id)) continue;
+    ends.push_back({std::move(id), static_cast<double>(std::max<time_t>(0, running->end_time - now))});
+  }
+  list_iterator_destroy(it);
+  std::sort(ends.begin(), ends.end(),
+            [](const ExpectedEnd& a, const ExpectedEnd& b) { return a.in_seconds < b.in_seconds; });
+  long long free = 0;
+  for (NodeId n = 0; n < static_cast<NodeId>(model_->topology().nodes().size()); ++n)
+    free += model_->ledger().free_gpu_count(n);
+  // The nodes offered now leave out busy ones that free up later: the estimate looks at every described node.
+  PlacementRequest whole = *request;
+  whole.allowed_nodes.clear();
+  absl::StatusOr<std::optional<double>> in = FewestDomainsIn(model_->ledger(), whole, ends, free);
+  if (in.ok() && *in) request->fewest_domains_in_seconds = **in;
 }
 
 void RackwiseSelect::SyncHealthLocked() {

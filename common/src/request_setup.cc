@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rackwise/power_bounds.h"
+#include "rackwise/shadow_time.h"
 
 namespace rackwise::internal {
 namespace {
@@ -48,8 +49,14 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   RequestSetup s;
   if (!std::isfinite(r.waited_seconds)) return absl::InvalidArgumentError("waited_seconds must be finite");
   s.locality = r.locality.value_or(policy.default_locality);
-  // A preferred job holds out for the fewest domains for a while before it accepts a spread placement.
-  if (s.locality == Locality::kPreferred && r.waited_seconds < policy.preferred_wait_seconds)
+  // A preferred job holds out for the fewest domains for a while, and longer if they are expected soon, before
+  // it accepts a spread placement.
+  for (const std::optional<double>& s : {r.fewest_domains_in_seconds, r.time_limit_seconds}) {
+    if (s && !(*s >= 0 && std::isfinite(*s)))
+      return absl::InvalidArgumentError("fewest_domains_in_seconds and time_limit_seconds must be finite and >= 0");
+  }
+  if (s.locality == Locality::kPreferred &&
+      PreferredHoldsOut(policy, r.waited_seconds, r.fewest_domains_in_seconds, r.time_limit_seconds))
     s.locality = Locality::kRequired;
   const NodeId n = static_cast<NodeId>(t.nodes().size());
   auto check = [n](NodeId id) { return id >= 0 && id < n; };

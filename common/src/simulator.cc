@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "simulator_meter.h"
 #include "rackwise/placer.h"
+#include "rackwise/shadow_time.h"
 #include "rackwise/telemetry.h"
 #include "simulator_policies.h"
 
@@ -97,7 +98,55 @@ class Replay {
     if (running_.empty()) return std::numeric_limits<double>::max();
     return head_since_[j] < 0 ? 0 : now - head_since_[j];
   }
-  bool Relaxed(int j, double now) const { return Waited(j, now) >= t_.policy().preferred_wait_seconds; }
+  bool Preferred(int j) const {
+    return jobs_[j].locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
+  }
+  // Past its hold-out, whether the job may start spread out: the core's rule (PreferredHoldsOut), which keeps a
+  // `preferred` head waiting while its fewest domains are expected soon.
+  bool Relaxed(int j, double now) {
+    const double waited = Waited(j, now);
+    if (waited < t_.policy().preferred_wait_seconds) return false;
+    // No hold-out, or a policy that knows no locality: spare the shadow walk below.
+    if (!(t_.policy().preferred_wait_seconds > 0) || !policy_->holds_out_for_fewest()) return true;
+    // The trace has no time-limit column: the duration stands for the limit (a limit that is never exceeded).
+    return !Preferred(j) || running_.empty() ||
+           !PreferredHoldsOut(t_.policy(), waited, FewestIn(j, now), jobs_[j].duration);
+  }
+  sim::Pending PendingOf(int j, double now) {
+    sim::Pending p{Waited(j, now), std::nullopt};
+    if (Preferred(j) && !running_.empty() && t_.policy().preferred_wait_seconds > 0 &&
+        policy_->holds_out_for_fewest() && p.waited_s >= t_.policy().preferred_wait_seconds)
+      p.fewest_in_s = FewestIn(j, now);
+    return p;
+  }
+
+  // When a `preferred` head past its hold-out can expect its fewest domains, from the running jobs' expected
+  // ends (the trace has no time-limit column, so the scheduler's estimate is the replayed end: a perfect limit).
+  // Worked out again whenever a job started or ended since (as a scheduler re-evaluates each pass).
+  std::optional<double> FewestIn(int j, double now) {
+    if (head_fewest_.job != j || head_fewest_.changes != changes_) {
+      head_fewest_.job = j;
+      head_fewest_.changes = changes_;
+      head_fewest_.at.reset();
+      PlacementRequest r;
+      r.id = jobs_[j].id;
+      r.gpus = jobs_[j].gpus;
+      r.gpus_per_node = jobs_[j].gpus_per_node;
+      r.watts_per_gpu = jobs_[j].watts_per_gpu;
+      Fence(false);
+      const std::vector<ExpectedEnd> ends = Ends(now);
+      absl::StatusOr<std::optional<double>> in = FewestDomainsIn(ledger_, r, ends, free_gpus_);
+      if (in.ok() && *in) head_fewest_.at = now + **in;
+    }
+    if (!head_fewest_.at) return std::nullopt;
+    return std::max(0.0, *head_fewest_.at - now);
+  }
+  std::vector<ExpectedEnd> Ends(double now) const {
+    std::vector<ExpectedEnd> ends;
+    ends.reserve(running_.size());
+    for (const auto& [end, j] : running_) ends.push_back({absl::StrCat("j", j), end - now});
+    return ends;
+  }
 
   void MarkHead(int j, double now) {
     if (head_since_[j] >= 0) return;
@@ -108,7 +157,7 @@ class Replay {
   }
 
   // Jobs of one shape fare alike within a pass; a `preferred` job past the policy's wait is another shape.
-  Shape ShapeOf(int index, double now, bool backfill, bool fence) const {
+  Shape ShapeOf(int index, double now, bool backfill, bool fence) {
     const TraceJob& j = jobs_[index];
     uint64_t loc = j.locality ? static_cast<uint64_t>(*j.locality) + 1 : 0;
     if (Relaxed(index, now)) loc |= 8;
@@ -123,10 +172,11 @@ class Replay {
     const TraceJob& job = jobs_[j];
     const Shape shape = ShapeOf(j, now, backfill, fence);
     if (failed_shapes_.contains(shape)) return Try::kWaiting;
+    const sim::Pending pending = PendingOf(j, now);  // before the fence: it may look at the unfenced ledger
     Fence(fence);
     ++attempts_;
     sim::Choice choice;
-    switch (policy_->Choose(ledger_, job, Waited(j, now), backfill, &choice)) {
+    switch (policy_->Choose(ledger_, job, pending, backfill, &choice)) {
       case sim::Outcome::kNever: ++rejected_; return Try::kRejected;
       case sim::Outcome::kWait: failed_shapes_.insert(shape); return Try::kWaiting;
       case sim::Outcome::kStart: break;
@@ -169,6 +219,7 @@ class Replay {
     if (fence) Spend(p);
     meter_.Changed(p.racks, gpus);
     free_gpus_ -= gpus;
+    ++changes_;
     state_[j].start = p.start;
     state_[j].end = p.end;
     state_[j].placement = static_cast<int>(placements_.size());
@@ -183,6 +234,7 @@ class Replay {
     ledger_.Release(absl::StrCat("j", j));
     meter_.Changed(p.racks, -jobs_[j].gpus);
     free_gpus_ += jobs_[j].gpus;
+    ++changes_;
   }
 
   absl::Status Schedule(double now) {
@@ -295,28 +347,30 @@ class Replay {
         reading.push_back(ledger_.measured_rack_draw_now(r));
       ledger_.ClearMeasuredDraw();
     }
-    std::vector<int> released;
-    long long avail = free_gpus_;
-    for (auto it = running_.begin(); it != running_.end(); ++it) {
-      const int j = it->second;
-      ledger_.Release(absl::StrCat("j", j));
-      released.push_back(j);
-      avail += jobs_[j].gpus;
-      const auto next = std::next(it);
-      if (avail < job.gpus || (next != running_.end() && next->first == it->first)) continue;
-      sim::Choice choice;
-      ++attempts_;
-      if (policy_->Choose(ledger_, job, it->first - head_since_[head], /*backfill=*/false, &choice) ==
-          sim::Outcome::kStart) {
-        reservation_.shadow = it->first;
-        for (const NodeGpus& ng : choice.nodes) reservation_.nodes.push_back(ng.node);
-        std::sort(reservation_.nodes.begin(), reservation_.nodes.end());
-        if (policy_->commit_mode() == CommitMode::kEnforce) Budget(choice);
-        break;
-      }
-    }
-    for (auto j = released.rbegin(); j != released.rend(); ++j) {
-      if (absl::Status s = ledger_.Commit(AllocationOf(*j), CommitMode::kRecover); !s.ok()) return s;
+    // A `preferred` head whose hold-out runs out before its shadow time is placed there by the same rule.
+    if (Preferred(head) && t_.policy().preferred_wait_seconds > 0 && policy_->holds_out_for_fewest() &&
+        !running_.empty())
+      FewestIn(head, now);
+    const std::vector<ExpectedEnd> ends = Ends(now);
+    sim::Choice choice;
+    absl::StatusOr<std::optional<double>> shadow =
+        ShadowTime(ledger_, ends, free_gpus_, job.gpus, [&](const Ledger& shadow_state, double in) {
+          ++attempts_;
+          sim::Pending pending{now + in - head_since_[head], std::nullopt};
+          if (head_fewest_.job == head && head_fewest_.at)
+            pending.fewest_in_s = std::max(0.0, *head_fewest_.at - now - in);
+          choice = sim::Choice{};
+          if (policy_->Choose(shadow_state, job, pending, /*backfill=*/false, &choice) != sim::Outcome::kStart)
+            return false;
+          // The watts the head will draw are worked out in the shadow state (the ledger is restored afterwards).
+          if (policy_->commit_mode() == CommitMode::kEnforce) Budget(choice);
+          return true;
+        });
+    if (!shadow.ok()) return shadow.status();
+    if (*shadow) {
+      reservation_.shadow = now + **shadow;
+      for (const NodeGpus& ng : choice.nodes) reservation_.nodes.push_back(ng.node);
+      std::sort(reservation_.nodes.begin(), reservation_.nodes.end());
     }
     if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
     failed_shapes_.clear();  // the fenced nodes changed
@@ -413,9 +467,15 @@ class Replay {
   absl::flat_hash_set<Shape> failed_shapes_;
   std::multiset<double> wakeups_;
   Reservation reservation_;
+  struct {
+    int job = -1;               // the head it was worked out for
+    long long changes = -1;     // changes_ then
+    std::optional<double> at;   // when its fewest domains are expected free (unset: not by the running jobs' ends)
+  } head_fewest_;
   bool fenced_ = false;  // the reserved nodes are drained while a job that would outlast the shadow is tried
   std::vector<SimReservation> reservations_;  // when waiting `preferred` jobs may start spread out
   long long free_gpus_ = 0;
+  long long changes_ = 0;  // jobs started or ended so far
   long long attempts_ = 0;
   bool arrivals_done_ = false;
   double busy_at_last_submit_ = 0;

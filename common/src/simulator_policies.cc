@@ -117,7 +117,8 @@ class RackwisePolicy : public Policy {
     }
   }
 
-  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill, Choice* choice) override {
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, const Pending& pending, bool backfill,
+                 Choice* choice) override {
     // Whether a request can ever be placed does not depend on the cluster's state: the placer says so the first
     // time a request of this shape is seen, and from then on the cheap bound may answer "wait" in its place.
     const auto shape = std::make_tuple(job.gpus, job.gpus_per_node, job.locality ? static_cast<int>(*job.locality) : -1,
@@ -132,7 +133,9 @@ class RackwisePolicy : public Policy {
     r.gpus_per_node = job.gpus_per_node;
     r.locality = job.locality;
     r.watts_per_gpu = job.watts_per_gpu;
-    r.waited_seconds = waited_s;
+    r.waited_seconds = pending.waited_s;
+    r.fewest_domains_in_seconds = pending.fewest_in_s;
+    r.time_limit_seconds = job.duration;  // the trace has no limit column (docs/simulation.md)
     // A backfilled `preferred` job only takes its fewest domains: spreading it now would fragment the domains
     // that the jobs behind it, and it itself once at the head with a reservation, can have whole.
     const bool hold_out = backfill && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
@@ -151,6 +154,7 @@ class RackwisePolicy : public Policy {
     return Start(*out, choice);
   }
   CommitMode commit_mode() const override { return CommitMode::kEnforce; }
+  bool holds_out_for_fewest() const override { return true; }
 
  private:
   static Outcome Start(const PlacementOutcome& out, Choice* choice) {
@@ -212,7 +216,8 @@ class NodeListPolicy : public Policy {
     }
   }
 
-  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill, Choice* choice) override {
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, const Pending& pending, bool backfill,
+                 Choice* choice) override {
     bool ever = false;
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(by_type_.size()); ++type) {
       if (job.gpus_per_node > t_.node_types()[type].gpus) continue;

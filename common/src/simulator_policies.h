@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "rackwise/allocation.h"
@@ -23,16 +24,26 @@ struct Choice {
   Milliwatts per_gpu = 0;       // 0: the node type's draw
 };
 
+// How long a job has been pending and when its fewest NVLink domains are expected to be free (rackwise's
+// `preferred` locality holds out for a while, and longer if they are expected soon: PreferredHoldsOut).
+struct Pending {
+  double waited_s = 0;
+  std::optional<double> fewest_in_s;  // unset: not worked out (the job is not a `preferred` head past its wait)
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
-  // `waited_s`: how long the job has been pending (rackwise's preferred locality may hold out for a while).
+  // `pending`: how long the job has waited, for rackwise's `preferred` locality.
   // `backfill`: the job is not the queue head but a backfill candidate (rackwise starts a `preferred` one only
   // in its fewest NVLink domains: it will get a reservation for them when it reaches the head).
-  virtual Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill,
+  virtual Outcome Choose(const Ledger& ledger, const TraceJob& job, const Pending& pending, bool backfill,
                          Choice* choice) = 0;
   // How the simulator commits: kEnforce (the policy promises to respect caps) or kRecover (power-unaware).
   virtual CommitMode commit_mode() const { return CommitMode::kRecover; }
+  // Whether the policy keeps a `preferred` head to its fewest domains past the hold-out while they are expected
+  // soon (PreferredHoldsOut): rackwise only; the baselines know no locality, and the replay spares them the walk.
+  virtual bool holds_out_for_fewest() const { return false; }
 };
 
 std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, const SimOptions& options);

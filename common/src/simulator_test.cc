@@ -212,8 +212,10 @@ TEST(SimulatorTest, BackfilledPreferredJobWaitsForItsFewestDomains) {
 TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySays) {
   // Three NVL72 racks, 32 GPUs free in each. `h` (a whole rack) runs on rack 1 from 1000 to 1100. `p` (48 GPUs,
   // preferred, submitted at 2) reaches the head at 1000, when 64 GPUs are free over two racks and none holds it.
-  // The hold-out counts from then, not from its submit (long past): with 600 s it waits for rack 1 at 1100; with
-  // 50 s it spreads at 1050.
+  // The hold-out counts from then, not from its submit (long past): with 600 s it waits for rack 1 at 1100. With
+  // 50 s it has waited out its hold-out at 1050, but rack 1 is expected free at 1100, within twice the wait of
+  // reaching the head (PreferredHoldsOut): it still waits for it. With 40 s, 1100 is past twice the wait and
+  // further off than `p`'s own run time (50 s): it spreads at 1040.
   SizingParams sp = DefaultSizingParams(SizingSystem::kGb200Nvl72);
   sp.gpus = 216;
   absl::StatusOr<SizingResult> s = SizeCluster(sp);
@@ -222,8 +224,9 @@ TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySay
                                 Local("b", 0, 5000, 40, Locality::kRequired),
                                 Local("c", 0, 1300, 40, Locality::kRequired),
                                 Local("h", 1, 100, 72, Locality::kRequired),
-                                Local("p", 2, 100, 48, Locality::kPreferred)};
-  for (const auto& [wait, start, domains] : {std::tuple{600.0, 1100.0, 1}, std::tuple{50.0, 1050.0, 2}}) {
+                                Local("p", 2, 50, 48, Locality::kPreferred)};
+  for (const auto& [wait, start, domains] :
+       {std::tuple{600.0, 1100.0, 1}, std::tuple{50.0, 1100.0, 1}, std::tuple{40.0, 1040.0, 2}}) {
     SCOPED_TRACE(wait);
     v1::ClusterDescription d = SizingToClusterDescription(sp, *s);
     d.mutable_policy()->set_preferred_wait_s(wait);

@@ -31,7 +31,8 @@ class TreePolicy : public Policy {
     }
   }
 
-  Outcome Choose(const Ledger& ledger, const TraceJob& job, double waited_s, bool backfill, Choice* choice) override {
+  Outcome Choose(const Ledger& ledger, const TraceJob& job, const Pending& pending, bool backfill,
+                 Choice* choice) override {
     const int k = job.gpus_per_node;
     bool ever = false;
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t_.node_types().size()); ++type) {

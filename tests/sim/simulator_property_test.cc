@@ -12,6 +12,7 @@
 
 #include "placement_checker.h"
 #include "rackwise/cluster_description.h"
+#include "rackwise/shadow_time.h"
 #include "rackwise/simulator.h"
 #include "rackwise/sizing.h"
 #include "rackwise/synthetic_cluster.h"
@@ -220,6 +221,65 @@ TEST(SimulatorPropertyTest, BackfillNeverDelaysTheHeadsReservation) {
     }
   }
   EXPECT_GT(reservations, 100);  // or the test is blind
+}
+
+// The `preferred` rule (PreferredHoldsOut), replayed from the placements: every `preferred` job rackwise started
+// outside its fewest NVLink domains on a busy cluster had waited out its hold-out at the head, and at that moment
+// its fewest domains were not expected (from the running jobs' ends) within twice the wait or its time limit. The
+// ledger and the ends are rebuilt from the placements; the head time is its first reservation.
+TEST(SimulatorPropertyTest, PreferredJobsSpreadOnlyWhenTheirFewestDomainsAreNotExpectedSoon) {
+  int spread = 0, held_past_wait = 0;
+  for (int seed = 301; seed <= 324; ++seed) {
+    std::mt19937 rng(seed);
+    v1::ClusterDescription d = RandomCluster(rng, /*caps_bind=*/seed % 2 == 0);
+    const double wait = seed % 3 ? 300 : 1800;
+    d.mutable_policy()->set_preferred_wait_s(wait);
+    Diagnostics diags;
+    if (!ValidateClusterDescription(d, "random", &diags)) continue;
+    absl::StatusOr<Topology> t = Topology::Build(d);
+    ASSERT_TRUE(t.ok()) << t.status();
+    absl::StatusOr<std::vector<TraceJob>> jobs = RandomTrace(rng, seed, t->total_gpus(), 200, 0.2, 400);
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    absl::StatusOr<SimResult> r = SimulateRecorded(*t, *jobs, SimPolicy::kRackwise, seed % 4 ? 0.2 : 0);
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::vector<double> head(jobs->size(), -1);
+    for (const SimReservation& res : r->reservations)
+      if (head[res.job] < 0 || res.made < head[res.job]) head[res.job] = res.made;
+    for (size_t i = 0; i < r->placements.size(); ++i) {
+      const SimPlacement& p = r->placements[i];
+      const TraceJob& job = (*jobs)[p.job];
+      if (job.locality.value_or(t->policy().default_locality) != Locality::kPreferred) continue;
+      held_past_wait += head[p.job] >= 0 && p.start - head[p.job] > wait && p.domains <= p.min_domains;
+      if (p.domains <= p.min_domains) continue;
+      // What ran at p.start, as the replay saw it: started before p (placements are in start order) and not ended.
+      Ledger l(*t);
+      std::vector<ExpectedEnd> ends;
+      for (size_t k = 0; k < i; ++k) {
+        const SimPlacement& q = r->placements[k];
+        if (q.end <= p.start) continue;
+        ASSERT_TRUE(l.Commit({"q" + std::to_string(k), q.nodes, q.per_gpu}, CommitMode::kRecover).ok());
+        ends.push_back({"q" + std::to_string(k), q.end - p.start});
+      }
+      if (ends.empty()) continue;  // an idle cluster: nothing to wait for
+      std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) { return a.in_seconds < b.in_seconds; });
+      long long free = 0;
+      for (NodeId n = 0; n < static_cast<NodeId>(t->nodes().size()); ++n) free += l.free_gpu_count(n);
+      PlacementRequest req;
+      req.gpus = job.gpus;
+      req.gpus_per_node = job.gpus_per_node;
+      req.watts_per_gpu = job.watts_per_gpu;
+      absl::StatusOr<std::optional<double>> in = FewestDomainsIn(l, req, ends, free);
+      ASSERT_TRUE(in.ok()) << in.status();
+      ASSERT_GE(head[p.job], 0) << "job " << p.job << " spread without ever waiting at the head";
+      const double waited = p.start - head[p.job];
+      EXPECT_FALSE(PreferredHoldsOut(t->policy(), waited, *in, job.duration))
+          << "seed " << seed << " job " << p.job << " spread at " << p.start << " after waiting " << waited
+          << " s; its fewest domains were expected in " << (in->has_value() ? **in : -1) << " s";
+      ++spread;
+    }
+  }
+  EXPECT_GT(spread, 10);          // or the test is blind
+  EXPECT_GT(held_past_wait, 10);  // the rule kept some jobs waiting past the hold-out, into their fewest domains
 }
 
 TEST(SimulatorPropertyTest, CheckerCatchesSharedGpusAndPowerOverCaps) {

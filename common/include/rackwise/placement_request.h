@@ -21,6 +21,10 @@ struct PlacementRequest {
   std::optional<NodeTypeId> node_type;  // unset: any type (a job never mixes types)
   double waited_seconds = 0;            // how long the job has been pending (see preferred_wait_seconds); the
                                         // core reads no clock, so faces pass it in
+  std::optional<double> fewest_domains_in_seconds;  // when the face expects the job's fewest NVLink domains to be
+                                        // free, from the running jobs' time limits (FewestDomainsIn); unset:
+                                        // not known. Read only for `preferred` (PreferredHoldsOut)
+  std::optional<double> time_limit_seconds;  // the job's time limit (how long it may run), if the face knows it
   bool report_refusal = true;           // false: a refusal is only "not now" (no per-node counts, no detail, and
                                         // `unresolvable` is not worked out); for callers that only need yes or
                                         // no, such as the simulator's backfill and reservations
