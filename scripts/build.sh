@@ -24,5 +24,5 @@ if command -v ccache >/dev/null 2>&1 && [[ ${RACKWISE_CCACHE:-1} == 1 ]]; then
 fi
 cmake -S "$root" -B "$build" "${launcher[@]}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRACKWISE_SLURM_SRC="$slurm_src" \
   -DRACKWISE_SLURM_2411_SRC="${slurm_2411:+$slurm_2411/src}" -DRACKWISE_SLURM_2411_PREFIX="${slurm_2411:+$slurm_2411/prefix}" \
-  -DRACKWISE_BUILD_K8S=ON -DRACKWISE_BUILD_SLURM=ON >/dev/null
+  -DRACKWISE_BUILD_K8S=ON -DRACKWISE_BUILD_SLURM=ON -DRACKWISE_WERROR="${RACKWISE_WERROR:-OFF}" >/dev/null
 ninja -C "$build" -j"$(nproc)" ${RACKWISE_TARGETS:-}
