@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "job_options.h"
+#include "rackwise/fallback_order.h"
 #include "rackwise/placer.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 // Slurm last (see slurm_headers.h).
@@ -114,7 +115,7 @@ int RackwiseSelect::InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_
                               SlurmList* preemptee_job_list, const JobTestTail& tail) {
   const auto start = std::chrono::steady_clock::now();
   const int rc = CallJobTest(*inner_, job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                              preemptee_job_list, tail);
+                             preemptee_job_list, tail);
   inner_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   ++inner_calls_;
   return rc;
@@ -138,8 +139,8 @@ int RackwiseSelect::JobTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_no
   inner_ns_ = 0;
   inner_calls_ = 0;
   const auto start = std::chrono::steady_clock::now();
-  const int rc = JobTestLocked(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                               preemptee_job_list, tail);
+  const int rc =
+      JobTestLocked(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
   if (get_log_level() >= LOG_LEVEL_DEBUG2 && job) {
     const int64_t total =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
@@ -167,8 +168,8 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
       return SLURM_ERROR;
     }
     if (!SkipNodesWithoutProlog(job, bitmap)) return SLURM_ERROR;
-    return RunNow(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                  tail, ask);
+    return RunNow(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail,
+                  ask);
   }
   // TEST_ONLY (submit) and WILL_RUN (backfill, --test-only): only what can never fit is refused here;
   // live power is judged when the job would start.
@@ -241,8 +242,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps.
     ClearGpuSelection(job);
-    int rc = InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                       tail);
+    int rc =
+        InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc != SLURM_SUCCESS) return rc;
     if (PowerFits(job, bitmap, &power_why)) return SLURM_SUCCESS;
     SetPendingReason(job, power_why);
@@ -251,12 +252,9 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
 
   PlacementRequest request = MakeRequest(job, ask, bitmap);
   // The backfill scheduler starts jobs ahead of their turn (the main scheduler stops at a partition's first job
-  // that cannot start). A `preferred` job started that way only takes its fewest NVLink domains: spreading it
-  // would fragment the domains the jobs ahead of it wait for. In its turn, the main scheduler applies
-  // preferred_wait_s as usual. (The simulator's EASY backfill does the same; docs/simulation.md.)
+  // that cannot start): the core's hold-out rule says what such a job may take.
   const bool backfill_hold_out =
-      (job->bit_flags & BACKFILL_SCHED) &&
-      request.locality.value_or(model_->topology().policy().default_locality) == Locality::kPreferred;
+      BackfillHoldsOut(request, (job->bit_flags & BACKFILL_SCHED) != 0, model_->topology().policy());
   if (backfill_hold_out) request.locality = Locality::kRequired;
   EstimateFewestDomainsLocked(job, &request);
   if (request.allowed_nodes.empty()) {  // no described (GPU) node offered: cons_tres refuses on its own
@@ -271,8 +269,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
     // The core's "never" is about the nodes it was offered, which here are only those usable now.
     const std::string why = refusal->unresolvable
-                                ? absl::StrCat("the ", request.allowed_nodes.size(),
-                                               " nodes usable now cannot hold ", request.gpus, " GPUs as asked")
+                                ? absl::StrCat("the ", request.allowed_nodes.size(), " nodes usable now cannot hold ",
+                                               request.gpus, " GPUs as asked")
                                 : refusal->Message();
     SetPendingReason(job, backfill_hold_out ? absl::StrCat(why, kBackfillHoldOut) : why);
     return SLURM_ERROR;
@@ -289,27 +287,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   }
   const Locality locality = request.locality.value_or(topology.policy().default_locality);
 
-  // Candidate sets in order of preference: the core's nodes, then the rest of its NVLink domains; unless the
-  // job requires locality, then the rest of its racks and finally everything cons_tres was offered.
-  std::vector<std::vector<NodeId>> tiers(1);
-  std::vector<char> in_domain(topology.domains().size(), 0);
-  for (const NodeGpus& ng : decision.nodes) {
-    tiers[0].push_back(ng.node);
-    in_domain[topology.nodes()[ng.node].domain] = 1;
-  }
-  tiers.emplace_back();
-  for (DomainId d = 0; d < static_cast<DomainId>(in_domain.size()); ++d) {
-    if (in_domain[d])
-      tiers.back().insert(tiers.back().end(), topology.domains()[d].nodes.begin(), topology.domains()[d].nodes.end());
-  }
-  if (locality != Locality::kRequired) {
-    tiers.emplace_back();
-    for (const RackPower& rp : decision.racks) {
-      tiers.back().insert(tiers.back().end(), topology.racks()[rp.rack].nodes.begin(),
-                          topology.racks()[rp.rack].nodes.end());
-    }
-    tiers.push_back(request.allowed_nodes);
-  }
+  // cons_tres picks within a node set: offer the core's fallback order, most preferred first.
+  const std::vector<std::vector<NodeId>> tiers = FallbackNodeSets(topology, decision, locality, request.allowed_nodes);
 
   const int size = bit_size(bitmap);
   int rc = SLURM_ERROR;
@@ -335,8 +314,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       tier_req = tier_min;
     }
     ClearGpuSelection(job);  // no stale GPU picks of ours from an earlier try
-    rc = InnerTest(job, candidate, tier_min, max_nodes, tier_req, mode, preemptee_candidates, preemptee_job_list,
-                   tail);
+    rc = InnerTest(job, candidate, tier_min, max_nodes, tier_req, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc == SLURM_SUCCESS) {
       // What Slurm will start is what the GPU selection now says: the core's decision where it could be
       // imposed, else cons_tres's own split, which is checked against the usable caps like any other.

@@ -1,4 +1,5 @@
-// rackwise, first-fit, capped-first-fit and spread for the simulator; tree-bestfit and static-cap are in simulator_tree.cc.
+// rackwise, first-fit, capped-first-fit and spread for the simulator; tree-bestfit and static-cap are in
+// simulator_tree.cc.
 #include "simulator_policies.h"
 
 #include "placement_context.h"
@@ -10,6 +11,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "rackwise/fallback_order.h"
 #include "rackwise/placer.h"
 
 namespace rackwise::sim {
@@ -24,15 +26,16 @@ GpuMask LowestBits(GpuMask mask, int count) {
   return out;
 }
 
-int MinDomains(const Topology& t, int gpus, int k) {
+int MinDomains(const Topology& topology, int gpus, int gpus_per_node) {
   int fewest = 0;
-  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
-    const NodeType& nt = t.node_types()[type];
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(topology.node_types().size()); ++type) {
+    const NodeType& nt = topology.node_types()[type];
     int size = 0;
     if (nt.nvlink == NvlinkScope::kNode) {
-      size = k > 0 ? (nt.gpus >= k ? k : 0) : nt.gpus;
+      size = gpus_per_node > 0 ? (nt.gpus >= gpus_per_node ? gpus_per_node : 0) : nt.gpus;
     } else {
-      size = k > 0 ? (nt.gpus >= k ? t.max_domain_nodes(type) * k : 0) : t.max_domain_gpus(type);
+      size = gpus_per_node > 0 ? (nt.gpus >= gpus_per_node ? topology.max_domain_nodes(type) * gpus_per_node : 0)
+                               : topology.max_domain_gpus(type);
     }
     if (size <= 0) continue;
     const int n = (gpus + size - 1) / size;
@@ -138,7 +141,7 @@ class RackwisePolicy : public Policy {
     r.time_limit_seconds = job.duration;  // the trace has no limit column (docs/simulation.md)
     // A backfilled `preferred` job only takes its fewest domains: spreading it now would fragment the domains
     // that the jobs behind it, and it itself once at the head with a reservation, can have whole.
-    const bool hold_out = backfill && job.locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
+    const bool hold_out = BackfillHoldsOut(r, backfill, t_.policy());  // the same rule as the Slurm face
     if (hold_out) r.locality = Locality::kRequired;
     // Whether a shape can ever run is decided once, by the full refusal; later refusals only need to say no.
     r.report_refusal = !hold_out && !seen_shapes_.contains(shape);
@@ -200,8 +203,8 @@ class RackwisePolicy : public Policy {
   const Topology& t_;
   bool use_bound_;
   Milliwatts min_type_per_gpu_ = 0;
-  int min_domain_gpus_ = 0;              // the smallest "largest domain" over node types
-  std::vector<long long> below_;         // per power domain, scratch
+  int min_domain_gpus_ = 0;       // the smallest "largest domain" over node types
+  std::vector<long long> below_;  // per power domain, scratch
   absl::flat_hash_map<std::tuple<int, int, int, Milliwatts>, bool> seen_shapes_;  // shape -> can ever run
 };
 
@@ -280,7 +283,8 @@ class CappedFirstFitPolicy : public NodeListPolicy {
  protected:
   bool Fill(const Ledger& ledger, const TraceJob& job, NodeTypeId type, std::vector<NodeGpus>* out) override {
     const int k = job.gpus_per_node;
-    const Milliwatts per_gpu = job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : t_.node_types()[type].per_gpu;
+    const Milliwatts per_gpu =
+        job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : t_.node_types()[type].per_gpu;
     const double reserve = t_.policy().power_reserve_fraction;
     spent_.Clear();
     auto powered = [&](NodeId n) -> long long {  // GPUs of this job the node's rack and feeds can still power
@@ -304,7 +308,8 @@ class CappedFirstFitPolicy : public NodeListPolicy {
     for (NodeId n : nodes) {
       const int free = ledger.free_gpu_count(n);
       const long long power = powered(n);
-      const int take = k > 0 ? (free >= k && power >= k ? k : 0) : static_cast<int>(std::min<long long>({free, remaining, power}));
+      const int take =
+          k > 0 ? (free >= k && power >= k ? k : 0) : static_cast<int>(std::min<long long>({free, remaining, power}));
       if (take == 0) continue;
       out->push_back({n, LowestBits(ledger.free_gpus(n), take)});
       spent_.Add(t_.racks()[t_.nodes()[n].rack], t_.nodes()[n].rack, static_cast<Milliwatts>(take) * per_gpu);
