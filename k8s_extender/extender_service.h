@@ -37,6 +37,11 @@ class PodBinder {
  public:
   virtual ~PodBinder() = default;
   virtual absl::Status BindPod(const BindingArgs& binding) = 0;
+  // Asks the API server to evict a pod (its controller starts a replacement, which is scheduled anew): what
+  // telemetry.on_overdraw: requeue_newest does to the newest pods of an overdrawn rack.
+  virtual absl::Status EvictPod(const std::string& pod_namespace, const std::string& pod_name) {
+    return absl::UnimplementedError("this binder cannot evict pods");
+  }
 };
 
 struct ExtenderOptions {
@@ -129,6 +134,8 @@ class ExtenderService {
   // Applies one poll's readings under the lock (allocations made since the previous poll still count on top).
   // Returns log lines for what changed: the telemetry state (once per transition) and racks entering or leaving
   // overdraw, with the pods on them and, with on_overdraw: lower_limits, the lowered watts per GPU.
+  // With on_overdraw: requeue_newest, evicts the newest pods of each rack that just went over its cap (the
+  // core's PlanRequeueNewest), outside the lock; the lines say what was done.
   std::vector<std::string> ApplyPowerReadings(const TelemetrySettings& settings, const PowerReadings& readings);
   TelemetryState telemetry_state() const;
   // Gauges: estimated, measured and counted draw per rack, telemetry freshness, overdraw alarms.
@@ -178,6 +185,9 @@ class ExtenderService {
   std::unique_ptr<Topology> topology_;
   CandidateNodeCache candidate_cache_;
   ExtenderOptions options_;
+  // The pods to evict for the racks that just went over their cap (on_overdraw: requeue_newest), with why.
+  std::vector<std::pair<std::string, std::string>> NewestPodsOverCapLocked() const;
+
   PodBinder* binder_;
   ExtenderMetrics* metrics_;
 
@@ -185,14 +195,14 @@ class ExtenderService {
   Ledger ledger_;
   GangReservations gangs_;
   bool synced_ = false;
-  absl::flat_hash_map<std::string, PodRecord> pods_;        // by "namespace/name"
+  absl::flat_hash_map<std::string, PodRecord> pods_;  // by "namespace/name"
   absl::flat_hash_map<std::string, std::string> uid_to_key_;
-  absl::flat_hash_map<std::string, PendingPod> pending_;    // seen by filter, not yet bound
+  absl::flat_hash_map<std::string, PendingPod> pending_;  // seen by filter, not yet bound
   // When filter first tried to plan a group that has no reservation yet: how long it has waited, for the
   // policy's preferred_wait_s. Monotonic, so a restart starts the clock again (the group waits longer, never
   // shorter than the policy says).
   absl::flat_hash_map<std::string, int64_t> group_first_try_ms_;
-  absl::flat_hash_map<std::string, bool> operator_ids_;     // allocations made over gRPC
+  absl::flat_hash_map<std::string, bool> operator_ids_;  // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
   StateSink state_sink_;
   TelemetryTracker telemetry_;  // the last poll's outcome, for /metrics and for logging changes once

@@ -1,12 +1,16 @@
 // The extender's measured power: applying a poll's readings to the ledger, the overdraw alarm and its
 // response, and the telemetry gauges. See "measured power" in extender_service.h.
 //
-// on_overdraw in this face: `none` and `requeue_newest` raise the alarm only (the extender does not evict pods:
-// kube-scheduler and the workload's controller own that); `lower_limits` also publishes, per allocation on the
-// overdrawn rack, the lowered watts per GPU (rackwise_overdraw_limit_watts_per_gpu and a log line) for the node
-// agent that enforces GPU power limits to apply. Placement refuses the rack in every case.
+// on_overdraw in this face: `none` raises the alarm only; `requeue_newest` also evicts the newest pods on the
+// rack (Eviction API, so PodDisruptionBudgets hold; their controllers recreate them and kube-scheduler places
+// the replacements where the power is), once per overdraw; `lower_limits` publishes, per allocation on the
+// overdrawn rack, the lowered watts per GPU (rackwise_overdraw_limit_watts_per_gpu and a log line). Placement
+// refuses the rack in every case.
 #include <algorithm>
+#include <optional>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
 #include "prometheus_text.h"
@@ -15,8 +19,49 @@ namespace rackwise::k8s {
 
 std::vector<std::string> ExtenderService::ApplyPowerReadings(const TelemetrySettings& settings,
                                                              const PowerReadings& readings) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return telemetry_.Apply(settings, readings, &ledger_);
+  std::vector<std::string> log;
+  std::vector<std::pair<std::string, std::string>> victims;  // (pod key, why)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    log = telemetry_.Apply(settings, readings, &ledger_);
+    if (settings.on_overdraw == OverdrawAction::kRequeueNewest) victims = NewestPodsOverCapLocked();
+  }
+  for (const auto& [key, why] : victims) {
+    const size_t slash = key.find('/');
+    absl::Status s = binder_ ? binder_->EvictPod(key.substr(0, slash), key.substr(slash + 1))
+                             : absl::FailedPreconditionError("standalone: no API server to evict through");
+    log.push_back(
+        s.ok() ? absl::StrCat("OVERDRAW: requeue_newest: evicted pod ", key, " (", why, ")")
+               : absl::StrCat("OVERDRAW: requeue_newest: cannot evict pod ", key, " (", why, "): ", s.message()));
+  }
+  return log;
+}
+
+std::vector<std::pair<std::string, std::string>> ExtenderService::NewestPodsOverCapLocked() const {
+  // Each allocation's pod: alone, by its ledger id; in a group, by the slot it was bound to. Free gang slots
+  // have no pod (and no real draw): they are left out of the choice.
+  absl::flat_hash_map<std::string, std::string> pod_of;
+  for (const auto& [key, record] : pods_) {
+    if (!record.allocation_id.empty()) pod_of[record.allocation_id] = key;
+  }
+  for (const auto& [group, reservation] : gangs_.all()) {
+    for (const GangSlot& slot : reservation.slots) {
+      if (!slot.pod.empty()) pod_of[slot.allocation_id] = slot.pod;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> victims;
+  for (Overdraw o : telemetry_.new_overdraws()) {
+    std::erase_if(o.allocations, [&](const std::string& id) { return !pod_of.contains(id); });
+    const std::vector<std::string> ids = PlanRequeueNewest(ledger_, o, [&](const std::string& id) {
+      auto record = pods_.find(pod_of.at(id));
+      return record == pods_.end() ? std::nullopt : std::optional<int64_t>(record->second.booked_ms);
+    });
+    for (const std::string& id : ids) {
+      victims.emplace_back(pod_of.at(id), absl::StrCat("rack ", topology_->racks()[o.rack].name,
+                                                       " measures over its cap; newest pod there"));
+    }
+  }
+  return victims;
 }
 
 TelemetryState ExtenderService::telemetry_state() const {

@@ -20,6 +20,7 @@ absl::Status HttpError(int status, absl::string_view body, absl::string_view wha
   if (status == 401 || status == 403) return absl::PermissionDeniedError(msg);
   if (status == 404) return absl::NotFoundError(msg);
   if (status == 409) return absl::AlreadyExistsError(msg);
+  if (status == 429) return absl::ResourceExhaustedError(msg);  // an eviction a PodDisruptionBudget forbids now
   return absl::UnavailableError(msg);
 }
 
@@ -94,7 +95,8 @@ absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> KubeClient::Connect(int rea
     if (!ssl->is_valid()) return absl::InternalError("cannot set up TLS");
     if (!config_.ca_pem.empty()) {
       X509_STORE* store = StoreFromPem(config_.ca_pem);
-      if (store == nullptr) return absl::InvalidArgumentError(absl::StrCat(config_.source, ": no CA certificate found"));
+      if (store == nullptr)
+        return absl::InvalidArgumentError(absl::StrCat(config_.source, ": no CA certificate found"));
       ssl->set_ca_cert_store(store);  // owned by the client's SSL_CTX from here on
     }
     ssl->enable_server_certificate_verification(!config_.insecure_skip_verify);
@@ -145,8 +147,9 @@ absl::Status KubeClient::Watch(const std::string& path, const std::string& field
     std::lock_guard<std::mutex> lock(watches_mu_);
     watches_.insert(cli->get());
   }
-  std::string url = absl::StrCat(config_.base_path, path, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=",
-                                 timeout_seconds, "&resourceVersion=", UrlEncode(resource_version));
+  std::string url =
+      absl::StrCat(config_.base_path, path, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", timeout_seconds,
+                   "&resourceVersion=", UrlEncode(resource_version));
   if (!field_selector.empty()) absl::StrAppend(&url, "&fieldSelector=", UrlEncode(field_selector));
   std::string buffer, error_body;
   absl::Status stream_status = absl::OkStatus();
@@ -215,14 +218,26 @@ absl::Status KubeClient::Watch(const std::string& path, const std::string& field
 }
 
 absl::Status KubeClient::BindPod(const BindingArgs& b) {
-  if (stopped_) return absl::CancelledError("stopped");
   Json body = {{"apiVersion", "v1"},
                {"kind", "Binding"},
                {"metadata", {{"name", b.pod_name}, {"namespace", b.pod_namespace}}},
                {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
   if (!b.pod_uid.empty()) body["metadata"]["uid"] = b.pod_uid;
-  const std::string path = absl::StrCat(config_.base_path, "/api/v1/namespaces/", UrlEncode(b.pod_namespace),
-                                        "/pods/", UrlEncode(b.pod_name), "/binding");
+  return PostPodSubresource(b.pod_namespace, b.pod_name, "binding", body);
+}
+
+absl::Status KubeClient::EvictPod(const std::string& pod_namespace, const std::string& pod_name) {
+  Json body = {{"apiVersion", "policy/v1"},
+               {"kind", "Eviction"},
+               {"metadata", {{"name", pod_name}, {"namespace", pod_namespace}}}};
+  return PostPodSubresource(pod_namespace, pod_name, "eviction", body);
+}
+
+absl::Status KubeClient::PostPodSubresource(const std::string& pod_namespace, const std::string& pod_name,
+                                            const char* subresource, const Json& body) {
+  if (stopped_) return absl::CancelledError("stopped");
+  const std::string path = absl::StrCat(config_.base_path, "/api/v1/namespaces/", UrlEncode(pod_namespace), "/pods/",
+                                        UrlEncode(pod_name), "/", subresource);
   std::lock_guard<std::mutex> lock(bind_mu_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!bind_client_ || attempt > 0) {

@@ -20,7 +20,6 @@
 #include "json_fields.h"
 #include "kube_config.h"
 
-
 namespace rackwise::k8s {
 
 struct ListPage {
@@ -52,6 +51,9 @@ class KubeClient : public PodBinder {
                      int timeout_seconds, const std::function<bool(const WatchEvent&)>& on_event);
   // POST /api/v1/namespaces/{ns}/pods/{name}/binding.
   absl::Status BindPod(const BindingArgs& binding) override;
+  // POST /api/v1/namespaces/{ns}/pods/{name}/eviction (policy/v1 Eviction). A PodDisruptionBudget that forbids
+  // it answers 429, which comes back as ResourceExhausted with the API server's message.
+  absl::Status EvictPod(const std::string& pod_namespace, const std::string& pod_name) override;
 
   // Aborts watches in progress and refuses new calls.
   void Stop();
@@ -59,6 +61,9 @@ class KubeClient : public PodBinder {
 
  private:
   explicit KubeClient(KubeConfig config) : config_(std::move(config)) {}
+  // POST path/{subresource} of a pod (binding, eviction) on the kept-alive connection, reconnecting once.
+  absl::Status PostPodSubresource(const std::string& pod_namespace, const std::string& pod_name,
+                                  const char* subresource, const Json& body);
   absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> Connect(int read_timeout_s) const;
 
   KubeConfig config_;

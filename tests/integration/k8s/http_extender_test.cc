@@ -1,12 +1,14 @@
 // The extender over real HTTP on loopback, with payloads in the exact upstream format (recorded examples in
 // testdata/), and hostile clients that must get a clear HTTP error without crashing anything or changing
 // the ledger.
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "extender_fixture.h"
 #include "reservation_timer.h"
 
@@ -32,7 +34,9 @@ TEST_F(HttpExtenderTest, RecordedLowerCaseAndNullFieldVariants) {
   Json r = Post("/filter", ReadTestData("filter_args_lowercase.json"));
   EXPECT_EQ(r["NodeNames"], Json::array({"b1-r0001-n01", "b1-r0001-n02"}));
   // Both candidate fields null: nothing is feasible, and that is not an error.
-  Json none = Post("/filter", R"({"Pod":{"metadata":{"name":"x"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}},"Nodes":null,"NodeNames":null})");
+  Json none = Post(
+      "/filter",
+      R"({"Pod":{"metadata":{"name":"x"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}},"Nodes":null,"NodeNames":null})");
   EXPECT_TRUE(none["NodeNames"].is_null());
   EXPECT_EQ(none["Error"], "");
 }
@@ -77,8 +81,7 @@ TEST_F(HttpExtenderTest, BindBooksTheLedgerAndPowerCapsHold) {
   EXPECT_EQ(Schedule(MakePod("second", 8), {"b0-r0000-n02", "b0-r0000-n03"}).empty(), false);
   Json third = Post("/filter", FilterBody(MakePod("third", 8), {"b0-r0000-n03", "b0-r0000-n04"}));
   EXPECT_TRUE(third["NodeNames"].empty()) << third.dump();
-  EXPECT_NE(third["FailedNodes"]["b0-r0000-n03"].get<std::string>().find("power"), std::string::npos)
-      << third.dump();
+  EXPECT_NE(third["FailedNodes"]["b0-r0000-n03"].get<std::string>().find("power"), std::string::npos) << third.dump();
   service_->WithLedger([](const Ledger& l) {
     for (RackId r = 0; r < static_cast<RackId>(l.topology().racks().size()); ++r) {
       EXPECT_LE(l.rack_draw(r), l.rack_cap(r));
@@ -195,13 +198,17 @@ TEST_F(HttpExtenderTest, PodBookEvictsByAgeSoALegitimatePodStillBinds) {
   for (int i = 0; i < 999; ++i) filter(absl::StrCat("flood-", i));
   filter("legit");  // the book is full now
   for (int i = 999; i < 1400; ++i) filter(absl::StrCat("flood-", i));
-  Json b = Post("/bind", Json({{"PodName", "legit"}, {"PodNamespace", "ml"}, {"PodUID", "uid-ml-legit"},
-                               {"Node", "b1-r0000-n01"}}).dump());
+  Json b =
+      Post("/bind",
+           Json({{"PodName", "legit"}, {"PodNamespace", "ml"}, {"PodUID", "uid-ml-legit"}, {"Node", "b1-r0000-n01"}})
+               .dump());
   EXPECT_EQ(b["Error"], "");
   EXPECT_EQ(service_->NodeOfPod("ml/legit"), "b1-r0000-n01");
   // The oldest went: the first flood pod cannot bind any more.
-  Json old = Post("/bind", Json({{"PodName", "flood-0"}, {"PodNamespace", "ml"}, {"PodUID", "uid-ml-flood-0"},
-                                 {"Node", "b1-r0000-n01"}}).dump());
+  Json old = Post(
+      "/bind",
+      Json({{"PodName", "flood-0"}, {"PodNamespace", "ml"}, {"PodUID", "uid-ml-flood-0"}, {"Node", "b1-r0000-n01"}})
+          .dump());
   EXPECT_NE(old["Error"].get<std::string>().find("not seen by filter"), std::string::npos) << old.dump();
 }
 
@@ -251,6 +258,51 @@ TEST_F(HttpExtenderTest, HealthAndMetrics) {
         "# TYPE rackwise_request_duration_seconds histogram"}) {
     EXPECT_NE(m->body.find(needle), std::string::npos) << needle;
   }
+}
+
+// A binder that accepts every binding and records evictions (what the API server would be asked).
+class RecordingBinder : public PodBinder {
+ public:
+  absl::Status BindPod(const BindingArgs&) override { return absl::OkStatus(); }
+  absl::Status EvictPod(const std::string& ns, const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu);
+    evicted.push_back(ns + "/" + name);
+    return absl::OkStatus();
+  }
+  std::mutex mu;
+  std::vector<std::string> evicted;
+};
+
+// on_overdraw: requeue_newest. Rack b0-r0000 (cap 30 kW) measures 34 kW: the newest pod there (its 7.7 kW
+// cover the 4 kW excess) is evicted, once; the older pod and the pod on another rack stay.
+TEST_F(HttpExtenderTest, RequeueNewestEvictsTheNewestPodOfAnOverdrawnRackOnce) {
+  RecordingBinder binder;
+  StartExtender(true, &binder);
+  now_ms_ = 1'000'000;
+  ASSERT_EQ(Schedule(MakePod("old", 8), {"b0-r0000-n01"}), "b0-r0000-n01");
+  now_ms_ = 2'000'000;
+  ASSERT_EQ(Schedule(MakePod("new", 8), {"b0-r0000-n02"}), "b0-r0000-n02");
+  ASSERT_EQ(Schedule(MakePod("elsewhere", 8), {"b0-r0001-n01"}), "b0-r0001-n01");
+  TelemetrySettings settings;
+  settings.enabled = true;
+  settings.on_overdraw = OverdrawAction::kRequeueNewest;
+  PowerReadings readings;
+  readings.nodes_ok = true;
+  for (const Node& n : service_->topology().nodes()) {
+    const bool hot = service_->topology().racks()[n.rack].name == "b0-r0000";
+    readings.nodes.push_back({n.name, hot ? 6000.0 : 100.0, 1.0});  // GPU watts; + 2.5 kW idle per node
+  }
+  std::vector<std::string> log = service_->ApplyPowerReadings(settings, readings);
+  {
+    std::lock_guard<std::mutex> lock(binder.mu);
+    EXPECT_EQ(binder.evicted, std::vector<std::string>{"ml/new"});
+  }
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& line) {
+    return absl::StartsWith(line, "OVERDRAW: requeue_newest: evicted pod ml/new (rack b0-r0000 measures over its cap");
+  })) << absl::StrJoin(log, "\n");
+  service_->ApplyPowerReadings(settings, readings);  // still over: the same overdraw acts once
+  std::lock_guard<std::mutex> lock(binder.mu);
+  EXPECT_EQ(binder.evicted.size(), 1u);
 }
 
 // --log-level debug: one line per filter and per bind decision, naming the pod, the outcome and a reason.
@@ -310,7 +362,9 @@ TEST_F(HttpExtenderTest, MalformedRequestsGetClearErrors) {
   EXPECT_NE(Post("/bind", "{}", 400)["Error"].get<std::string>().find("PodName"), std::string::npos);
   Post("/preempt", R"({"NodeNameToMetaVictims":{"n":{"Pods":[{}]}}})", 400);
   Post("/filter", std::string(100000, '['), 400);  // nesting bomb
-  Post("/filter", R"({"Pod":{"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1.5"}}}]}},"NodeNames":["b0-r0000-n01"]})");
+  Post(
+      "/filter",
+      R"({"Pod":{"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1.5"}}}]}},"NodeNames":["b0-r0000-n01"]})");
   auto huge = client_->Post("/filter", std::string(2 << 20, ' '), "application/json");
   ASSERT_TRUE(huge);
   EXPECT_EQ(huge->status, 413);

@@ -66,7 +66,8 @@ class FakeApiServer {
         res.set_content(R"({"kind":"Status","message":"etcdserver: leader changed"})", "application/json");
         return;
       }
-      if (req.get_param_value("continue") == "c1") return res.set_content(ReadTestData("pods_list_page2.json"), "application/json");
+      if (req.get_param_value("continue") == "c1")
+        return res.set_content(ReadTestData("pods_list_page2.json"), "application/json");
       if (n == 1) return res.set_content(ReadTestData("pods_list_page1.json"), "application/json");
       res.set_content(ReadTestData("pods_list_relist.json"), "application/json");
     });
@@ -74,24 +75,40 @@ class FakeApiServer {
       std::lock_guard<std::mutex> lock(mu_);
       if (req.has_param("watch")) {
         int n = node_watches_++;
-        return StreamLines(res, n == 0 ? Lines(ReadTestData("nodes_watch_1.jsonl")) : std::vector<std::string>{},
-                           true, &stop_);
+        return StreamLines(res, n == 0 ? Lines(ReadTestData("nodes_watch_1.jsonl")) : std::vector<std::string>{}, true,
+                           &stop_);
       }
       res.set_content(ReadTestData("nodes_list.json"), "application/json");
     });
-    server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   bindings_.push_back(Json::parse(req.body));
-                   authorization_ = req.get_header_value("Authorization");
-                   if (req.matches[2] == "conflict") {
-                     res.status = 409;
-                     res.set_content(R"({"kind":"Status","message":"pod conflict is already assigned"})", "application/json");
-                     return;
-                   }
-                   res.status = 201;
-                   res.set_content(req.body, "application/json");
-                 });
+    server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)", [this](const httplib::Request& req,
+                                                                               httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      evictions_.push_back(Json::parse(req.body));
+      eviction_paths_.push_back(req.path);
+      authorization_ = req.get_header_value("Authorization");
+      if (req.matches[2] == "guarded") {  // a PodDisruptionBudget says no, as the API server answers it
+        res.status = 429;
+        res.set_content(
+            R"({"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget."})",
+            "application/json");
+        return;
+      }
+      res.status = 201;
+      res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
+    });
+    server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this](const httplib::Request& req,
+                                                                              httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      bindings_.push_back(Json::parse(req.body));
+      authorization_ = req.get_header_value("Authorization");
+      if (req.matches[2] == "conflict") {
+        res.status = 409;
+        res.set_content(R"({"kind":"Status","message":"pod conflict is already assigned"})", "application/json");
+        return;
+      }
+      res.status = 201;
+      res.set_content(req.body, "application/json");
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -120,6 +137,8 @@ class FakeApiServer {
   std::vector<std::string> pod_watch_versions_;
   std::string field_selector_, authorization_;
   std::vector<Json> bindings_;
+  std::vector<Json> evictions_;
+  std::vector<std::string> eviction_paths_;
 };
 
 template <typename F>
@@ -173,6 +192,25 @@ TEST(KubeSyncReplay, ListWatchResumeRelistOnGoneAndBackoff) {
   EXPECT_EQ(api.pod_watch_versions_[1], "106");  // resumed after the last event (bookmark 105, delete 106)
   EXPECT_EQ(api.pod_watch_versions_[2], "200");  // after the relist that followed the 410 event
   EXPECT_EQ(api.field_selector_, "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed");
+}
+
+TEST(KubeSyncReplay, EvictPostsAPolicyV1Eviction) {
+  FakeApiServer api;
+  auto client = KubeClient::Create(api.Config());
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->EvictPod("ml", "train-9").ok());
+  absl::Status refused = (*client)->EvictPod("ml", "guarded");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("disruption budget"), std::string::npos) << refused;
+  std::lock_guard<std::mutex> lock(api.mu_);
+  ASSERT_EQ(api.evictions_.size(), 2u);
+  EXPECT_EQ(api.eviction_paths_[0], "/api/v1/namespaces/ml/pods/train-9/eviction");
+  const Json& body = api.evictions_[0];
+  EXPECT_EQ(body["apiVersion"], "policy/v1");
+  EXPECT_EQ(body["kind"], "Eviction");
+  EXPECT_EQ(body["metadata"]["name"], "train-9");
+  EXPECT_EQ(body["metadata"]["namespace"], "ml");
+  EXPECT_EQ(api.authorization_, "Bearer test-token");
 }
 
 TEST(KubeSyncReplay, BindPostsTheBindingSubresource) {
