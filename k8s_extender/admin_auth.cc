@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
-#include "json_fields.h"
 #include "absl/strings/str_cat.h"
+#include "json_fields.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -45,11 +45,10 @@ absl::Status CheckAdmin(const AdminAuthConfig& config, const CallerCredentials& 
     }
     return absl::PermissionDeniedError("the bearer token is not the admin token");
   }
-  return absl::UnauthenticatedError(absl::StrCat(
-      "this call changes state and needs an admin credential (",
-      config.token.empty() ? "" : "authorization: Bearer <token>",
-      !config.token.empty() && config.client_certs ? " or " : "",
-      config.client_certs ? "a TLS client certificate" : "", ")"));
+  return absl::UnauthenticatedError(absl::StrCat("this call changes state and needs an admin credential (",
+                                                 config.token.empty() ? "" : "authorization: Bearer <token>",
+                                                 !config.token.empty() && config.client_certs ? " or " : "",
+                                                 config.client_certs ? "a TLS client certificate" : "", ")"));
 }
 
 absl::Status LoadAdminToken(const std::string& path, std::string* token) {
@@ -69,11 +68,11 @@ absl::Status LoadAdminToken(const std::string& path, std::string* token) {
 absl::Status CheckAdminTokenStrength(absl::string_view token) {
   constexpr absl::string_view kGenerate = "; generate one with `openssl rand -hex 32`";
   const std::string lower = absl::AsciiStrToLower(token);
-  for (absl::string_view placeholder : {"replace", "change", "placeholder", "example", "dummy", "secret",
-                                        "password", "token", "xxxx", "todo"}) {
+  for (absl::string_view placeholder :
+       {"replace", "change", "placeholder", "example", "dummy", "secret", "password", "token", "xxxx", "todo"}) {
     if (lower.find(std::string(placeholder)) != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("the admin token looks like a placeholder (it contains \"",
-                                                     placeholder, "\")", kGenerate));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the admin token looks like a placeholder (it contains \"", placeholder, "\")", kGenerate));
     }
   }
   if (token.size() < kMinAdminTokenLength) {

@@ -7,23 +7,23 @@
 #include <string>
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 
 namespace rackwise::k8s {
 
 struct AdminAuthConfig {
-  std::string token;                         // empty: tokens are not accepted
-  bool client_certs = false;                 // the gRPC port verifies client certificates against an admin CA
-  std::vector<std::string> common_names;     // empty: any verified certificate is an admin
+  std::string token;                      // empty: tokens are not accepted
+  bool client_certs = false;              // the gRPC port verifies client certificates against an admin CA
+  std::vector<std::string> common_names;  // empty: any verified certificate is an admin
 };
 
 struct CallerCredentials {
-  std::string authorization;                 // the authorization metadata value, if any
-  bool verified_client_cert = false;         // TLS peer presented a certificate the CA verified
-  std::vector<std::string> common_names;     // its subject common names
+  std::string authorization;              // the authorization metadata value, if any
+  bool verified_client_cert = false;      // TLS peer presented a certificate the CA verified
+  std::vector<std::string> common_names;  // its subject common names
 };
 
 // OK, or PermissionDenied/Unauthenticated saying what is missing. Token comparison takes constant time.

@@ -43,8 +43,9 @@ TEST(AdminAuth, ClientCertificates) {
 
 TEST(AdminAuth, PlaceholderAndShortTokensAreRefused) {
   EXPECT_TRUE(CheckAdminTokenStrength("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08").ok());
-  for (const char* bad : {"replace-me-with-openssl-rand-hex-32", "changeme", "s3cret", "0123456789abcdef",
-                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "my-example-admin-credential-for-testing-1"}) {
+  for (const char* bad :
+       {"replace-me-with-openssl-rand-hex-32", "changeme", "s3cret", "0123456789abcdef",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "my-example-admin-credential-for-testing-1"}) {
     absl::Status s = CheckAdminTokenStrength(bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("openssl rand -hex 32"), std::string::npos) << s;

@@ -18,8 +18,8 @@ namespace rackwise::k8s::internal {
 struct TopLevelArgs {
   bool has_node_names = false;
   std::shared_ptr<const CandidateNodes> node_names;  // set when has_node_names
-  Json pod;    // null when absent
-  Json nodes;  // null when absent
+  Json pod;                                          // null when absent
+  Json nodes;                                        // null when absent
 };
 
 // Reads {"Pod": .., "Nodes": .., "NodeNames": [..], ...}, refusing values nested deeper than kMaxJsonDepth.

@@ -40,17 +40,17 @@ void CandidateNodes::Add(std::string name, absl::string_view json_token) {
 
 void CandidateNodes::ResolveInto(const Topology& topology, std::vector<NodeId>* ids_out) const {
   const std::vector<Node>& nodes = topology.nodes();
-  std::vector<NodeId>& ids_ = *ids_out;
-  ids_.assign(names_.size(), kNoId);
+  std::vector<NodeId>& ids = *ids_out;
+  ids.assign(names_.size(), kNoId);
   NodeId previous = kNoId;
   for (size_t i = 0; i < names_.size(); ++i) {
     NodeId next = previous + 1;
     if (next >= 0 && static_cast<size_t>(next) < nodes.size() && nodes[next].name == names_[i]) {
-      ids_[i] = next;
+      ids[i] = next;
     } else if (std::optional<NodeId> id = topology.FindNode(names_[i])) {
-      ids_[i] = *id;
+      ids[i] = *id;
     }
-    previous = ids_[i];
+    previous = ids[i];
   }
 }
 
@@ -60,8 +60,7 @@ size_t CandidateNodes::ApproximateBytes() const {
   return bytes;
 }
 
-CandidateNodeCache::CandidateNodeCache(const Topology* topology, size_t max_entries, size_t max_bytes,
-                                       size_t min_names)
+CandidateNodeCache::CandidateNodeCache(const Topology* topology, size_t max_entries, size_t max_bytes, size_t min_names)
     : topology_(topology), max_entries_(max_entries), max_bytes_(max_bytes), min_names_(min_names) {}
 
 std::shared_ptr<const CandidateNodes> CandidateNodeCache::Match(absl::string_view text, size_t* length) {

@@ -51,7 +51,7 @@ class CandidateNodes {
 
  private:
   std::vector<std::string> names_;
-  std::string json_;               // the quoted tokens back to back
+  std::string json_;                // the quoted tokens back to back
   std::vector<uint32_t> json_end_;  // token i ends here in json_
   std::vector<NodeId> ids_;
 };

@@ -35,7 +35,7 @@ TEST(CandidateNodes, EchoesAsciiTokensAndReescapesTheRest) {
   EXPECT_EQ(c.name(1), "n\xc3\xa9");
   EXPECT_EQ(c.json(1), R"("n\u00e9")");
   EXPECT_EQ(c.name(2), "n\xc3\xa9");
-  EXPECT_EQ(c.json(2), "\"n\xc3\xa9\"");  // not ASCII: escaped afresh (valid UTF-8 kept)
+  EXPECT_EQ(c.json(2), "\"n\xc3\xa9\"");      // not ASCII: escaped afresh (valid UTF-8 kept)
   EXPECT_EQ(c.json(3), "\"x\xef\xbf\xbd\"");  // invalid UTF-8 never reaches an answer
   EXPECT_EQ(CandidateNodes({"q\""}).json(0), R"("q\"")");
 }

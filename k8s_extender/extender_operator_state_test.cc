@@ -2,9 +2,9 @@
 // undone (an acknowledged change is always on disk), and that a saved state file brings everything back.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "extender_service.h"
 #include "rackwise/cluster_state.h"
@@ -26,8 +26,8 @@ v1::ClusterDescription Cluster() {
 std::unique_ptr<ExtenderService> NewService(ExtenderMetrics* metrics) {
   auto t = Topology::Build(Cluster());
   EXPECT_TRUE(t.ok()) << t.status();
-  auto s = std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*t)), ExtenderOptions{}, nullptr,
-                                             metrics);
+  auto s =
+      std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*t)), ExtenderOptions{}, nullptr, metrics);
   s->SetSynced(true);
   return s;
 }

@@ -15,9 +15,7 @@ namespace {
 constexpr char kNotSynced[] = "rackwise: still rebuilding its ledger from the API server; retry shortly";
 constexpr char kUnknownNode[] = "rackwise: node is not in the cluster description";
 
-bool IsUnresolvable(NodeReason r) {
-  return r == NodeReason::kTooFewGpusOnNode || r == NodeReason::kWrongNodeType;
-}
+bool IsUnresolvable(NodeReason r) { return r == NodeReason::kTooFewGpusOnNode || r == NodeReason::kWrongNodeType; }
 
 std::string PodKeyOf(const PodInfo& p) { return p.Key(); }
 
@@ -59,7 +57,8 @@ void MakeRoom(Map& map, int64_t now_ms, size_t max, int64_t ttl_ms, SeenMs seen_
   size_t drop = map.size() - max + 1 + max / 10;
   std::nth_element(ages.begin(), ages.begin() + (drop - 1), ages.end());
   const int64_t cutoff = ages[drop - 1];  // drop everything seen before it, and enough of those seen at it
-  size_t ties = drop - static_cast<size_t>(std::count_if(ages.begin(), ages.end(), [&](int64_t a) { return a < cutoff; }));
+  size_t ties =
+      drop - static_cast<size_t>(std::count_if(ages.begin(), ages.end(), [&](int64_t a) { return a < cutoff; }));
   absl::erase_if(map, [&](const auto& entry) {
     const int64_t seen = seen_ms(entry.second);
     if (seen < cutoff) return true;
@@ -110,7 +109,7 @@ void ExtenderService::Remember(const PodInfo& pod, int64_t now_ms) {
 }
 
 const std::vector<NodeId>& ExtenderService::CandidateIds(const CandidateNodes& candidates,
-                                                          std::vector<NodeId>* scratch) const {
+                                                         std::vector<NodeId>* scratch) const {
   if (candidates.resolved()) return candidates.ids();
   candidates.ResolveInto(*topology_, scratch);
   return *scratch;
@@ -360,7 +359,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
 }
 
 absl::StatusOr<std::map<std::string, MetaVictims>> ExtenderService::Preempt(const PreemptionArgs& args,
-                                                                             int64_t now_ms) {
+                                                                            int64_t now_ms) {
   absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
   if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
   std::map<std::string, MetaVictims> kept;

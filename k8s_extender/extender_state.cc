@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rackwise/power_bounds.h"
 #include "extender_service.h"
 #include "prometheus_text.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -28,8 +28,8 @@ bool ExtenderService::synced() const {
 }
 
 GpuMask ExtenderService::PickFreeGpus(NodeId node, int count) const {
-  const GpuMask free = FullGpuMask(topology_->nodes()[node].gpus) & ~ledger_.allocated_gpus(node) &
-                       ~ledger_.failed_gpus(node);
+  const GpuMask free =
+      FullGpuMask(topology_->nodes()[node].gpus) & ~ledger_.allocated_gpus(node) & ~ledger_.failed_gpus(node);
   const GpuMask out = LowestGpus(free, count);
   return std::popcount(out) == count ? out : 0;
 }
@@ -54,8 +54,7 @@ void ExtenderService::ApplyPod(const PodInfo& pod, int64_t now_ms) {
 void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
   const std::string key = pod.Key();
   auto existing = pods_.find(key);
-  if (existing != pods_.end() && !pod.uid.empty() && !existing->second.uid.empty() &&
-      existing->second.uid != pod.uid) {
+  if (existing != pods_.end() && !pod.uid.empty() && !existing->second.uid.empty() && existing->second.uid != pod.uid) {
     ReleaseRecord(key);  // a new pod under an old name
     existing = pods_.end();
   }
@@ -212,8 +211,8 @@ absl::Status ExtenderService::SetNodeHealth(const std::string& name, NodeHealth 
   const int gpus = topology_->nodes()[*node].gpus;
   for (int g : failed_gpus) {
     if (g < 0 || g >= gpus) {
-      return absl::InvalidArgumentError(absl::StrCat("failed_gpus: ", g, " is not a GPU index of ", name,
-                                                     " (0..", gpus - 1, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("failed_gpus: ", g, " is not a GPU index of ", name, " (0..", gpus - 1, ")"));
     }
   }
   const NodeHealth old_health = operator_health_[*node];
@@ -300,7 +299,8 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   Gauge(out, "rackwise_synced", "1 once the ledger has been rebuilt from the API server (or standalone).");
   absl::StrAppend(out, "rackwise_synced ", synced_ ? 1 : 0, "\n");
-  absl::StrAppend(out, "# HELP rackwise_pods_on_unknown_nodes_total GPU pods seen on nodes the description does not name.\n",
+  absl::StrAppend(out,
+                  "# HELP rackwise_pods_on_unknown_nodes_total GPU pods seen on nodes the description does not name.\n",
                   "# TYPE rackwise_pods_on_unknown_nodes_total counter\n", "rackwise_pods_on_unknown_nodes_total ",
                   unknown_node_pods_, "\n");
   absl::StrAppend(out, "# HELP rackwise_recovery_conflicts_total Running pods that could not be booked (GPUs held).\n",

@@ -56,8 +56,7 @@ absl::StatusOr<std::string> RequiredString(const Json& root, absl::string_view f
 }
 
 void AppendFailures(absl::string_view key, const std::vector<FilterResult::Failure>& failures,
-                    const std::vector<std::string>& reasons_json, const CandidateNodes& candidates,
-                    std::string* out) {
+                    const std::vector<std::string>& reasons_json, const CandidateNodes& candidates, std::string* out) {
   AppendJsonString(key, out);
   out->push_back(':');
   if (failures.empty()) {
@@ -205,7 +204,8 @@ std::vector<std::string> FeasibleNames(const FilterResult& result, const Extende
 }
 
 std::string EncodeFilterError(absl::string_view error) {
-  std::string out = "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null,\"Error\":";
+  std::string out =
+      "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null,\"Error\":";
   AppendJsonString(error, &out);
   out.push_back('}');
   return out;

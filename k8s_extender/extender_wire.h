@@ -23,7 +23,7 @@ absl::StatusOr<Json> ParseJsonObject(absl::string_view body);
 
 // ExtenderArgs: {"Pod": {...}, "Nodes": NodeList|null, "NodeNames": [..]|null}.
 struct ExtenderArgs {
-  Json pod = Json::object();  // core/v1 Pod, lowerCamel keys inside
+  Json pod = Json::object();    // core/v1 Pod, lowerCamel keys inside
   bool has_node_names = false;  // NodeNames was an array (nodeCacheCapable: true)
   bool has_nodes = false;       // Nodes was a NodeList (nodeCacheCapable: false)
   // The candidates: NodeNames, or Nodes.items[].metadata.name in item order. Shared with the cache.

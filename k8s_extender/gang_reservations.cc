@@ -103,7 +103,8 @@ absl::StatusOr<PlacementOutcome> GangReservations::Ensure(const std::string& gro
       if (absl::Status s = ledger_->Commit(a); !s.ok()) {
         for (const GangSlot& undo : added) ledger_->Release(undo.allocation_id);
         DropIfEmpty(group);
-        return absl::InternalError(absl::StrCat("group ", group, ": the ledger refused the core's plan: ", s.message()));
+        return absl::InternalError(
+            absl::StrCat("group ", group, ": the ledger refused the core's plan: ", s.message()));
       }
       added.push_back(std::move(slot));
     }

@@ -24,14 +24,14 @@ struct GangSlot {
   std::string allocation_id;  // in the ledger
   NodeId node = kNoId;
   GpuMask gpus = 0;
-  std::string pod;            // "namespace/name" once bound; empty: free
+  std::string pod;  // "namespace/name" once bound; empty: free
 };
 
 struct GangReservation {
   std::string group;
-  int size = 0;               // pods in the group
-  int pod_gpus = 0;           // GPUs per pod
-  int64_t expires_ms = 0;     // free slots are released after this
+  int size = 0;            // pods in the group
+  int pod_gpus = 0;        // GPUs per pod
+  int64_t expires_ms = 0;  // free slots are released after this
   int next_slot = 0;
   std::vector<GangSlot> slots;
 

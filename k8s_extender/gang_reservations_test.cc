@@ -66,8 +66,8 @@ TEST_F(GangTest, AssignExpireAndRelease) {
   auto slot = gangs_->Assign("g", "ns/p0", n0, 10, 1000);
   ASSERT_TRUE(slot.has_value());
   EXPECT_EQ(gangs_->Assign("g", "ns/p0", n0, 20, 1000)->allocation_id, slot->allocation_id);  // idempotent
-  EXPECT_EQ(gangs_->Expire(500), 0);        // deadline moved to 1010 by the assignment
-  EXPECT_EQ(gangs_->Expire(1010), 3);       // the three unbound slots go
+  EXPECT_EQ(gangs_->Expire(500), 0);   // deadline moved to 1010 by the assignment
+  EXPECT_EQ(gangs_->Expire(1010), 3);  // the three unbound slots go
   EXPECT_EQ(ledger_->allocation_count(), 1u);
   EXPECT_TRUE(gangs_->ReleasePod("g", "ns/p0"));
   EXPECT_EQ(ledger_->allocation_count(), 0u);

@@ -34,8 +34,8 @@ class Timer {
  public:
   Timer(ExtenderService* svc, Verb verb) : svc_(svc), verb_(verb), start_(std::chrono::steady_clock::now()) {}
   ~Timer() {
-    svc_->metrics().ObserveLatency(
-        verb_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    svc_->metrics().ObserveLatency(verb_,
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
 
  private:
@@ -99,7 +99,8 @@ void OutcomeToProto(const Topology& topology, const PlacementOutcome& outcome, v
 grpc::Status PlacementGrpcService::Admin(grpc::ServerContext* ctx) const {
   CallerCredentials caller;
   const auto& md = ctx->client_metadata();
-  if (auto it = md.find("authorization"); it != md.end()) caller.authorization.assign(it->second.data(), it->second.size());
+  if (auto it = md.find("authorization"); it != md.end())
+    caller.authorization.assign(it->second.data(), it->second.size());
   std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
   if (auth && auth->IsPeerAuthenticated()) {
     for (const grpc::string_ref& v : auth->FindPropertyValues("x509_common_name")) {
@@ -120,8 +121,8 @@ grpc::Status PlacementGrpcService::DoPlace(const v1::PlaceRequest* req, v1::Plac
   if (!outcome.ok()) return ToGrpc(outcome.status());
   OutcomeToProto(service_->topology(), *outcome, resp->mutable_outcome());
   bool placed = std::holds_alternative<PlacementDecision>(*outcome);
-  service_->metrics().CountDecision(Verb::kGrpcPlace, commit ? (placed ? "placed" : "refused")
-                                                             : (placed ? "explained_fits" : "explained_refused"));
+  service_->metrics().CountDecision(
+      Verb::kGrpcPlace, commit ? (placed ? "placed" : "refused") : (placed ? "explained_fits" : "explained_refused"));
   return grpc::Status::OK;
 }
 

@@ -94,9 +94,9 @@ std::string ExtenderRoutes::FilterLine(const ExtenderArgs& args, const FilterRes
   const std::string name = meta.value("name", std::string("?"));
   const size_t candidates = args.candidate_nodes().size();
   if (!result.error.empty()) return absl::StrCat("filter ", ns, "/", name, ": error: ", result.error);
-  std::string line = absl::StrCat("filter ", ns, "/", name, ": ", result.feasible.size(), " of ", candidates,
-                                  " nodes feasible, ", result.failed.size(), " failed, ", result.unresolvable.size(),
-                                  " never");
+  std::string line =
+      absl::StrCat("filter ", ns, "/", name, ": ", result.feasible.size(), " of ", candidates, " nodes feasible, ",
+                   result.failed.size(), " failed, ", result.unresolvable.size(), " never");
   if (!result.reasons.empty()) absl::StrAppend(&line, "; first reason: ", result.reasons.front());
   return line;
 }

@@ -33,8 +33,7 @@ class ExtenderRoutes {
   // `service` must outlive this. `mode` is "api-server" or "standalone" (what /readyz says); `now_ms` gives
   // the monotonic milliseconds passed to the service. Without `serve_verbs` only GET /healthz, /readyz and
   // /metrics are answered (a plain port for probes and Prometheus beside the mutual-TLS one for the verbs).
-  ExtenderRoutes(ExtenderService* service, std::string mode, std::function<int64_t()> now_ms,
-                 bool serve_verbs = true);
+  ExtenderRoutes(ExtenderService* service, std::string mode, std::function<int64_t()> now_ms, bool serve_verbs = true);
 
   // `target` is the request target (path and optional query). Never throws for anything a client sends.
   HttpAnswer Handle(absl::string_view method, absl::string_view target, absl::string_view body);

@@ -66,14 +66,13 @@ class ExtenderHttpServer::Impl {
     tls_.emplace(asio::ssl::context::tls_server);
     beast::error_code ec;
     tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                          asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                          asio::ssl::context::no_tlsv1_1,
+                          asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1,
                       ec);
     tls_->use_certificate_chain_file(o.cert_file, ec);
     if (!ec) tls_->use_private_key_file(o.key_file, asio::ssl::context::pem, ec);
     if (ec) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot load the TLS certificate ", o.cert_file, " or key ",
-                                                     o.key_file, ": ", ec.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot load the TLS certificate ", o.cert_file, " or key ", o.key_file, ": ", ec.message()));
     }
     if (!o.client_ca_file.empty()) {
       tls_->load_verify_file(o.client_ca_file, ec);

@@ -26,22 +26,22 @@ namespace rackwise::k8s {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                        // 0: pick a free port (see port())
-  std::string cert_file, key_file;     // both set: HTTPS
-  std::string client_ca_file;          // set (with HTTPS): require client certificates signed by it
-  size_t max_body_bytes = 64u << 20;   // a full NodeList of 5,000 nodes fits
+  int port = 0;                       // 0: pick a free port (see port())
+  std::string cert_file, key_file;    // both set: HTTPS
+  std::string client_ca_file;         // set (with HTTPS): require client certificates signed by it
+  size_t max_body_bytes = 64u << 20;  // a full NodeList of 5,000 nodes fits
   // Bytes of large (1 MiB or more) request bodies held at once; later ones wait their turn. Decoding a full
   // NodeList costs up to ~7 times its size (nlohmann-json DOM), so 64 MiB keeps the process under 1 GiB
   // however many large bodies arrive at once (tests/integration/k8s/extender_process_test.cc).
   size_t body_budget_bytes = 64u << 20;
   size_t max_header_bytes = 16u << 10;
-  int request_timeout_ms = 10'000;     // first byte of a request to its last (kube-scheduler's httpTimeout is 5 s)
+  int request_timeout_ms = 10'000;  // first byte of a request to its last (kube-scheduler's httpTimeout is 5 s)
   int write_timeout_ms = 10'000;
   // Idle keep-alive connections close after this. Longer than Go's default IdleConnTimeout (90 s), so that
   // kube-scheduler never sends a POST on a connection the server is closing.
   int idle_timeout_ms = 120'000;
   size_t max_connections = 512;
-  int threads = 4;                     // I/O threads; requests are decoded and answered on them
+  int threads = 4;  // I/O threads; requests are decoded and answered on them
   // False: only GET /healthz, /readyz and /metrics (the plain --metrics-listen port for probes and
   // Prometheus, which carry no client certificate).
   bool serve_verbs = true;
@@ -56,7 +56,7 @@ struct HttpServerOptions {
 // Counts of the front end's own refusals, for tests and /metrics.
 struct HttpServerStats {
   size_t open_connections = 0;
-  size_t idle_connections = 0;         // waiting between requests
+  size_t idle_connections = 0;  // waiting between requests
   uint64_t shed_connections = 0;
   uint64_t refused_connections = 0;
   size_t body_bytes_in_use = 0;

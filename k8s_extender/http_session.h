@@ -32,8 +32,11 @@ namespace http = boost::beast::http;
 // What every connection shares. Outlives the connections (see ExtenderHttpServer::Impl).
 struct FrontEnd {
   FrontEnd(ExtenderService* service, const HttpServerOptions& opts)
-      : options(opts), routes(service, opts.mode, opts.now_ms, opts.serve_verbs), slots(opts.max_connections),
-        budget(opts.body_budget_bytes), metrics(&service->metrics()) {
+      : options(opts),
+        routes(service, opts.mode, opts.now_ms, opts.serve_verbs),
+        slots(opts.max_connections),
+        budget(opts.body_budget_bytes),
+        metrics(&service->metrics()) {
     if (opts.decision_log) routes.set_decision_log(opts.decision_log);
   }
   const HttpServerOptions& options;
@@ -213,8 +216,8 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
 
   void Fail(beast::error_code ec) {
     if (timed_out_) {
-      return Refuse(408, absl::StrCat("rackwise: request not received within ", front_->options.request_timeout_ms,
-                                      " ms"));
+      return Refuse(408,
+                    absl::StrCat("rackwise: request not received within ", front_->options.request_timeout_ms, " ms"));
     }
     if (ec == http::error::body_limit) return RefuseTooLarge();
     if (ec == http::error::header_limit) {

@@ -79,11 +79,26 @@ void AppendJsonString(absl::string_view text, std::string* out) {
     }
     unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
-      case '"': out->append("\\\""); ++i; continue;
-      case '\\': out->append("\\\\"); ++i; continue;
-      case '\n': out->append("\\n"); ++i; continue;
-      case '\r': out->append("\\r"); ++i; continue;
-      case '\t': out->append("\\t"); ++i; continue;
+      case '"':
+        out->append("\\\"");
+        ++i;
+        continue;
+      case '\\':
+        out->append("\\\\");
+        ++i;
+        continue;
+      case '\n':
+        out->append("\\n");
+        ++i;
+        continue;
+      case '\r':
+        out->append("\\r");
+        ++i;
+        continue;
+      case '\t':
+        out->append("\\t");
+        ++i;
+        continue;
       default: break;
     }
     if (c < 0x20) {

@@ -93,7 +93,8 @@ absl::Status ParseServerUrl(const std::string& url, KubeConfig* config) {
   absl::string_view port_text;
   if (!hostport.empty() && hostport[0] == '[') {
     size_t close = hostport.find(']');
-    if (close == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("server \"", url, "\": bad IPv6 host"));
+    if (close == absl::string_view::npos)
+      return absl::InvalidArgumentError(absl::StrCat("server \"", url, "\": bad IPv6 host"));
     config->host = std::string(hostport.substr(1, close - 1));
     if (close + 1 < hostport.size() && hostport[close + 1] == ':') port_text = hostport.substr(close + 2);
   } else {
@@ -155,8 +156,8 @@ absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::st
       config.client_cert_pem = *cert;
       config.client_key_pem = *key;
       if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": user \"", user_name,
-                                                       "\": a client certificate needs its key and vice versa"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": user \"", user_name, "\": a client certificate needs its key and vice versa"));
       }
     }
     return config;

@@ -13,7 +13,7 @@
 namespace rackwise::k8s {
 
 struct KubeConfig {
-  std::string source;           // "in-cluster" or the kubeconfig path, for logs
+  std::string source;  // "in-cluster" or the kubeconfig path, for logs
   bool https = true;
   std::string host;
   int port = 443;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "absl/strings/str_cat.h"
 #include <httplib.h>
+#include "absl/strings/str_cat.h"
 
 #include "http_server.h"
 

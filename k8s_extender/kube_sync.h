@@ -24,7 +24,7 @@ struct SyncOptions {
   int watch_timeout_s = 300;
   int64_t backoff_initial_ms = 500;
   int64_t backoff_max_ms = 30'000;
-  std::function<int64_t()> now_ms;  // monotonic ms for the service; default steady clock
+  std::function<int64_t()> now_ms;              // monotonic ms for the service; default steady clock
   std::function<void(const std::string&)> log;  // one line per event worth telling an operator
 };
 

@@ -2,8 +2,8 @@
 // Placement service and the API-server sync together, then waits for SIGINT/SIGTERM. All logic lives in the
 // rackwise_k8s library; this file only parses flags and connects the parts.
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -17,9 +17,9 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_sync.h"
+#include "rackwise/cluster_description.h"
 #include "reservation_timer.h"
 #include "state_file.h"
-#include "rackwise/cluster_description.h"
 #include "telemetry_face.h"
 #ifdef RACKWISE_HAVE_GRPC
 #include "grpc_service.h"
@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
   app.add_option("--tls-cert", tls_cert, "serve HTTPS with this certificate (PEM)");
   app.add_option("--tls-key", tls_key, "... and this key (PEM)");
-  app.add_option("--client-ca", client_ca, "require HTTPS clients (kube-scheduler) to present a cert signed by this CA");
+  app.add_option("--client-ca", client_ca,
+                 "require HTTPS clients (kube-scheduler) to present a cert signed by this CA");
   app.add_option("--grpc-tls-cert", grpc_cert, "TLS certificate for the gRPC port");
   app.add_option("--grpc-tls-key", grpc_key, "TLS key for the gRPC port");
   app.add_option("--grpc-admin-ca", grpc_admin_ca, "client certificates signed by this CA are admins (needs gRPC TLS)");
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
   }
 
 #ifdef RACKWISE_HAVE_GRPC
-  std::unique_ptr<GrpcServer> grpc_server;
+  std::unique_ptr<GrpcServer> placement_server;
   if (!grpc_listen.empty()) {
     AdminAuthConfig auth;
     if (!admin_token_file.empty()) {
@@ -197,12 +198,12 @@ int main(int argc, char** argv) {
     g.cert_file = grpc_cert;
     g.key_file = grpc_key;
     g.admin_ca_file = grpc_admin_ca;
-    grpc_server = std::make_unique<GrpcServer>(&service, auth, g);
-    if (absl::Status s = grpc_server->Start(); !s.ok()) {
+    placement_server = std::make_unique<GrpcServer>(&service, auth, g);
+    if (absl::Status s = placement_server->Start(); !s.ok()) {
       Log(std::string(s.message()));
       return 1;
     }
-    Log(absl::StrCat("gRPC rackwise.v1.Placement on port ", grpc_server->port(),
+    Log(absl::StrCat("gRPC rackwise.v1.Placement on port ", placement_server->port(),
                      auth.token.empty() && !auth.client_certs ? " (read-only: no admin credential configured)" : ""));
   }
 #endif
@@ -229,7 +230,7 @@ int main(int argc, char** argv) {
   if (poller) poller->Stop();
   if (sync) sync->Stop();
 #ifdef RACKWISE_HAVE_GRPC
-  if (grpc_server) grpc_server->Stop();
+  if (placement_server) placement_server->Stop();
 #endif
   server.Stop();
   if (metrics_server) metrics_server->Stop();

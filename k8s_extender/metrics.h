@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include <utility>
+#include "absl/strings/string_view.h"
 
 namespace rackwise::k8s {
 
@@ -27,7 +27,7 @@ const char* VerbName(Verb verb);
 class LatencyHistogram {
  public:
   static constexpr std::array<double, 16> kBounds = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                     0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,    10};
+                                                     0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
   void Observe(double seconds);
   // Appends the _bucket/_sum/_count lines for one label set, e.g. labels = "verb=\"filter\"".
   void Render(absl::string_view name, absl::string_view labels, std::string* out) const;

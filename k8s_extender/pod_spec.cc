@@ -125,8 +125,8 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod) {
   if (std::string v = MetaValue(meta, kNvlinkAnnotation); !v.empty()) {
     info.locality = ParseLocality(v);
     if (!info.locality) {
-      return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kNvlinkAnnotation, "]: \"", v,
-                                                     "\" is not one of ", kLocalityChoices));
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata.annotations[", kNvlinkAnnotation, "]: \"", v, "\" is not one of ", kLocalityChoices));
     }
   }
   if (std::string v = MetaValue(meta, kGpuWattsAnnotation); !v.empty()) {

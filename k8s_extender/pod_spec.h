@@ -34,15 +34,15 @@ inline constexpr int kMaxGroupSize = 100'000;
 
 struct PodInfo {
   std::string name;
-  std::string namespace_;   // "default" when unset
+  std::string namespace_;  // "default" when unset
   std::string uid;
-  std::string node_name;    // spec.nodeName: set once bound
-  std::string phase;        // status.phase
-  bool deleting = false;    // metadata.deletionTimestamp set
-  int gpus = 0;             // effective nvidia.com/gpu request
-  std::optional<Locality> locality;   // rackwise.io/nvlink
-  double watts_per_gpu = 0;           // rackwise.io/gpu-watts; 0: the node type's default
-  std::string group;        // "<namespace>/<kind>/<name>"; empty: not part of a group
+  std::string node_name;             // spec.nodeName: set once bound
+  std::string phase;                 // status.phase
+  bool deleting = false;             // metadata.deletionTimestamp set
+  int gpus = 0;                      // effective nvidia.com/gpu request
+  std::optional<Locality> locality;  // rackwise.io/nvlink
+  double watts_per_gpu = 0;          // rackwise.io/gpu-watts; 0: the node type's default
+  std::string group;                 // "<namespace>/<kind>/<name>"; empty: not part of a group
   int group_size = 1;
 
   // "namespace/name", the key pods are booked under.

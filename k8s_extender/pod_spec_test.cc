@@ -52,9 +52,31 @@ TEST(PodSpec, Annotations) {
 // The annotation goes through the core's bounds (rackwise/power_bounds.h): extreme, tiny and malformed watts
 // are refused naming the annotation; what passes is a sane number of watts, never a free job.
 TEST(PodSpec, GpuWattsAnnotationIsBounded) {
-  for (const char* text : {"0", "0.001", "4.9e-324", "1e-310", "-0", "nan", "inf", "-inf", "1e300", "-5", "1e17",
-                           "9223372036854775807", "18446744073709551616", "99999999999999999999999999", "1e999",
-                           "10000.001", "100000", "0x10", "700W", "", " ", "1", "700", " 450.5 ", "10000"}) {
+  for (const char* text : {"0",
+                           "0.001",
+                           "4.9e-324",
+                           "1e-310",
+                           "-0",
+                           "nan",
+                           "inf",
+                           "-inf",
+                           "1e300",
+                           "-5",
+                           "1e17",
+                           "9223372036854775807",
+                           "18446744073709551616",
+                           "99999999999999999999999999",
+                           "1e999",
+                           "10000.001",
+                           "100000",
+                           "0x10",
+                           "700W",
+                           "",
+                           " ",
+                           "1",
+                           "700",
+                           " 450.5 ",
+                           "10000"}) {
     auto p = ParsePod(Pod(absl::StrCat(R"(,"annotations":{"rackwise.io/gpu-watts":")", text, "\"}"),
                           R"([{"resources":{"limits":{"nvidia.com/gpu":"8"}}}])"));
     if (!p.ok()) {
@@ -83,10 +105,11 @@ TEST(PodSpec, RackwiseGroup) {
 }
 
 TEST(PodSpec, JobSetGroupFromLabels) {
-  auto p = ParsePod(Pod(R"(,"labels":{"jobset.sigs.k8s.io/jobset-name":"llm","jobset.sigs.k8s.io/replicatedjob-name":"workers",
+  auto p = ParsePod(
+      Pod(R"(,"labels":{"jobset.sigs.k8s.io/jobset-name":"llm","jobset.sigs.k8s.io/replicatedjob-name":"workers",
                                      "jobset.sigs.k8s.io/replicatedjob-replicas":"4"},
                             "annotations":{"rackwise.io/pods-per-job":"2"})",
-                        "[]"));
+          "[]"));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->group, "ml/jobset/llm/workers");
   EXPECT_EQ(p->group_size, 8);

@@ -49,7 +49,7 @@ std::string DefaultStateFile(const std::string& description_path) {
 }
 
 absl::StatusOr<std::optional<v1::ClusterState>> LoadStateFile(const std::string& path,
-                                                             const v1::ClusterDescription& description) {
+                                                              const v1::ClusterDescription& description) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     if (ec) return absl::UnavailableError(absl::StrCat("cannot check ", path, ": ", ec.message()));

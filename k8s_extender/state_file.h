@@ -27,7 +27,7 @@ std::string DefaultStateFile(const std::string& description_path);
 // Reads and checks the state against `description` (unknown names, bad indices, out-of-range watts and caps are
 // InvalidArgument with file and line). nullopt when no file exists yet (the first start).
 absl::StatusOr<std::optional<v1::ClusterState>> LoadStateFile(const std::string& path,
-                                                             const v1::ClusterDescription& description);
+                                                              const v1::ClusterDescription& description);
 
 // Replaces the file with `state` atomically and durably (see above). Unavailable when it cannot.
 absl::Status SaveStateFile(const std::string& path, const v1::ClusterState& state);

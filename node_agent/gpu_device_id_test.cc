@@ -21,7 +21,8 @@ TEST(ParseGpuDeviceId, UuidsIndicesAndReplicas) {
 }
 
 TEST(ParseGpuDeviceId, RefusesMigAndMalformed) {
-  for (const char* bad : {"MIG-4f1e3a2b-1c0d", "", "-1", "1024", "99999", "0x1", "GPU-", "GPU-zz", "gpu0", " 1", "1.0"}) {
+  for (const char* bad :
+       {"MIG-4f1e3a2b-1c0d", "", "-1", "1024", "99999", "0x1", "GPU-", "GPU-zz", "gpu0", " 1", "1.0"}) {
     auto ref = ParseGpuDeviceId(bad);
     EXPECT_FALSE(ref.ok()) << bad;
     if (!ref.ok()) {

@@ -42,7 +42,8 @@ absl::StatusOr<std::vector<int>> BoardsToLimit(const std::vector<int>& indices, 
   std::vector<int> out;
   for (int i : indices) {
     auto it = gpus.ranges.find(i);
-    if (it == gpus.ranges.end()) return absl::UnavailableError(absl::StrCat("GPU ", i, ": its power limit range is unknown"));
+    if (it == gpus.ranges.end())
+      return absl::UnavailableError(absl::StrCat("GPU ", i, ": its power limit range is unknown"));
     if (mw < it->second.min_mw) {
       return absl::OutOfRangeError(absl::StrCat(mw / 1000.0, " W is below GPU ", i, "'s lowest power limit (",
                                                 it->second.min_mw / 1000.0, " W; its range is [",
@@ -108,7 +109,8 @@ LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDev
     std::string taken_by;
     for (int i : indices) {
       if (auto it = board_owner.find(i); it != board_owner.end()) {
-        taken_by = absl::StrCat("GPU ", i, " is shared with ", it->second, ", which is limited to fewer or equal watts");
+        taken_by =
+            absl::StrCat("GPU ", i, " is shared with ", it->second, ", which is limited to fewer or equal watts");
         break;
       }
     }

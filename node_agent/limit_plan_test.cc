@@ -24,9 +24,9 @@ PodWatts Pod(const std::string& name, int64_t mw, const std::string& uid = "u1")
 }
 
 TEST(PlanLimits, LimitsExactlyThePodsGpusByIndexOrUuid) {
-  LimitPlan plan = PlanLimits({Pod("a", 450'000), Pod("b", 300'000)},
-                              {{"ml", "a", {"2", "0"}}, {"ml", "b", {"GPU-dddddddd", "GPU-bbbbbbbb::1"}}}, {},
-                              FourGpus());
+  LimitPlan plan =
+      PlanLimits({Pod("a", 450'000), Pod("b", 300'000)},
+                 {{"ml", "a", {"2", "0"}}, {"ml", "b", {"GPU-dddddddd", "GPU-bbbbbbbb::1"}}}, {}, FourGpus());
   EXPECT_TRUE(plan.restore.empty());
   EXPECT_TRUE(plan.refused.empty());
   ASSERT_EQ(plan.apply.size(), 2u);
@@ -39,8 +39,8 @@ TEST(PlanLimits, LimitsExactlyThePodsGpusByIndexOrUuid) {
 
 TEST(PlanLimits, HeldAndUnchangedIsLeftAloneGoneIsRestoredChangedIsRedone) {
   std::vector<HeldLimit> held = {{"ml/a/u1", {0}, 450'000}, {"ml/gone/u9", {1}, 300'000}, {"ml/c/u1", {2}, 500'000}};
-  LimitPlan plan = PlanLimits({Pod("a", 450'000), Pod("c", 400'000)}, {{"ml", "a", {"0"}}, {"ml", "c", {"2"}}},
-                              held, FourGpus());
+  LimitPlan plan =
+      PlanLimits({Pod("a", 450'000), Pod("c", 400'000)}, {{"ml", "a", {"0"}}, {"ml", "c", {"2"}}}, held, FourGpus());
   EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/gone/u9", "ml/c/u1"}));
   ASSERT_EQ(plan.apply.size(), 1u);
   EXPECT_EQ(plan.apply[0].owner, "ml/c/u1");
@@ -48,8 +48,7 @@ TEST(PlanLimits, HeldAndUnchangedIsLeftAloneGoneIsRestoredChangedIsRedone) {
 }
 
 TEST(PlanLimits, RecreatedPodIsANewOwner) {
-  LimitPlan plan = PlanLimits({Pod("a", 450'000, "u2")}, {{"ml", "a", {"0"}}}, {{"ml/a/u1", {0}, 450'000}},
-                              FourGpus());
+  LimitPlan plan = PlanLimits({Pod("a", 450'000, "u2")}, {{"ml", "a", {"0"}}}, {{"ml/a/u1", {0}, 450'000}}, FourGpus());
   EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/a/u1"}));
   ASSERT_EQ(plan.apply.size(), 1u);
   EXPECT_EQ(plan.apply[0].owner, "ml/a/u2");
@@ -58,17 +57,23 @@ TEST(PlanLimits, RecreatedPodIsANewOwner) {
 TEST(PlanLimits, RefusesBadAnnotationsUnknownDevicesAndOutOfRangeWatts) {
   PodWatts bad = Pod("bad", 0);
   bad.error = "metadata.annotations[rackwise.io/gpu-watts]: \"lots\" is not a number";
-  LimitPlan plan = PlanLimits({bad, Pod("tiny", 1), Pod("huge", 5'000'000), Pod("ghost", 400'000),
-                               Pod("far", 400'000), Pod("mig", 400'000)},
-                              {{"ml", "bad", {"0"}}, {"ml", "tiny", {"1"}}, {"ml", "huge", {"2"}},
-                               {"ml", "ghost", {"GPU-99999999"}}, {"ml", "far", {"7"}}, {"ml", "mig", {"MIG-1234"}}},
-                              {{"ml/bad/u1", {0}, 300'000}}, FourGpus());
+  LimitPlan plan = PlanLimits(
+      {bad, Pod("tiny", 1), Pod("huge", 5'000'000), Pod("ghost", 400'000), Pod("far", 400'000), Pod("mig", 400'000)},
+      {{"ml", "bad", {"0"}},
+       {"ml", "tiny", {"1"}},
+       {"ml", "huge", {"2"}},
+       {"ml", "ghost", {"GPU-99999999"}},
+       {"ml", "far", {"7"}},
+       {"ml", "mig", {"MIG-1234"}}},
+      {{"ml/bad/u1", {0}, 300'000}}, FourGpus());
   EXPECT_TRUE(plan.apply.empty());
   EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/bad/u1"}));  // a limit held before the edit goes
   ASSERT_EQ(plan.refused.size(), 5u);
   EXPECT_NE(plan.refused[0].reason.find("lots"), std::string::npos);
-  EXPECT_NE(plan.refused[1].reason.find("0.001 W is below GPU 1's lowest power limit (100 W; its range is [100, 700] W)"),
-            std::string::npos) << plan.refused[1].reason;
+  EXPECT_NE(
+      plan.refused[1].reason.find("0.001 W is below GPU 1's lowest power limit (100 W; its range is [100, 700] W)"),
+      std::string::npos)
+      << plan.refused[1].reason;
   EXPECT_EQ(plan.refused[2].name, "ghost");
   EXPECT_NE(plan.refused[2].reason.find("no GPU with this UUID"), std::string::npos);
   EXPECT_NE(plan.refused[3].reason.find("this node has 4 GPUs"), std::string::npos);
@@ -109,7 +114,7 @@ TEST(PlanLimits, InvariantsOverEveryCombination) {
   NodeGpus gpus = FourGpus();
   gpus.count = 2;
   const std::vector<int64_t> watts = {0 /* bad annotation */, 50'000 /* below range */, 300'000, 450'000,
-                                     900'000 /* above the boards' maximum */};
+                                      900'000 /* above the boards' maximum */};
   const std::vector<std::vector<std::string>> devs = {{}, {"0"}, {"1"}, {"0", "GPU-bbbbbbbb"}, {"GPU-zzzzzzzz"}};
   const std::vector<std::optional<HeldLimit>> helds = {std::nullopt, HeldLimit{"", {0}, 300'000},
                                                        HeldLimit{"", {1}, 450'000}};

@@ -90,7 +90,8 @@ TEST_F(NodeAgentTest, LimitFollowsThePod) {
   Run();  // nothing changes: not applied again
   EXPECT_EQ(metrics_.applied(), 1u);
   EXPECT_NE(metrics_.Render().find("rackwise_node_agent_gpu_power_limit_watts{gpu=\"3\",pod=\"ml/a\"} 450.000"),
-            std::string::npos) << metrics_.Render();
+            std::string::npos)
+      << metrics_.Render();
   pods_.clear();
   devices_.clear();
   Run();

@@ -17,8 +17,8 @@ k8s::Json Pod(const std::string& name, const std::string& node, const std::strin
 TEST(AnnotatedPods, KeepsThisNodesRunningAnnotatedPods) {
   std::vector<k8s::Json> items = {
       Pod("a", "gpu001", R"("rackwise.io/gpu-watts":"450")"),
-      Pod("b", "gpu002", R"("rackwise.io/gpu-watts":"450")"),         // another node
-      Pod("c", "gpu001", ""),                                          // no annotation
+      Pod("b", "gpu002", R"("rackwise.io/gpu-watts":"450")"),  // another node
+      Pod("c", "gpu001", ""),                                  // no annotation
       Pod("d", "gpu001", R"("rackwise.io/gpu-watts":"450")", "Succeeded"),
       Pod("e", "gpu001", R"("rackwise.io/gpu-watts":" 312.5 ")", "Pending"),
   };

@@ -25,8 +25,8 @@ std::string Number(int field, uint64_t value) { return Varint(static_cast<uint64
 
 TEST(DevicesByPod, DecodesUpstreamWireBytesAndSkipsFieldsItDoesNotDeclare) {
   // ContainerDevices{resource_name=1, device_ids=2, topology=3{nodes=1{ID=1}}}
-  std::string gpus = Bytes(1, "nvidia.com/gpu") + Bytes(2, "GPU-0001") + Bytes(2, "GPU-0002") +
-                     Bytes(3, Bytes(1, Number(1, 1)));
+  std::string gpus =
+      Bytes(1, "nvidia.com/gpu") + Bytes(2, "GPU-0001") + Bytes(2, "GPU-0002") + Bytes(3, Bytes(1, Number(1, 1)));
   // ContainerResources{name=1, devices=2, cpu_ids=3 (packed), memory=4 (newer kubelets), dynamic_resources=5}
   std::string container = Bytes(1, "main") + Bytes(2, gpus) + Bytes(3, Varint(2) + Varint(3)) +
                           Bytes(4, Bytes(1, "memory") + Number(2, 1 << 30)) + Bytes(5, Bytes(2, "claim"));

@@ -40,10 +40,11 @@ TEST(JobRequeuerTest, RequeuesOnItsOwnThreadAndLogsEachOutcome) {
   }
   ASSERT_EQ(r.calls, (std::vector<uint32_t>{12, 13}));
   EXPECT_NE(r.threads[0], std::this_thread::get_id());
-  EXPECT_EQ(r.lines, (std::vector<std::string>{
-                         "ok: requeued JobId=12 (rack r1 over its cap)",
-                         "error: cannot requeue JobId=13 (rack r1 over its cap): Requested operation is presently disabled",
-                     }));
+  EXPECT_EQ(r.lines,
+            (std::vector<std::string>{
+                "ok: requeued JobId=12 (rack r1 over its cap)",
+                "error: cannot requeue JobId=13 (rack r1 over its cap): Requested operation is presently disabled",
+            }));
 }
 
 TEST(JobRequeuerTest, AJobQueuedTwiceWhileWaitingIsRequeuedOnce) {

@@ -36,7 +36,7 @@ class PendingReasons {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  uint64_t generation_ = 0;                         // bumped by every Note
+  uint64_t generation_ = 0;                          // bumped by every Note
   std::unordered_map<uint32_t, std::string> noted_;  // job id -> text
   std::thread thread_;
 };

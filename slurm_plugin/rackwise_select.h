@@ -19,12 +19,13 @@
 #include "cluster_model.h"
 #include "job_requeuer.h"
 #include "pending_reasons.h"
-#include "requeue_guard.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
-#include "state_publisher.h"
+#include "requeue_guard.h"
 #include "slurm_telemetry.h"
+#include "state_publisher.h"
+// Slurm last (see slurm_headers.h).
 #include "slurm_headers.h"
 
 namespace rackwise::slurm {
@@ -47,10 +48,10 @@ class RackwiseSelect {
               uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail);
 
   // Ledger hooks, keyed by job id and idempotent.
-  void JobRunning(job_record_t* job);  // nodeinfo_set: a job started, or was recovered after a restart
-  void JobGone(job_record_t* job);     // job_fini, or suspended with its resources released
+  void JobRunning(job_record_t* job);   // nodeinfo_set: a job started, or was recovered after a restart
+  void JobGone(job_record_t* job);      // job_fini, or suspended with its resources released
   void JobFinished(job_record_t* job);  // job_fini: JobGone, and where it ran is remembered (requeue_guard.h)
-  void JobChanged(job_record_t* job);  // resized, expanded, resumed
+  void JobChanged(job_record_t* job);   // resized, expanded, resumed
 
  private:
   struct GpuAsk {
@@ -89,7 +90,8 @@ class RackwiseSelect {
   // Drops every per-node GPU pick of the job's request (ours or a previous try's) before cons_tres runs.
   void ClearGpuSelection(job_record_t* job) const;
   int JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
-                    uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail);
+                    uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
+                    const JobTestTail& tail);
   int InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
                 uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail);
   int RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
@@ -115,16 +117,16 @@ class RackwiseSelect {
   slurm_select_ops_t* inner_;
   std::mutex mu_;
   std::unique_ptr<ClusterModel> model_;
-  std::string loaded_text_;  // the file content the model was built from, to skip unchanged reloads
+  std::string loaded_text_;    // the file content the model was built from, to skip unchanged reloads
   std::string rejected_text_;  // the last file content refused, so that it is not retried and relogged
-  std::string mismatch_;     // non-empty: slurm.conf changed under a description that no longer fits
+  std::string mismatch_;       // non-empty: slurm.conf changed under a description that no longer fits
   std::vector<NodeHealth> health_cache_;
   absl::flat_hash_set<uint32_t> statically_feasible_;  // job ids that fit the empty, healthy cluster
   uint32_t gpu_plugin_id_ = 0;
   PendingReasons reasons_;
   RecentDepartures departures_;
   absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
-  std::unique_ptr<JobRequeuer> requeuer_;                  // started on the first overdraw that needs it
+  std::unique_ptr<JobRequeuer> requeuer_;                 // started on the first overdraw that needs it
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads

@@ -24,7 +24,8 @@ constexpr char kLastGoodName[] = "rackwise.last-good.yaml";
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the cluster description: ", std::strerror(errno)));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat(path, ": cannot read the cluster description: ", std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -136,9 +137,10 @@ int RackwiseSelect::NodeInit() {
   }
   absl::Status fallback = UseDescription(previous, previous_file);
   if (fallback.ok()) {
-    error("rackwise: keeping the last accepted description (%s) and placing as before; fix %s and run "
-          "scontrol reconfigure",
-          previous_file == DescriptionPath() ? "the one in force" : previous_file.c_str(), DescriptionPath().c_str());
+    error(
+        "rackwise: keeping the last accepted description (%s) and placing as before; fix %s and run "
+        "scontrol reconfigure",
+        previous_file == DescriptionPath() ? "the one in force" : previous_file.c_str(), DescriptionPath().c_str());
     RebuildLedgerLocked();
     if (!state_publisher_) StartStatePublisherLocked();
     return SLURM_SUCCESS;

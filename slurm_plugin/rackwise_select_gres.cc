@@ -112,14 +112,15 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
   for (const NodeGpus& ng : decision.nodes) {
     const int i = model_->ToSlurm(ng.node);
     const uint64_t want = std::popcount(ng.gpus);
-    const bool same_count = js->gres_cnt_node_select[i] == want &&
-                            !(js->gres_bit_select && js->gres_bit_select[i] &&
-                              static_cast<uint64_t>(bit_set_count(js->gres_bit_select[i])) != want);
+    const bool same_count =
+        js->gres_cnt_node_select[i] == want && !(js->gres_bit_select && js->gres_bit_select[i] &&
+                                                 static_cast<uint64_t>(bit_set_count(js->gres_bit_select[i])) != want);
     const NodeGpuState node = GpuStateOfNode(i, gpu_plugin_id_);
-    const bool free = node.size > 0 && node.size <= kMaxGpusPerNode && (ng.gpus >> node.size) == 0 &&
-                      !(node.busy & ng.gpus);
+    const bool free =
+        node.size > 0 && node.size <= kMaxGpusPerNode && (ng.gpus >> node.size) == 0 && !(node.busy & ng.gpus);
     if (!same_count && (!may_move_counts || !free)) {
-      if (!may_move_counts && CountsAreTied(js)) debug("rackwise: JobId=%u GPU counts tied to tasks, CPUs or memory", job->job_id);
+      if (!may_move_counts && CountsAreTied(js))
+        debug("rackwise: JobId=%u GPU counts tied to tasks, CPUs or memory", job->job_id);
       debug("rackwise: JobId=%u keeps cons_tres's GPU split (node %d: %" PRIu64 " given, %" PRIu64 " planned)",
             job->job_id, i, js->gres_cnt_node_select[i], want);
       return false;  // counts stay all cons_tres's or all the core's: the job's total must not change

@@ -126,8 +126,7 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   // placed there until the draw falls.
   absl::Status recovered = model_->ledger().Commit(*allocation, CommitMode::kRecover);
   if (starting) {
-    error("rackwise: JobId=%u started outside the usable caps: %s", job->job_id,
-          std::string(status.message()).c_str());
+    error("rackwise: JobId=%u started outside the usable caps: %s", job->job_id, std::string(status.message()).c_str());
   } else {
     info("rackwise: JobId=%u recovered above a usable cap: %s", job->job_id, std::string(status.message()).c_str());
   }

@@ -8,9 +8,9 @@
 // once per overdraw; lower_limits is logged with what it would set but not carried out by slurmctld (a running
 // job's limits are set by its node's prolog; see docs/telemetry.md).
 #include "absl/strings/match.h"
-#include "rackwise/cluster_description.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/cluster_description.h"
 #include "rackwise/telemetry.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 
@@ -69,8 +69,8 @@ void RackwiseSelect::RequeueForOverdrawLocked() {
     for (const std::string& id : ids) {
       uint32_t job_id = 0;
       if (!absl::SimpleAtoi(id, &job_id)) continue;
-      requeuer_->Requeue(job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; ",
-                                              "newest job there"));
+      requeuer_->Requeue(
+          job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; ", "newest job there"));
     }
   }
 }

@@ -36,8 +36,7 @@ void RecentDepartures::Left(uint32_t job_id, std::vector<NodeId> nodes, int64_t 
   by_job_[job_id] = Departure{std::move(nodes), now_s};
 }
 
-std::vector<NodeId> RecentDepartures::Avoid(uint32_t job_id, int64_t now_s, int64_t window_s,
-                                            int64_t* wait_s) const {
+std::vector<NodeId> RecentDepartures::Avoid(uint32_t job_id, int64_t now_s, int64_t window_s, int64_t* wait_s) const {
   if (wait_s) *wait_s = 0;
   auto it = by_job_.find(job_id);
   if (it == by_job_.end()) return {};

@@ -14,7 +14,7 @@ TEST(PrologSkipWindow, FollowsSlurmsCredExpireRules) {
   EXPECT_EQ(PrologSkipWindowSeconds("cred_expire=4", 5), 120 + 5 + 1);    // below Slurm's minimum: its default
   EXPECT_EQ(PrologSkipWindowSeconds("cred_expire=abc", 5), 120 + 5 + 1);  // unreadable: the default
   EXPECT_EQ(PrologSkipWindowSeconds("cred_expire=99999999999999999999999", 5), 120 + 5 + 1);  // overflow
-  EXPECT_EQ(PrologSkipWindowSeconds("cred_expire=9000000", 5), 7 * 24 * 3600 + 5 + 1);         // capped
+  EXPECT_EQ(PrologSkipWindowSeconds("cred_expire=9000000", 5), 7 * 24 * 3600 + 5 + 1);        // capped
 }
 
 TEST(RecentDepartures, AvoidsTheNodesLeftWithinTheWindowOnlyForThatJob) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // select/rackwise_cons_tres: the C ABI Slurm loads (22.05: plugin_id + 36 select_p_* calls; 24.11: + 31;
-// plus plugin_name/plugin_type/plugin_version and init/fini; slurm_compat.h has the differences). It loads select/cons_tres as an inner plugin and
-// forwards every call; inside slurmctld, RackwiseSelect narrows job_test's candidate nodes to the core's
-// decision and keeps the power ledger in step. Clients (squeue, sbatch, ...) load this too and only forward.
+// plus plugin_name/plugin_type/plugin_version and init/fini; slurm_compat.h has the differences). It loads
+// select/cons_tres as an inner plugin and forwards every call; inside slurmctld, RackwiseSelect narrows job_test's
+// candidate nodes to the core's decision and keeps the power ledger in step. Clients (squeue, sbatch, ...) load this
+// too and only forward.
 //
 // Nothing may escape into Slurm's C code: every call into C++ is guarded, and an unexpected exception is
 // logged and answered the way cons_tres alone would have answered (never fatal()).
@@ -145,7 +146,7 @@ int fini(void) {
 
 int select_p_state_save(char* dir_name) { return g_inner.state_save(dir_name); }
 int select_p_state_restore(char* dir_name) { return g_inner.state_restore(dir_name); }
-int select_p_job_init(SlurmList job_list) { return g_inner.job_init(job_list); }
+int select_p_job_init(SlurmList jobs) { return g_inner.job_init(jobs); }
 
 int select_p_node_init(void) {
   int rc = g_inner.node_init();

@@ -53,9 +53,9 @@ typedef struct {
   int (*state_restore)(char* dir_name);
   int (*job_init)(list_t* job_list);
   int (*node_init)(void);
-  int (*job_test)(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                  uint32_t req_nodes, uint16_t mode, list_t* preeemptee_candidates, list_t** preemptee_job_list,
-                  resv_exc_t* resv_exc_ptr, will_run_data_t* will_run_ptr);
+  int (*job_test)(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
+                  uint16_t mode, list_t* preeemptee_candidates, list_t** preemptee_job_list, resv_exc_t* resv_exc_ptr,
+                  will_run_data_t* will_run_ptr);
   int (*job_begin)(job_record_t* job_ptr);
   int (*job_ready)(job_record_t* job_ptr);
   int (*job_expand)(job_record_t* from_job_ptr, job_record_t* to_job_ptr);
@@ -73,8 +73,7 @@ typedef struct {
   int (*nodeinfo_free)(select_nodeinfo_t* nodeinfo);
   int (*nodeinfo_set_all)(void);
   int (*nodeinfo_set)(job_record_t* job_ptr);
-  int (*nodeinfo_get)(select_nodeinfo_t* nodeinfo, enum select_nodedata_type dinfo, enum node_states state,
-                      void* data);
+  int (*nodeinfo_get)(select_nodeinfo_t* nodeinfo, enum select_nodedata_type dinfo, enum node_states state, void* data);
   select_jobinfo_t* (*jobinfo_alloc)(void);
   int (*jobinfo_free)(select_jobinfo_t* jobinfo);
   int (*jobinfo_set)(select_jobinfo_t* jobinfo, enum select_jobdata_type data_type, void* data);

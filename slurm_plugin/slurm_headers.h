@@ -4,7 +4,8 @@
 // slurm_compat.h then papers over what differs between the two versions.
 #pragma once
 
-// clang-format off: slurm_xlator.h must precede the other Slurm headers (it renames their symbols).
+// slurm_xlator.h must precede the other Slurm headers (it renames their symbols): no include sorting here.
+// clang-format off
 extern "C" {
 #include "config.h"
 

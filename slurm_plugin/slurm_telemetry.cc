@@ -39,12 +39,11 @@ std::string SlurmTelemetry::Configure(const TelemetrySettings& settings) {
   options.connect_timeout_ms = std::min(options.timeout_ms, 500L);
   auto client = std::make_shared<telemetry::PrometheusClient>(settings.prometheus_url, options);
   poller_ = std::make_unique<telemetry::TelemetryPoller>(
-      settings.interval_s,
-      [settings, client] { return telemetry::FetchPowerReadings(settings, *client); },
+      settings.interval_s, [settings, client] { return telemetry::FetchPowerReadings(settings, *client); },
       [this](const PowerReadings& r) { Deliver(r); });
-  return absl::StrCat("telemetry: polling ", settings.prometheus_url, " every ", settings.interval_s, " s (stale after ",
-                      settings.stale_after_s, " s, reclaim ", settings.reclaim_fraction * 100, "%, on_overdraw ",
-                      OverdrawActionName(settings.on_overdraw), ")");
+  return absl::StrCat("telemetry: polling ", settings.prometheus_url, " every ", settings.interval_s,
+                      " s (stale after ", settings.stale_after_s, " s, reclaim ", settings.reclaim_fraction * 100,
+                      "%, on_overdraw ", OverdrawActionName(settings.on_overdraw), ")");
 }
 
 void SlurmTelemetry::Deliver(const PowerReadings& readings) {

@@ -63,15 +63,17 @@ TEST(SlurmTelemetryTest, AppliesParkedReadingsOnceAndReportsChangesOnce) {
   telemetry.Deliver(Nodes(t, 8000, 1));
   log = telemetry.ApplyLatest(&l);
   ASSERT_EQ(log.size(), 1u);
-  EXPECT_EQ(log[0], "OVERDRAW: rack b0-r0000 measures 21.0 kW, above its 20.0 kW cap; jobs on it: 4242; nothing more "
-                    "is placed there");
+  EXPECT_EQ(log[0],
+            "OVERDRAW: rack b0-r0000 measures 21.0 kW, above its 20.0 kW cap; jobs on it: 4242; nothing more "
+            "is placed there");
   telemetry.Deliver(Nodes(t, 8000, 1));
   EXPECT_TRUE(telemetry.ApplyLatest(&l).empty());
   // A stale source: estimates count again, said once; the alarm clears.
   telemetry.Deliver(Nodes(t, 8000, 61));
   log = telemetry.ApplyLatest(&l);
   ASSERT_EQ(log.size(), 2u);
-  EXPECT_NE(log[0].find("telemetry: stale (0 of 1 racks measured; the others count their estimates)"), std::string::npos)
+  EXPECT_NE(log[0].find("telemetry: stale (0 of 1 racks measured; the others count their estimates)"),
+            std::string::npos)
       << log[0];
   EXPECT_EQ(log[1], "overdraw cleared: rack b0-r0000 is back under its cap");
   EXPECT_EQ(l.counted_rack_draw(0), l.rack_draw(0));

@@ -40,12 +40,12 @@ class StatePublisher {
   const std::chrono::milliseconds interval_;
   const Snapshot snapshot_;
   const Log log_;
-  std::string written_;     // the text the file holds now (only the publishing thread touches it)
+  std::string written_;  // the text the file holds now (only the publishing thread touches it)
   std::string last_error_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
-  std::thread thread_;      // last: started once everything above is initialised
+  std::thread thread_;  // last: started once everything above is initialised
 };
 
 }  // namespace rackwise::slurm

@@ -47,7 +47,8 @@ TEST(StatePublisher, WritesOnlyWhenTheTextChanges) {
   fs::path file = dir.path / "state.yaml";
   std::optional<std::string> text = "allocations: []\n";
   std::vector<std::string> logged;
-  StatePublisher publisher(file.string(), kNever, [&] { return text; }, [&](const std::string& m) { logged.push_back(m); });
+  StatePublisher publisher(
+      file.string(), kNever, [&] { return text; }, [&](const std::string& m) { logged.push_back(m); });
   publisher.PublishOnce();
   EXPECT_EQ(Read(file), "allocations: []\n");
   ino_t first = Inode(file);
@@ -67,8 +68,9 @@ TEST(StatePublisher, WritesOnlyWhenTheTextChanges) {
 TEST(StatePublisher, LogsAFailingWriteOnce) {
   std::vector<std::string> logged;
   int round = 0;
-  StatePublisher publisher("/nonexistent-dir/state.yaml", kNever, [&] { return std::to_string(++round); },
-                           [&](const std::string& m) { logged.push_back(m); });
+  StatePublisher publisher(
+      "/nonexistent-dir/state.yaml", kNever, [&] { return std::to_string(++round); },
+      [&](const std::string& m) { logged.push_back(m); });
   publisher.PublishOnce();
   publisher.PublishOnce();
   ASSERT_EQ(logged.size(), 1u);
@@ -80,8 +82,9 @@ TEST(StatePublisher, ItsThreadPublishesAndStops) {
   fs::path file = dir.path / "state.yaml";
   std::atomic<int> calls = 0;
   {
-    StatePublisher publisher(file.string(), milliseconds(10), [&] { return "n: " + std::to_string(++calls / 1000); },
-                             [](const std::string&) {});
+    StatePublisher publisher(
+        file.string(), milliseconds(10), [&] { return "n: " + std::to_string(++calls / 1000); },
+        [](const std::string&) {});
     for (int i = 0; i < 1000 && !fs::exists(file); ++i) std::this_thread::sleep_for(milliseconds(10));
     ASSERT_TRUE(fs::exists(file)) << "not published within 10 s";
   }

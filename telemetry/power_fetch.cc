@@ -34,8 +34,7 @@ PowerReadings FetchPowerReadings(const TelemetrySettings& settings, PrometheusCl
   if (!settings.enabled) return r;
   RunQuery(client, settings.node_power_query, settings.node_label, now_unix_s, &r.nodes_ok, &r.nodes_error, &r.nodes);
   if (!settings.rack_power_query.empty())
-    RunQuery(client, settings.rack_power_query, settings.rack_label, now_unix_s, &r.racks_ok, &r.racks_error,
-             &r.racks);
+    RunQuery(client, settings.rack_power_query, settings.rack_label, now_unix_s, &r.racks_ok, &r.racks_error, &r.racks);
   return r;
 }
 

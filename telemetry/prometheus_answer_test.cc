@@ -9,10 +9,9 @@
 namespace rackwise::telemetry {
 namespace {
 
-constexpr char kGood[] =
-    R"({"status":"success","data":{"resultType":"vector","result":[)"
-    R"({"metric":{"Hostname":"gpu001"},"value":[1700000000.5,"2800.25"]},)"
-    R"({"metric":{"Hostname":"gpu002"},"value":[1700000001,"NaN"]}]}})";
+constexpr char kGood[] = R"({"status":"success","data":{"resultType":"vector","result":[)"
+                         R"({"metric":{"Hostname":"gpu001"},"value":[1700000000.5,"2800.25"]},)"
+                         R"({"metric":{"Hostname":"gpu002"},"value":[1700000001,"NaN"]}]}})";
 
 TEST(ParseQueryAnswerTest, ReadsNamesWattsAndAges) {
   absl::StatusOr<std::vector<PowerReading>> r = ParseQueryAnswer(kGood, "Hostname", 1700000010);

@@ -12,7 +12,7 @@ namespace rackwise::telemetry {
 
 struct PrometheusClientOptions {
   long connect_timeout_ms = 1000;
-  long timeout_ms = 3000;             // the whole request, answer included
+  long timeout_ms = 3000;              // the whole request, answer included
   size_t max_answer_bytes = 16 << 20;  // far above any cluster's per-node answer
 };
 

@@ -15,7 +15,12 @@ TEST(TelemetryPollerTest, FetchesRepeatedlyAndStops) {
   int delivered = 0;
   {
     TelemetryPoller p(
-        0.02, [] { PowerReadings r; r.nodes_ok = true; return r; },
+        0.02,
+        [] {
+          PowerReadings r;
+          r.nodes_ok = true;
+          return r;
+        },
         [&](const PowerReadings& r) {
           EXPECT_TRUE(r.nodes_ok);
           std::lock_guard<std::mutex> lock(mu);
@@ -32,7 +37,8 @@ TEST(TelemetryPollerTest, FetchesRepeatedlyAndStops) {
 TEST(TelemetryPollerTest, StopDoesNotWaitForTheInterval) {
   const auto start = std::chrono::steady_clock::now();
   {
-    TelemetryPoller p(3600, [] { return PowerReadings{}; }, [](const PowerReadings&) {});
+    TelemetryPoller p(
+        3600, [] { return PowerReadings{}; }, [](const PowerReadings&) {});
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }

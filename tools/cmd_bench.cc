@@ -39,9 +39,9 @@ Timings Summarise(std::vector<double> us) {
 }
 
 struct FillFlags {
-  double percent = 0;   // occupancy to reach before timing (0: the state as loaded)
+  double percent = 0;  // occupancy to reach before timing (0: the state as loaded)
   unsigned seed = 1;
-  int job_gpus = 0;     // every filling job's size (0: the mix below)
+  int job_gpus = 0;        // every filling job's size (0: the mix below)
   std::string save_state;  // where to write the filled state (a state file for --state)
 };
 
@@ -81,8 +81,8 @@ int Fill(Ledger* ledger, const FillFlags& fill) {
 void PrintText(const Session& session, const PlacementOutcome& outcome, int repeat, const Timings& t,
                const nlohmann::json& facts) {
   const Topology& topology = *session.topology;
-  std::printf("state: %zu allocations, %.1f%% of GPUs in use (loaded in %.1f ms)\n",
-              session.ledger->allocation_count(), facts["occupancy_pct"].get<double>(), facts["load_ms"].get<double>());
+  std::printf("state: %zu allocations, %.1f%% of GPUs in use (loaded in %.1f ms)\n", session.ledger->allocation_count(),
+              facts["occupancy_pct"].get<double>(), facts["load_ms"].get<double>());
   if (const auto* d = std::get_if<PlacementDecision>(&outcome)) {
     std::printf("fit: %zu nodes, %d NVLink domains, %zu racks\n", d->nodes.size(), d->domains, d->racks.size());
   } else {
@@ -129,7 +129,8 @@ std::variant<Session, int> Prepare(const SessionFlags& flags, const FillFlags& f
 }
 
 int RunBench(int argc, char** argv) {
-  CLI::App app{"Times one placement decision (a fit or a refusal), repeated, on a cluster and state.", "rackwise bench"};
+  CLI::App app{"Times one placement decision (a fit or a refusal), repeated, on a cluster and state.",
+               "rackwise bench"};
   SessionFlags flags;
   JobFlags job;
   FillFlags fill;

@@ -47,9 +47,14 @@ nlohmann::json RackTable(const Ledger& l, const PlacementRequest& r, std::string
     const std::string meas = measured ? absl::StrFormat("%.1f", static_cast<double>(*measured) / 1e6) : "-";
     absl::StrAppendFormat(text, "  %-14s %-12s %6d %10d %9.1f %9s %9.1f %9.1f  %s\n", info.name, type, free,
                           best_domain, draw, meas, cap, left, verdict);
-    racks.push_back({{"rack", info.name},  {"type", type},        {"free_gpus", free},
-                     {"largest_free_domain", best_domain},        {"draw_kw", draw},
-                     {"cap_kw", cap},      {"headroom_kw", left}, {"verdict", verdict}});
+    racks.push_back({{"rack", info.name},
+                     {"type", type},
+                     {"free_gpus", free},
+                     {"largest_free_domain", best_domain},
+                     {"draw_kw", draw},
+                     {"cap_kw", cap},
+                     {"headroom_kw", left},
+                     {"verdict", verdict}});
     racks.back()["measured_kw"] = measured ? nlohmann::json(static_cast<double>(*measured) / 1e6) : nlohmann::json();
   }
   return racks;
@@ -64,12 +69,11 @@ int RunExplain(int argc, char** argv) {
   const PlacementOutcome* outcome = &run.outcome;
   const Topology& t = *session->topology;
   const Locality locality = request->locality.value_or(t.policy().default_locality);
-  std::string text = absl::StrFormat("job %s: %d GPUs, %s per node, NVLink locality %s%s\n", request->id, request->gpus,
-                                     request->gpus_per_node > 0 ? std::to_string(request->gpus_per_node) : "any split",
-                                     LocalityName(locality),
-                                     request->watts_per_gpu > 0
-                                         ? absl::StrFormat(", %.0f W per GPU declared", request->watts_per_gpu)
-                                         : ", node types' default watts per GPU");
+  std::string text = absl::StrFormat(
+      "job %s: %d GPUs, %s per node, NVLink locality %s%s\n", request->id, request->gpus,
+      request->gpus_per_node > 0 ? std::to_string(request->gpus_per_node) : "any split", LocalityName(locality),
+      request->watts_per_gpu > 0 ? absl::StrFormat(", %.0f W per GPU declared", request->watts_per_gpu)
+                                 : ", node types' default watts per GPU");
   nlohmann::json json = {{"job", request->id}, {"gpus", request->gpus}, {"locality", LocalityName(locality)}};
   int code = kExitOk;
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
@@ -94,7 +98,6 @@ int RunExplain(int argc, char** argv) {
 
 }  // namespace
 
-RACKWISE_REGISTER_COMMAND(explain, "explain", "where a job would go, or why it cannot start, rack by rack",
-                          RunExplain);
+RACKWISE_REGISTER_COMMAND(explain, "explain", "where a job would go, or why it cannot start, rack by rack", RunExplain);
 
 }  // namespace rackwise::cli

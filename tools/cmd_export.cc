@@ -45,8 +45,8 @@ int RunExport(int argc, char** argv) {
     for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
     return kExitInvalidInput;
   }
-  if (!k8s_nodes.empty()) return WriteFile(k8s_nodes, adopt::ExportToK8sNodes(*description, labels)) ? kExitOk
-                                                                                                       : kExitInvalidInput;
+  if (!k8s_nodes.empty())
+    return WriteFile(k8s_nodes, adopt::ExportToK8sNodes(*description, labels)) ? kExitOk : kExitInvalidInput;
   std::filesystem::path dir(slurm_dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -46,7 +46,8 @@ absl::StatusOr<adopt::Inventory> ReadInventory(const ImportArgs& args, Diagnosti
   adopt::SlurmConfigs configs;
   *unreadable = !ReadConfig(args.slurm_conf, &configs.slurm_conf);
   if (!args.gres_conf.empty()) *unreadable |= !ReadConfig(args.gres_conf, &configs.gres_confs.emplace_back());
-  for (const std::string& t : args.topology_confs) *unreadable |= !ReadConfig(t, &configs.topology_confs.emplace_back());
+  for (const std::string& t : args.topology_confs)
+    *unreadable |= !ReadConfig(t, &configs.topology_confs.emplace_back());
   if (*unreadable) return absl::NotFoundError("unreadable input");
   return adopt::InventoryFromSlurm(configs, diagnostics);
 }
@@ -105,7 +106,7 @@ int RunImport(int argc, char** argv) {
 
 }  // namespace
 
-RACKWISE_REGISTER_COMMAND(import, "import", "a description skeleton from slurm.conf/gres.conf/topology.conf or k8s nodes",
-                          RunImport);
+RACKWISE_REGISTER_COMMAND(import, "import",
+                          "a description skeleton from slurm.conf/gres.conf/topology.conf or k8s nodes", RunImport);
 
 }  // namespace rackwise::cli

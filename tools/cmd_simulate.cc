@@ -84,8 +84,8 @@ void PrintTable(const std::vector<Run>& runs, bool slowdown) {
       {"power ceiling (%)", [](const Run& r) { return absl::StrFormat("%.1f", 100 * r.metrics.power_ceiling); }},
       {"  utilisation / ceiling (%)",
        [](const Run& r) {
-         return absl::StrFormat("%.1f", r.metrics.power_ceiling > 0
-                                            ? 100 * r.metrics.gpu_utilization / r.metrics.power_ceiling : 0);
+         return absl::StrFormat(
+             "%.1f", r.metrics.power_ceiling > 0 ? 100 * r.metrics.gpu_utilization / r.metrics.power_ceiling : 0);
        }},
       {"  work / ceiling (%)",
        [](const Run& r) {
@@ -167,7 +167,8 @@ int RunSimulate(int argc, char** argv) {
   double slowdown = 0;
   app.add_option("--cluster", cluster_path, "cluster description (default: the built-in demo)");
   app.add_option("--trace", trace_path, "trace CSV: " + std::string(kTraceHeader))->required();
-  app.add_option("--policy", policy_name, "rackwise | first-fit | spread | tree-bestfit | static-cap | capped-first-fit | all");
+  app.add_option("--policy", policy_name,
+                 "rackwise | first-fit | spread | tree-bestfit | static-cap | capped-first-fit | all");
   app.add_flag("--json", json, "print JSON");
   app.add_option("--placements", placements,
                  "write every placement as JSONL (with --policy all: one file per policy, FILE.<policy>.jsonl)");

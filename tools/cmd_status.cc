@@ -8,9 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "adopt/power_status.h"
 #include "command.h"
 #include "placement_session.h"
-#include "adopt/power_status.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -43,8 +43,7 @@ std::optional<adopt::PowerStatus> FromFiles(const SessionFlags& flags) {
 }
 
 int RunStatus(int argc, char** argv) {
-  CLI::App app{"Draw, cap and headroom of every rack and power domain, from a state file or the extender",
-               "status"};
+  CLI::App app{"Draw, cap and headroom of every rack and power domain, from a state file or the extender", "status"};
   SessionFlags flags;
   std::string grpc;
   double watch = 0;

@@ -12,11 +12,11 @@
 
 #include "command.h"
 #include "placement_session.h"
-#include "rackwise/trace_fit.h"
-#include "trace_fit_format.h"
 #include "rackwise/trace.h"
+#include "rackwise/trace_fit.h"
 #include "rackwise/trace_generator.h"
 #include "rackwise/trace_philly.h"
+#include "trace_fit_format.h"
 
 namespace rackwise::cli {
 namespace {
@@ -58,9 +58,9 @@ int RunTrace(int argc, char** argv) {
   gen->add_option("--seed", gp.seed, "random seed (same seed, same trace)")->required();
   gen->add_option("--gpus-cluster", gp.cluster_gpus,
                   "GPUs of the target cluster (caps sizes, sets the rate; default: --cluster's)");
-  CLI::Option* node_gpus =
-      gen->add_option("--node-gpus", gp.node_gpus, "GPUs per node of the target cluster (8 HGX, 4 NVL72; default: "
-                                                   "--cluster's largest node, else 8)");
+  CLI::Option* node_gpus = gen->add_option("--node-gpus", gp.node_gpus,
+                                           "GPUs per node of the target cluster (8 HGX, 4 NVL72; default: "
+                                           "--cluster's largest node, else 8)");
   std::string cluster_path;
   gen->add_option("--cluster", cluster_path, "warn about jobs this cluster description can never run");
   gen->add_option("--load", gp.load, "offered load: GPU-seconds asked / (cluster GPUs x span), default 0.9");

@@ -18,7 +18,7 @@ inline constexpr int kExitInternal = 70;     // a bug: please report
 
 struct Command {
   std::string name;
-  std::string summary;                        // one line for `rackwise --help`
+  std::string summary;                            // one line for `rackwise --help`
   std::function<int(int argc, char** argv)> run;  // argv[0] is the command name
 };
 

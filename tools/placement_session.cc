@@ -16,8 +16,7 @@ namespace rackwise::cli {
 
 void AddJobFlags(CLI::App* app, JobFlags* job) {
   app->add_option("--gpus", job->gpus, "GPUs in total")->required()->check(CLI::Range(1, 1 << 20));
-  app->add_option("--gpus-per-node", job->gpus_per_node, "GPUs on every node (0: any split)")
-      ->check(CLI::Range(0, 64));
+  app->add_option("--gpus-per-node", job->gpus_per_node, "GPUs on every node (0: any split)")->check(CLI::Range(0, 64));
   app->add_option("--locality", job->locality, "NVLink locality: required, preferred or none")
       ->check(CLI::IsMember({"required", "preferred", "none"}));
   app->add_option("--watts-per-gpu", job->watts_per_gpu, "declared draw per GPU (0: the node type's)")
@@ -87,9 +86,11 @@ namespace {
 
 // The CLI's flag for a field of NamedRequest, so that errors name what the user typed.
 std::string FlagOf(std::string_view message) {
-  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"allowed_nodes:", "--nodes:"}, {"excluded_nodes:", "--exclude:"}, {"node_type:", "--node-type:"},
-      {"gpus_per_node:", "--gpus-per-node:"}, {"gpus:", "--gpus:"}};
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {{"allowed_nodes:", "--nodes:"},
+                                                                             {"excluded_nodes:", "--exclude:"},
+                                                                             {"node_type:", "--node-type:"},
+                                                                             {"gpus_per_node:", "--gpus-per-node:"},
+                                                                             {"gpus:", "--gpus:"}};
   for (const auto& [field, flag] : kFlags) {
     if (message.substr(0, field.size()) == field) return std::string(flag) + std::string(message.substr(field.size()));
   }

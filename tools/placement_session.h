@@ -20,20 +20,20 @@ namespace rackwise::cli {
 struct JobFlags {
   int gpus = 0;
   int gpus_per_node = 0;
-  std::string locality;      // required|preferred|none; empty: the policy's default
+  std::string locality;  // required|preferred|none; empty: the policy's default
   double watts_per_gpu = 0;
   std::string node_type;
-  std::string nodes;         // hostlist the job may use
-  std::string exclude;       // hostlist the job must not use
+  std::string nodes;    // hostlist the job may use
+  std::string exclude;  // hostlist the job must not use
   std::string id = "job";
-  double waited_s = 0;       // how long the job has waited (policy.preferred_wait_s)
+  double waited_s = 0;  // how long the job has waited (policy.preferred_wait_s)
 };
 
 struct SessionFlags {
-  std::string cluster;       // empty: the built-in example
+  std::string cluster;  // empty: the built-in example
   std::string state;
   bool json = false;
-  bool no_telemetry = false; // skip the description's telemetry: estimates only
+  bool no_telemetry = false;  // skip the description's telemetry: estimates only
 };
 
 void AddJobFlags(CLI::App* app, JobFlags* job);

@@ -29,7 +29,8 @@ void AddTelemetryJson(const Ledger& ledger, const MeasuredDraw& measured, nlohma
   nlohmann::json watts = nlohmann::json::object();
   const Topology& t = ledger.topology();
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    if (std::optional<Milliwatts> m = ledger.measured_rack_draw_now(r)) watts[t.racks()[r].name] = MilliwattsToWatts(*m);
+    if (std::optional<Milliwatts> m = ledger.measured_rack_draw_now(r))
+      watts[t.racks()[r].name] = MilliwattsToWatts(*m);
   }
   (*json)["measured_watts"] = std::move(watts);
 }
@@ -41,8 +42,8 @@ std::string TelemetryText(const MeasuredDraw& measured, int racks) {
       return absl::StrCat("telemetry: fresh (", measured.measured_racks, " of ", racks, " racks measured)\n");
     case TelemetryState::kStale:
       return absl::StrCat("telemetry: stale (", measured.measured_racks, " of ", racks,
-                          " racks measured; the others count their estimates)",
-                          measured.problems.empty() ? "" : ": ", absl::StrJoin(measured.problems, "; "), "\n");
+                          " racks measured; the others count their estimates)", measured.problems.empty() ? "" : ": ",
+                          absl::StrJoin(measured.problems, "; "), "\n");
   }
   return "";
 }

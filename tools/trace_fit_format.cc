@@ -12,11 +12,11 @@ void WarnTraceMisfits(const TraceFit& fit, const std::string& who, const std::st
                who.c_str(), fit.misfit_jobs, fit.jobs, 100.0 * fit.misfit_jobs / std::max(1, fit.jobs),
                cluster.c_str());
   for (const TraceMisfit& m : fit.shapes) {
-    std::fprintf(stderr, "%s: warning:   %d job(s) of %d GPUs%s%s: %s\n", who.c_str(), m.jobs, m.gpus,
-                 m.gpus_per_node > 0 ? (", " + std::to_string(m.gpus_per_node) + " per node").c_str() : "",
-                 m.watts_per_gpu > 0 ? (", " + std::to_string(static_cast<int>(m.watts_per_gpu)) + " W per GPU").c_str()
-                                     : "",
-                 m.reason.c_str());
+    std::fprintf(
+        stderr, "%s: warning:   %d job(s) of %d GPUs%s%s: %s\n", who.c_str(), m.jobs, m.gpus,
+        m.gpus_per_node > 0 ? (", " + std::to_string(m.gpus_per_node) + " per node").c_str() : "",
+        m.watts_per_gpu > 0 ? (", " + std::to_string(static_cast<int>(m.watts_per_gpu)) + " W per GPU").c_str() : "",
+        m.reason.c_str());
   }
 }
 

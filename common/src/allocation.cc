@@ -13,8 +13,6 @@ int Allocation::gpu_count() const {
   return n;
 }
 
-Allocation PlacementDecision::ToAllocation(const std::string& id) const {
-  return Allocation{id, nodes, per_gpu};
-}
+Allocation PlacementDecision::ToAllocation(const std::string& id) const { return Allocation{id, nodes, per_gpu}; }
 
 }  // namespace rackwise

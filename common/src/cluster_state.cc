@@ -4,8 +4,8 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
-#include "rackwise/power_bounds.h"
 #include "proto_to_yaml.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise {
 
@@ -58,7 +58,8 @@ absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
     out.per_gpu = WattsToMilliwatts(a.watts_per_gpu());
     for (const v1::NodeGpus& ng : a.nodes()) {
       std::optional<NodeId> n = t.FindNode(ng.node());
-      if (!n) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), " names unknown node '", ng.node(), "'"));
+      if (!n)
+        return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), " names unknown node '", ng.node(), "'"));
       GpuMask mask = 0;
       for (uint32_t gpu : ng.gpus()) {
         if (gpu >= static_cast<uint32_t>(kMaxGpusPerNode))

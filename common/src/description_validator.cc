@@ -137,9 +137,9 @@ class Checker {
       } else if (node_ok && idle_ok && t.gpus() >= 1 &&
                  t.node_watts() - t.idle_watts() < kMinWattsPerGpu * static_cast<double>(t.gpus())) {
         // Otherwise an allocated GPU would cost (next to) nothing by default: a job could run for free.
-        Report(p + ".node_watts", absl::StrCat(who, ": node_watts (", t.node_watts(), ") must exceed idle_watts (",
-                                               t.idle_watts(), ") by at least ", kMinWattsPerGpu,
-                                               " W per GPU (what the GPUs add at full load)"));
+        Report(p + ".node_watts",
+               absl::StrCat(who, ": node_watts (", t.node_watts(), ") must exceed idle_watts (", t.idle_watts(),
+                            ") by at least ", kMinWattsPerGpu, " W per GPU (what the GPUs add at full load)"));
       }
     }
   }
@@ -382,12 +382,12 @@ class Checker {
     bool min_ok = CheckAmount("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu());
     bool max_ok = CheckAmount("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu());
     if (min_ok) {
-      CheckAtMost("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu(),
-                  kMaxWattsPerGpu, "W");
+      CheckAtMost("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu(), kMaxWattsPerGpu,
+                  "W");
     }
     if (max_ok) {
-      CheckAtMost("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu(),
-                  kMaxWattsPerGpu, "W");
+      CheckAtMost("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu(), kMaxWattsPerGpu,
+                  "W");
     }
     if (min_ok && max_ok && policy.max_watts_per_gpu() > 0 && policy.min_watts_per_gpu() > policy.max_watts_per_gpu()) {
       Report("policy.min_watts_per_gpu",

@@ -16,7 +16,6 @@
 
 namespace rackwise {
 
-
 // Appends a diagnostic for every rule `description` breaks. `lines` says where each field came from; when it
 // is empty (a description built in memory), diagnostics carry line 0. Returns true when nothing is wrong.
 bool CheckDescription(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,

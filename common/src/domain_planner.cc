@@ -24,8 +24,8 @@ double TieBreakScore(const PlacementContext& ctx, DomainId d, int gpus) {
   const Ledger& l = ctx.ledger();
   const Milliwatts cap = std::max<Milliwatts>(1, l.rack_cap(r));
   const double used = static_cast<double>(l.rack_draw(r) - t.racks()[r].idle) / static_cast<double>(cap);
-  const double left = static_cast<double>(ctx.RackRoom(r) - static_cast<Milliwatts>(gpus) * ctx.per_gpu()) /
-                      static_cast<double>(cap);
+  const double left =
+      static_cast<double>(ctx.RackRoom(r) - static_cast<Milliwatts>(gpus) * ctx.per_gpu()) / static_cast<double>(cap);
   const PlacementWeights& w = t.policy().weights;
   return w.rack_packing * used + w.power_headroom * left;
 }
@@ -91,8 +91,7 @@ std::vector<Candidate> TightestFirst(const std::vector<Candidate>& members, int 
     int pick = -1;
     for (int i : asc) {
       if (taken[i]) continue;
-      const long long others =
-          in_top[i] ? top - members[i].cap + (boundary >= 0 ? members[boundary].cap : 0) : top;
+      const long long others = in_top[i] ? top - members[i].cap + (boundary >= 0 ? members[boundary].cap : 0) : top;
       if (members[i].cap + others >= need) {
         pick = i;
         break;
@@ -176,8 +175,8 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   return cands;
 }
 
-std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands,
-                                             long long sum, PowerScratch* scratch);
+std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
+                                             PowerScratch* scratch);
 
 // The fewest domains any plan could use if every skipped domain offered `skipped_max` and no cap shared by
 // domains bound: a plan with this many is the fewest there are.
@@ -247,8 +246,8 @@ GreedyResult PlanScope(const PlacementContext& ctx, std::vector<Candidate>* memb
   return Greedy(ctx, *members, scratch);  // every greedy order of a set reaches what the caps let it give
 }
 
-std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands,
-                                             long long sum, PowerScratch* scratch) {
+std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
+                                             PowerScratch* scratch) {
   const Topology& t = ctx.topology();
   const int g = ctx.gpus();
   const bool fragments_first = ctx.locality() == Locality::kNone;

@@ -27,9 +27,9 @@ struct DomainOffer {
 };
 
 struct FewestDomains {
-  int count = 0;                 // 0: the offers cannot hold the job
-  long long reachable = 0;       // the most GPUs all the offers together can give under the caps
-  std::vector<DomainId> domains; // `count` domains that hold the job together (largest gains first)
+  int count = 0;                  // 0: the offers cannot hold the job
+  long long reachable = 0;        // the most GPUs all the offers together can give under the caps
+  std::vector<DomainId> domains;  // `count` domains that hold the job together (largest gains first)
 };
 
 // `rack_gpus(r)` and `domain_gpus(p)`: the GPUs rack r and power domain p can still power for this job,

@@ -112,7 +112,8 @@ struct Search {
   bool empty;  // the cluster as described, empty and healthy; else the ledger now
 
   bool Allowed(NodeId n) const {
-    if (!r.allowed_nodes.empty() && std::find(r.allowed_nodes.begin(), r.allowed_nodes.end(), n) == r.allowed_nodes.end())
+    if (!r.allowed_nodes.empty() &&
+        std::find(r.allowed_nodes.begin(), r.allowed_nodes.end(), n) == r.allowed_nodes.end())
       return false;
     return std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), n) == r.excluded_nodes.end();
   }
@@ -142,8 +143,8 @@ struct Search {
     for (DomainId d : set) rack[t.domains()[d].rack] += Offer(d);
     long long total = 0;
     for (RackId k = 0; k < static_cast<RackId>(rack.size()); ++k) {
-      const long long g = std::min(rack[k], Powered(empty ? t.racks()[k].cap : l.rack_cap(k),
-                                                    empty ? t.racks()[k].idle : l.rack_draw(k)));
+      const long long g = std::min(
+          rack[k], Powered(empty ? t.racks()[k].cap : l.rack_cap(k), empty ? t.racks()[k].idle : l.rack_draw(k)));
       (t.racks()[k].power_domain == kNoId ? total : pd[t.racks()[k].power_domain]) += g;
     }
     // A power domain is finished once every deeper one is: go by depth.
@@ -283,7 +284,6 @@ TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClus
         }
         waited += now > 0;
         never += ever == 0;
-
       }
     }
   }

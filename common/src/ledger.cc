@@ -105,8 +105,8 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
   if (a.nodes.empty()) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, " holds no node"));
   // Bounded here, where run-time values enter the milliwatt sums (see power_bounds.h for why they cannot overflow).
   if (a.per_gpu < 0 || a.per_gpu > WattsToMilliwatts(kMaxWattsPerGpu))
-    return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": watts per GPU ", MilliwattsToWatts(a.per_gpu),
-                                                   " is outside 0..", kMaxWattsPerGpu));
+    return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": watts per GPU ",
+                                                   MilliwattsToWatts(a.per_gpu), " is outside 0..", kMaxWattsPerGpu));
   if (const Allocation* existing = Find(a.id)) {
     if (*existing == a) return absl::OkStatus();
     return absl::AlreadyExistsError(absl::StrCat("allocation ", a.id, " is already held with other GPUs"));
@@ -135,14 +135,14 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
         return absl::FailedPreconditionError(absl::StrCat("allocation ", a.id, ": node ", node.name, " is ",
                                                           health_[ng.node] == NodeHealth::kDown ? "down" : "drained"));
       if (failed_[ng.node] & ng.gpus)
-        return absl::FailedPreconditionError(absl::StrCat(
-            "allocation ", a.id, ": GPU ", std::countr_zero(failed_[ng.node] & ng.gpus), " on ", node.name, " has failed"));
+        return absl::FailedPreconditionError(absl::StrCat("allocation ", a.id, ": GPU ",
+                                                          std::countr_zero(failed_[ng.node] & ng.gpus), " on ",
+                                                          node.name, " has failed"));
       const NodeType& type = topology_->type_of(ng.node);
       if (a.per_gpu > 0 && (a.per_gpu < type.min_per_gpu || a.per_gpu > type.max_per_gpu))
-        return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, ": ", MilliwattsToWatts(a.per_gpu),
-                                                       " W per GPU is outside what ", type.name, " takes (",
-                                                       MilliwattsToWatts(type.min_per_gpu), "..",
-                                                       MilliwattsToWatts(type.max_per_gpu), " W)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "allocation ", a.id, ": ", MilliwattsToWatts(a.per_gpu), " W per GPU is outside what ", type.name,
+            " takes (", MilliwattsToWatts(type.min_per_gpu), "..", MilliwattsToWatts(type.max_per_gpu), " W)"));
     }
     rack_add[node.rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
   }
@@ -158,9 +158,9 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
     }
     for (const auto& [pd, add] : pd_add) {
       if (counted_power_domain_draw(pd) + add > pd_cap_[pd])
-        return absl::FailedPreconditionError(
-            absl::StrCat("allocation ", a.id, ": power domain ", topology_->power_domains()[pd].name, " would need ",
-                         Kw(add), ", ", Kw(std::max<Milliwatts>(0, pd_cap_[pd] - counted_power_domain_draw(pd))), " left"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "allocation ", a.id, ": power domain ", topology_->power_domains()[pd].name, " would need ", Kw(add), ", ",
+            Kw(std::max<Milliwatts>(0, pd_cap_[pd] - counted_power_domain_draw(pd))), " left"));
     }
   }
   return absl::OkStatus();
@@ -321,7 +321,8 @@ absl::Status Ledger::CheckInvariants() const {
     if (pd[p] != pd_draw_[p])
       return absl::InternalError(absl::StrCat("power domain ", t.power_domains()[p].name, " draw mismatch"));
   for (size_t n = 0; n < held.size(); ++n) {
-    if (held[n] != allocated_[n]) return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " mask mismatch"));
+    if (held[n] != allocated_[n])
+      return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " mask mismatch"));
     if (node_free_[n] != std::popcount(free_gpus(static_cast<NodeId>(n))))
       return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " free index stale"));
   }

@@ -17,8 +17,8 @@ namespace {
 // What a score needs to know about a node's rack; the same for every node of the rack, so ScoreNodes works
 // it out once per rack rather than once per node.
 struct RackTerms {
-  double packing = 0;         // share of the rack's GPUs in use
-  Milliwatts headroom = 0;    // room left under the rack's and its power domains' caps
+  double packing = 0;       // share of the rack's GPUs in use
+  Milliwatts headroom = 0;  // room left under the rack's and its power domains' caps
   Milliwatts cap = 1;
 };
 
@@ -68,8 +68,9 @@ int ScoreWithRack(const Ledger& ledger, const PlacementRequest& request, NodeId 
 
   const PlacementWeights& w = t.policy().weights;
   const double total = w.domain_packing + w.rack_packing + w.rail_alignment + w.power_headroom;
-  const double score = (w.domain_packing * domain_packing + w.rack_packing * rack.packing +
-                        w.rail_alignment * rail + w.power_headroom * headroom) / total;
+  const double score = (w.domain_packing * domain_packing + w.rack_packing * rack.packing + w.rail_alignment * rail +
+                        w.power_headroom * headroom) /
+                       total;
   return std::clamp(static_cast<int>(std::lround(score * 10.0)), 0, 10);
 }
 

@@ -76,8 +76,8 @@ int PlacementContext::GreedyDomainsOnEmptyCluster() const {
     if (per_gpu_ > 0) {
       Milliwatts left = room(rack.cap, rack.idle) - used.rack(r);
       for (PowerDomainId p : rack.power_chain)
-        left = std::min(left, room(topology_.power_domains()[p].cap, topology_.power_domains()[p].idle) -
-                                  used.power_domain(p));
+        left = std::min(
+            left, room(topology_.power_domains()[p].cap, topology_.power_domains()[p].idle) - used.power_domain(p));
       cap = static_cast<int>(std::min<Milliwatts>(nominal, std::max<Milliwatts>(0, left) / per_gpu_));
     }
     cap = RoundDown(std::min<long long>(cap, gpus() - sum));
@@ -116,9 +116,7 @@ int PlacementContext::NodeCapacity(NodeId n) const {
   return free;
 }
 
-Milliwatts PlacementContext::RackRoom(RackId r) const {
-  return ledger_.RackRoom(r, reserve_);
-}
+Milliwatts PlacementContext::RackRoom(RackId r) const { return ledger_.RackRoom(r, reserve_); }
 
 Milliwatts PlacementContext::PowerDomainRoom(PowerDomainId p) const { return ledger_.PowerDomainRoom(p, reserve_); }
 

@@ -78,9 +78,7 @@ class PlacementContext {
   FewestDomains FewestOnEmptyCluster() const;
   // Whether largest rooms first already give the job all its GPUs on the empty cluster (no node list): a
   // witness that FewestOnEmptyCluster().reachable covers the job, found without the exact search.
-  bool GreedyReachesOnEmptyCluster() const {
-    return !restricted() && GreedyDomainsOnEmptyCluster() != kUnlimited;
-  }
+  bool GreedyReachesOnEmptyCluster() const { return !restricted() && GreedyDomainsOnEmptyCluster() != kUnlimited; }
 
  private:
   // Largest rooms first, sharing power as a plan would: an upper bound on the empty cluster's fewest domains.

@@ -36,7 +36,8 @@ Snapshot Take(const Ledger& l) {
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
     s.pd_draw.push_back(l.power_domain_draw(p));
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) s.allocated.push_back(l.allocated_gpus(n));
-  for (DomainId d = 0; d < static_cast<DomainId>(t.domains().size()); ++d) s.domain_free.push_back(l.domain_free_gpus(d));
+  for (DomainId d = 0; d < static_cast<DomainId>(t.domains().size()); ++d)
+    s.domain_free.push_back(l.domain_free_gpus(d));
   return s;
 }
 
@@ -83,7 +84,8 @@ PlacementRequest RandomRequest(std::mt19937_64& rng, const Topology& t, int seri
     for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
       if (pick(0, 2)) r.allowed_nodes.push_back(n);
   }
-  if (pick(0, 5) == 0 && !t.nodes().empty()) r.excluded_nodes.push_back(pick(0, static_cast<int>(t.nodes().size()) - 1));
+  if (pick(0, 5) == 0 && !t.nodes().empty())
+    r.excluded_nodes.push_back(pick(0, static_cast<int>(t.nodes().size()) - 1));
   return r;
 }
 
@@ -106,11 +108,12 @@ bool SomeDomainHoldsJob(const Ledger& l, const PlacementRequest& r) {
       const int free = std::popcount(l.free_gpus(n));
       gpus += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
     }
-    const Milliwatts per_gpu = r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu) : t.node_types()[d.type].per_gpu;
+    const Milliwatts per_gpu =
+        r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu) : t.node_types()[d.type].per_gpu;
     Milliwatts room = static_cast<Milliwatts>(static_cast<double>(l.rack_cap(d.rack)) * keep) - l.rack_draw(d.rack);
     for (PowerDomainId p : t.racks()[d.rack].power_chain)
-      room = std::min(room, static_cast<Milliwatts>(static_cast<double>(l.power_domain_cap(p)) * keep) -
-                                l.power_domain_draw(p));
+      room = std::min(
+          room, static_cast<Milliwatts>(static_cast<double>(l.power_domain_cap(p)) * keep) - l.power_domain_draw(p));
     const long long powered = per_gpu > 0 ? std::max<Milliwatts>(room, 0) / per_gpu : gpus;
     if (std::min<long long>(gpus, powered) >= r.gpus) return true;
   }
@@ -145,8 +148,8 @@ void CheckDecision(const Ledger& l, const PlacementRequest& r, const PlacementDe
   const double keep = 1.0 - t.policy().power_reserve_fraction;
   std::vector<Milliwatts> rack_add(t.racks().size(), 0), pd_add(t.power_domains().size(), 0);
   for (const NodeGpus& ng : d.nodes) {
-    const Milliwatts w = std::popcount(ng.gpus) * (r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu)
-                                                                        : t.type_of(ng.node).per_gpu);
+    const Milliwatts w = std::popcount(ng.gpus) *
+                         (r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu) : t.type_of(ng.node).per_gpu);
     rack_add[t.nodes()[ng.node].rack] += w;
     for (PowerDomainId p : t.racks()[t.nodes()[ng.node].rack].power_chain) pd_add[p] += w;
   }

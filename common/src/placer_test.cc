@@ -469,8 +469,7 @@ TEST(PlacerMinDomainsTest, CapsThatShrinkDomainsRaiseTheMinimum) {
 }
 
 TEST(PlacerMinDomainsTest, PreferredWaitsForTheFewestDomainsWhileThePolicySays) {
-  v1::ClusterDescription desc =
-      BuildSyntheticCluster({"x", {{ReferenceSystem::kGb200Nvl72, 2, 18, 0, 8, 0, 0}}, 0});
+  v1::ClusterDescription desc = BuildSyntheticCluster({"x", {{ReferenceSystem::kGb200Nvl72, 2, 18, 0, 8, 0, 0}}, 0});
   desc.mutable_policy()->set_preferred_wait_s(600);
   auto t = Topology::Build(desc);
   ASSERT_TRUE(t.ok());

@@ -30,16 +30,15 @@ absl::StatusOr<double> ParseWattsPerGpu(std::string_view text) {
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(watts))
     return absl::InvalidArgumentError(absl::StrCat("'", std::string(text), "' is not a number of watts"));
   if (watts == 0 || !CheckWattsPerGpu(watts).ok())
-    return absl::InvalidArgumentError(absl::StrCat(std::string(text), " is outside ", kMinWattsPerGpu, "..",
-                                                   kMaxWattsPerGpu, " watts per GPU"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(text), " is outside ", kMinWattsPerGpu, "..", kMaxWattsPerGpu, " watts per GPU"));
   return watts;
 }
 
 absl::Status CheckCapKw(double kilowatts) {
   if (!std::isfinite(kilowatts) || kilowatts < 0 || kilowatts > kMaxCapKw)
-    return absl::InvalidArgumentError(
-        absl::StrCat("a power cap must be a number of kW between 0 and ", static_cast<int64_t>(kMaxCapKw), ", got ",
-                     kilowatts));
+    return absl::InvalidArgumentError(absl::StrCat("a power cap must be a number of kW between 0 and ",
+                                                   static_cast<int64_t>(kMaxCapKw), ", got ", kilowatts));
   return absl::OkStatus();
 }
 

@@ -27,9 +27,32 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Every awkward double we can think of, plus ordinary ones so that some cases pass.
 std::vector<double> ExtremeValues() {
-  return {0,     std::numeric_limits<double>::denorm_min(), 1e-310, -0.0, std::nan(""), kInf, -kInf, 1e300,
-          -1e300, -1,  0.001, 0.5,  1,   171.5, 300, 700, 9999.5, 10'000, 10'000.001, 1e5, 1e7, 1e7 + 1, 1e17,
-          9.2233720368547758e18, 1.8446744073709552e19, std::numeric_limits<double>::max()};
+  return {0,
+          std::numeric_limits<double>::denorm_min(),
+          1e-310,
+          -0.0,
+          std::nan(""),
+          kInf,
+          -kInf,
+          1e300,
+          -1e300,
+          -1,
+          0.001,
+          0.5,
+          1,
+          171.5,
+          300,
+          700,
+          9999.5,
+          10'000,
+          10'000.001,
+          1e5,
+          1e7,
+          1e7 + 1,
+          1e17,
+          9.2233720368547758e18,
+          1.8446744073709552e19,
+          std::numeric_limits<double>::max()};
 }
 
 // Independent draw of every rack, in 128-bit integers: idle plus each allocation's GPUs at the watts the
@@ -110,7 +133,8 @@ TEST(PowerBoundsProperty, ValidationAdmitsOnlyDescriptionsWhoseSumsFit) {
       // Fill the cluster in recovery mode (caps ignored): the largest draws the description allows.
       Ledger l(*t);
       for (NodeId n = 0; n < static_cast<NodeId>(t->nodes().size()); ++n) {
-        ASSERT_TRUE(l.Commit({absl::StrCat("j", n), {{n, (GpuMask{1} << t->nodes()[n].gpus) - 1}},
+        ASSERT_TRUE(l.Commit({absl::StrCat("j", n),
+                              {{n, (GpuMask{1} << t->nodes()[n].gpus) - 1}},
                               WattsToMilliwatts(kMaxWattsPerGpu)},
                              CommitMode::kRecover)
                         .ok())
@@ -149,8 +173,8 @@ TEST(PowerBoundsProperty, LedgerRefusesOutOfBoundWattsAndClampsCaps) {
           break;
         default: {
           const NodeId n = static_cast<NodeId>(rng() % t->nodes().size());
-          const Allocation a{absl::StrCat("a", round, "-", step), {{n, GpuMask{1} << (rng() % 8)}},
-                             WattsToMilliwatts(v)};
+          const Allocation a{
+              absl::StrCat("a", round, "-", step), {{n, GpuMask{1} << (rng() % 8)}}, WattsToMilliwatts(v)};
           const bool recover = rng() % 4 == 0;
           const absl::Status s = l.Commit(a, recover ? CommitMode::kRecover : CommitMode::kEnforce);
           if (!s.ok()) break;
@@ -244,9 +268,27 @@ TEST(PowerBoundsProperty, IdleShareStaysBetweenOneWattAndTheDefault) {
 
 TEST(PowerBounds, ParsesOnlySaneWattsFromText) {
   for (const char* good : {"700", " 450.5 ", "1", "10000"}) EXPECT_TRUE(ParseWattsPerGpu(good).ok()) << good;
-  for (const char* bad : {"", "0", "0.0", "0.001", "4.9e-324", "1e-310", "nan", "NaN", "inf", "-inf", "1e300", "-5",
-                          "9223372036854775807", "18446744073709551616", "99999999999999999999999999", "1e999",
-                          "10000.001", "0x10", "1,000", "700W", "+700"}) {
+  for (const char* bad : {"",
+                          "0",
+                          "0.0",
+                          "0.001",
+                          "4.9e-324",
+                          "1e-310",
+                          "nan",
+                          "NaN",
+                          "inf",
+                          "-inf",
+                          "1e300",
+                          "-5",
+                          "9223372036854775807",
+                          "18446744073709551616",
+                          "99999999999999999999999999",
+                          "1e999",
+                          "10000.001",
+                          "0x10",
+                          "1,000",
+                          "700W",
+                          "+700"}) {
     EXPECT_FALSE(ParseWattsPerGpu(bad).ok()) << bad;
   }
   EXPECT_TRUE(CheckWattsPerGpu(0).ok());

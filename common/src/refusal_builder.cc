@@ -165,15 +165,15 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   long long lifetime = 0;
   if (!Resolvable(ledger, r, s, by_node, &lifetime)) {
     out.unresolvable = true;
-    out.detail = absl::StrFormat("The job asks for %d GPUs; this cluster can never give it more than %d.", r.gpus,
-                                 lifetime);
+    out.detail =
+        absl::StrFormat("The job asks for %d GPUs; this cluster can never give it more than %d.", r.gpus, lifetime);
     return out;
   }
   const PowerView now_rooms = Rooms(ledger);
   if (locality_blocked) {
-    out.detail = absl::StrFormat(
-        "NVLink locality is required: %s; no set of %d has %d free GPUs with power to run them now.",
-        DescribeTypeMinimum(t, r, *locality_blocked), locality_blocked->domains, r.gpus);
+    out.detail =
+        absl::StrFormat("NVLink locality is required: %s; no set of %d has %d free GPUs with power to run them now.",
+                        DescribeTypeMinimum(t, r, *locality_blocked), locality_blocked->domains, r.gpus);
     return out;
   }
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.

@@ -51,8 +51,8 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   s.locality = r.locality.value_or(policy.default_locality);
   // A preferred job holds out for the fewest domains for a while, and longer if they are expected soon, before
   // it accepts a spread placement.
-  for (const std::optional<double>& s : {r.fewest_domains_in_seconds, r.time_limit_seconds}) {
-    if (s && !(*s >= 0 && std::isfinite(*s)))
+  for (const std::optional<double>& seconds : {r.fewest_domains_in_seconds, r.time_limit_seconds}) {
+    if (seconds && !(*seconds >= 0 && std::isfinite(*seconds)))
       return absl::InvalidArgumentError("fewest_domains_in_seconds and time_limit_seconds must be finite and >= 0");
   }
   if (s.locality == Locality::kPreferred &&
@@ -130,7 +130,8 @@ RackPowerRoom PowerRoomOf(const Ledger& ledger, RackId rack) {
   RackPowerRoom room;
   room.rack = ledger.RackRoom(rack, reserve);
   room.chain = std::numeric_limits<Milliwatts>::max();
-  for (PowerDomainId p : t.racks()[rack].power_chain) room.chain = std::min(room.chain, ledger.PowerDomainRoom(p, reserve));
+  for (PowerDomainId p : t.racks()[rack].power_chain)
+    room.chain = std::min(room.chain, ledger.PowerDomainRoom(p, reserve));
   return room;
 }
 

@@ -15,8 +15,8 @@ namespace rackwise::internal {
 
 struct RequestSetup {
   Locality locality = Locality::kPreferred;
-  std::vector<char> allowed;        // per node; empty: every node
-  std::vector<NodeTypeId> types;    // node types the job may use, in description order
+  std::vector<char> allowed;      // per node; empty: every node
+  std::vector<NodeTypeId> types;  // node types the job may use, in description order
 };
 
 // InvalidArgument for malformed requests (see Placer::Place).

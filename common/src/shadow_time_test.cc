@@ -42,17 +42,17 @@ TEST(PreferredHoldsOutTest, HoldsOutForTheWaitThenWhileTheFewestDomainsAreExpect
   PlacementPolicy p;
   p.preferred_wait_seconds = 600;
   EXPECT_TRUE(PreferredHoldsOut(p, 599, std::nullopt));
-  EXPECT_FALSE(PreferredHoldsOut(p, 600, std::nullopt));     // not known: the hold-out alone decides
-  EXPECT_TRUE(PreferredHoldsOut(p, 600, 600.0));             // expected by twice the wait
+  EXPECT_FALSE(PreferredHoldsOut(p, 600, std::nullopt));  // not known: the hold-out alone decides
+  EXPECT_TRUE(PreferredHoldsOut(p, 600, 600.0));          // expected by twice the wait
   EXPECT_TRUE(PreferredHoldsOut(p, 1000, 200.0));
   EXPECT_FALSE(PreferredHoldsOut(p, 1000, 201.0));
-  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 0.0));             // past twice the wait: only a long job holds
-  EXPECT_TRUE(PreferredHoldsOut(p, 600, 3600.0, 3600.0));    // within its own time limit past the hold-out
+  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 0.0));           // past twice the wait: only a long job holds
+  EXPECT_TRUE(PreferredHoldsOut(p, 600, 3600.0, 3600.0));  // within its own time limit past the hold-out
   EXPECT_FALSE(PreferredHoldsOut(p, 600, 3601.0, 3600.0));
-  EXPECT_TRUE(PreferredHoldsOut(p, 1300, 2900.0, 3600.0));   // 1300 + 2900 <= 600 + 3600
-  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 3000.0, 3600.0));  // slipped past: bounded from reaching the head
+  EXPECT_TRUE(PreferredHoldsOut(p, 1300, 2900.0, 3600.0));      // 1300 + 2900 <= 600 + 3600
+  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 3000.0, 3600.0));     // slipped past: bounded from reaching the head
   EXPECT_FALSE(PreferredHoldsOut(p, 1300, std::nullopt, 1e9));  // not expected at all
-  p.preferred_wait_seconds = 0;                              // the default: no hold-out at all
+  p.preferred_wait_seconds = 0;                                 // the default: no hold-out at all
   EXPECT_FALSE(PreferredHoldsOut(p, 0, 0.0, 1e9));
 }
 
@@ -184,7 +184,7 @@ TEST(FewestDomainsInTest, RandomClustersAgreeWithReleasingByHand) {
       spread += dec->domains > dec->min_domains;
     }
   }
-  EXPECT_GT(later, 10);   // or the test is blind
+  EXPECT_GT(later, 10);  // or the test is blind
   EXPECT_GT(held, 10);
   EXPECT_GT(never + spread, 3);
 }

@@ -12,10 +12,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "simulator_meter.h"
 #include "rackwise/placer.h"
 #include "rackwise/shadow_time.h"
 #include "rackwise/telemetry.h"
+#include "simulator_meter.h"
 #include "simulator_policies.h"
 
 namespace rackwise {
@@ -383,8 +383,7 @@ class Replay {
     const double reserve = t_.policy().power_reserve_fraction;
     for (const NodeGpus& ng : choice.nodes) {
       const RackId r = t_.nodes()[ng.node].rack;
-      const Milliwatts w =
-          std::popcount(ng.gpus) * (choice.per_gpu > 0 ? choice.per_gpu : t_.type_of(ng.node).per_gpu);
+      const Milliwatts w = std::popcount(ng.gpus) * (choice.per_gpu > 0 ? choice.per_gpu : t_.type_of(ng.node).per_gpu);
       AddNeed(&reservation_.racks, r, w, ledger_.RackRoom(r, reserve));
       for (PowerDomainId pd : t_.racks()[r].power_chain)
         AddNeed(&reservation_.power_domains, pd, w, ledger_.PowerDomainRoom(pd, reserve));
@@ -452,10 +451,10 @@ class Replay {
   const std::vector<TraceJob>& jobs_;
   SimOptions options_;
   Ledger ledger_;
-  const Ledger empty_;  // the cluster as described, for the fewest domains a job could have
+  const Ledger empty_;           // the cluster as described, for the fewest domains a job could have
   TelemetrySettings telemetry_;  // enabled with SimOptions::telemetry; every reading is fresh
   absl::flat_hash_map<std::tuple<int, int, Milliwatts>, int> fewest_;  // job shape -> FewestDomains
-  sim::RealDraw real_;  // what the GPUs really draw (the trace's measured watts)
+  sim::RealDraw real_;               // what the GPUs really draw (the trace's measured watts)
   std::vector<Milliwatts> counted_;  // per rack: the counted draw before the reading Measure applies
   sim::Meter meter_;
   std::unique_ptr<sim::Policy> policy_;
@@ -468,9 +467,9 @@ class Replay {
   std::multiset<double> wakeups_;
   Reservation reservation_;
   struct {
-    int job = -1;               // the head it was worked out for
-    long long changes = -1;     // changes_ then
-    std::optional<double> at;   // when its fewest domains are expected free (unset: not by the running jobs' ends)
+    int job = -1;              // the head it was worked out for
+    long long changes = -1;    // changes_ then
+    std::optional<double> at;  // when its fewest domains are expected free (unset: not by the running jobs' ends)
   } head_fewest_;
   bool fenced_ = false;  // the reserved nodes are drained while a job that would outlast the shadow is tried
   std::vector<SimReservation> reservations_;  // when waiting `preferred` jobs may start spread out

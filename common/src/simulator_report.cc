@@ -34,7 +34,8 @@ absl::StatusOr<SimPolicy> ParseSimPolicy(std::string_view name) {
     if (name == SimPolicyName(p)) return p;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown policy '", std::string(name), "' (rackwise, first-fit, spread, tree-bestfit, static-cap, capped-first-fit)"));
+      absl::StrCat("unknown policy '", std::string(name),
+                   "' (rackwise, first-fit, spread, tree-bestfit, static-cap, capped-first-fit)"));
 }
 
 const char* SimPolicyName(SimPolicy policy) {
@@ -50,8 +51,8 @@ const char* SimPolicyName(SimPolicy policy) {
 }
 
 std::vector<SimPolicy> AllSimPolicies() {
-  return {SimPolicy::kRackwise, SimPolicy::kFirstFit, SimPolicy::kSpread, SimPolicy::kTreeBestFit,
-          SimPolicy::kStaticCap, SimPolicy::kCappedFirstFit};
+  return {SimPolicy::kRackwise,    SimPolicy::kFirstFit,  SimPolicy::kSpread,
+          SimPolicy::kTreeBestFit, SimPolicy::kStaticCap, SimPolicy::kCappedFirstFit};
 }
 
 std::string PlacementJsonLine(const Topology& t, const std::vector<TraceJob>& jobs, const SimPlacement& p) {

@@ -171,10 +171,9 @@ TEST(SimulatorTest, ReservationKeepsTheHeadsNvlinkDomainFromLongBackfill) {
   // GPUs, until 502) fits either rack and, counted in GPUs only, fits the head's spare GPUs at its shadow time;
   // in rack 1 it would hold the head back to 502. The reservation keeps it on rack 2.
   Topology t = Nvl72Racks(2);
-  std::vector<TraceJob> jobs = {Local("a", 0, 100, 40, Locality::kRequired),
-                                Local("b", 0, 1000, 40, Locality::kRequired),
-                                Local("h", 1, 100, 72, Locality::kRequired),
-                                Local("s", 2, 500, 32, Locality::kRequired)};
+  std::vector<TraceJob> jobs = {
+      Local("a", 0, 100, 40, Locality::kRequired), Local("b", 0, 1000, 40, Locality::kRequired),
+      Local("h", 1, 100, 72, Locality::kRequired), Local("s", 2, 500, 32, Locality::kRequired)};
   SimResult r = Replay(t, jobs, SimPolicy::kRackwise);
   const SimPlacement *a = PlacementOf(r, jobs, "a"), *s = PlacementOf(r, jobs, "s"), *h = PlacementOf(r, jobs, "h");
   ASSERT_TRUE(a && s && h);
@@ -192,10 +191,9 @@ TEST(SimulatorTest, BackfilledPreferredJobWaitsForItsFewestDomains) {
   // 32 GPUs free in each of two racks; the head waits for a whole rack until 1000. `p` (48 GPUs, preferred)
   // could backfill now over both racks; it waits and runs in one rack instead. As the head it would spread.
   Topology t = Nvl72Racks(2);
-  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
-                                Local("b", 0, 1000, 40, Locality::kRequired),
-                                Local("h", 1, 100, 72, Locality::kRequired),
-                                Local("p", 2, 100, 48, Locality::kPreferred)};
+  std::vector<TraceJob> jobs = {
+      Local("a", 0, 1000, 40, Locality::kRequired), Local("b", 0, 1000, 40, Locality::kRequired),
+      Local("h", 1, 100, 72, Locality::kRequired), Local("p", 2, 100, 48, Locality::kPreferred)};
   SimResult r = Replay(t, jobs, SimPolicy::kRackwise);
   const SimPlacement* p = PlacementOf(r, jobs, "p");
   ASSERT_TRUE(p);
@@ -220,11 +218,10 @@ TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySay
   sp.gpus = 216;
   absl::StatusOr<SizingResult> s = SizeCluster(sp);
   ASSERT_TRUE(s.ok());
-  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
-                                Local("b", 0, 5000, 40, Locality::kRequired),
-                                Local("c", 0, 1300, 40, Locality::kRequired),
-                                Local("h", 1, 100, 72, Locality::kRequired),
-                                Local("p", 2, 50, 48, Locality::kPreferred)};
+  std::vector<TraceJob> jobs = {
+      Local("a", 0, 1000, 40, Locality::kRequired), Local("b", 0, 5000, 40, Locality::kRequired),
+      Local("c", 0, 1300, 40, Locality::kRequired), Local("h", 1, 100, 72, Locality::kRequired),
+      Local("p", 2, 50, 48, Locality::kPreferred)};
   for (const auto& [wait, start, domains] :
        {std::tuple{600.0, 1100.0, 1}, std::tuple{50.0, 1100.0, 1}, std::tuple{40.0, 1040.0, 2}}) {
     SCOPED_TRACE(wait);
@@ -246,10 +243,9 @@ TEST(SimulatorTest, SpreadSlowdownStretchesOnlyJobsOutsideTheirFewestDomains) {
   // `q` (16 GPUs) fits one rack. With a 50% slowdown only `p` runs longer, and the work done falls below the
   // time GPUs were held.
   Topology t = Nvl72Racks(2);
-  std::vector<TraceJob> jobs = {Local("a", 0, 1000, 40, Locality::kRequired),
-                                Local("b", 0, 1000, 40, Locality::kRequired),
-                                Local("p", 1, 100, 48, Locality::kPreferred),
-                                Local("q", 2, 100, 16, Locality::kRequired)};
+  std::vector<TraceJob> jobs = {
+      Local("a", 0, 1000, 40, Locality::kRequired), Local("b", 0, 1000, 40, Locality::kRequired),
+      Local("p", 1, 100, 48, Locality::kPreferred), Local("q", 2, 100, 16, Locality::kRequired)};
   for (double slowdown : {0.0, 0.5}) {
     SCOPED_TRACE(slowdown);
     const SimResult r = Replay(t, jobs, SimPolicy::kRackwise, /*backfill=*/true, slowdown);
@@ -316,8 +312,7 @@ SimOptions Telemetry(bool on, double reclaim = 0) {
 // see it: this is the check that can fail.
 TEST(SimulatorTest, JobsDrawingMoreThanDeclaredExceedTheCapWithoutTelemetry) {
   const Topology t = H100(16, 2, 14);
-  const std::vector<TraceJob> jobs = {Measured(Job("a", 0, 100, 8), 500, 700),
-                                      Measured(Job("b", 1, 100, 8), 500, 700)};
+  const std::vector<TraceJob> jobs = {Measured(Job("a", 0, 100, 8), 500, 700), Measured(Job("b", 1, 100, 8), 500, 700)};
   const SimResult off = Replay(t, jobs, Telemetry(false));
   EXPECT_EQ(StartOf(off, jobs, "b"), 1);
   EXPECT_EQ(off.metrics.cap_excursions, 3);  // the rack, its row and the hall: all three capped at 14 kW
@@ -361,8 +356,7 @@ TEST(SimulatorTest, ReclaimUsesPartOfTheGapAndNeverPassesTheCap) {
 TEST(SimulatorTest, UnmeasuredTracesReplayAsBefore) {
   const Topology t = H100(16, 2, 14);
   std::vector<TraceJob> jobs;
-  for (int i = 0; i < 8; ++i)
-    jobs.push_back(Job(std::string(1, static_cast<char>('a' + i)), i, 50 + i, 2 + i % 3 * 2));
+  for (int i = 0; i < 8; ++i) jobs.push_back(Job(std::string(1, static_cast<char>('a' + i)), i, 50 + i, 2 + i % 3 * 2));
   const SimResult off = Replay(t, jobs, Telemetry(false)), on = Replay(t, jobs, Telemetry(true, 0.5));
   ASSERT_EQ(off.placements.size(), on.placements.size());
   for (size_t i = 0; i < off.placements.size(); ++i) {
@@ -379,8 +373,7 @@ TEST(SimulatorTest, RejectsReclaimAboveHalfAndAbsurdMeasurements) {
   o.reclaim_fraction = 0.6;
   EXPECT_EQ(Simulate(t, {Job("a", 0, 10, 2)}, o).status().code(), absl::StatusCode::kInvalidArgument);
   o.reclaim_fraction = 0.2;
-  EXPECT_EQ(Simulate(t, {Measured(Job("a", 0, 10, 2), 0, 1e9)}, o).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Simulate(t, {Measured(Job("a", 0, 10, 2), 0, 1e9)}, o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

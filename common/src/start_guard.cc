@@ -33,18 +33,18 @@ absl::Status UsableCapsHeld(const Ledger& ledger, const Allocation& allocation) 
     if (ledger.RackRoom(r, reserve) < rack_add[r]) {
       return absl::FailedPreconditionError(absl::StrCat(
           "allocation ", allocation.id, ": rack ", t.racks()[r].name, " would draw ",
-          Kw(ledger.rack_draw(r) + rack_add[r]), ", usable cap ", Kw(UsableCap(ledger.rack_cap(r), reserve)),
-          " (cap ", Kw(ledger.rack_cap(r)), " less the ", reserve_text(), "% reserve)"));
+          Kw(ledger.rack_draw(r) + rack_add[r]), ", usable cap ", Kw(UsableCap(ledger.rack_cap(r), reserve)), " (cap ",
+          Kw(ledger.rack_cap(r)), " less the ", reserve_text(), "% reserve)"));
     }
     for (PowerDomainId p : t.racks()[r].power_chain) {
       if (pd_seen[p]) continue;
       pd_seen[p] = 1;
       if (ledger.PowerDomainRoom(p, reserve) < pd_add[p]) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "allocation ", allocation.id, ": power domain ", t.power_domains()[p].name, " would draw ",
-            Kw(ledger.power_domain_draw(p) + pd_add[p]), ", usable cap ",
-            Kw(UsableCap(ledger.power_domain_cap(p), reserve)), " (cap ", Kw(ledger.power_domain_cap(p)),
-            " less the ", reserve_text(), "% reserve)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("allocation ", allocation.id, ": power domain ", t.power_domains()[p].name, " would draw ",
+                         Kw(ledger.power_domain_draw(p) + pd_add[p]), ", usable cap ",
+                         Kw(UsableCap(ledger.power_domain_cap(p), reserve)), " (cap ", Kw(ledger.power_domain_cap(p)),
+                         " less the ", reserve_text(), "% reserve)"));
       }
     }
   }

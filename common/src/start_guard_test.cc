@@ -66,8 +66,8 @@ TEST(StartGuardTest, AgreesWithAnIndependentRecount) {
   std::mt19937 rng(12);
   for (int round = 0; round < 200; ++round) {
     const int reserve = std::uniform_int_distribution<int>(0, 30)(rng);
-    Topology t = Build(std::uniform_int_distribution<int>(12, 31)(rng), std::uniform_int_distribution<int>(0, 1)(rng) ? 0 : 45,
-                       reserve);
+    Topology t = Build(std::uniform_int_distribution<int>(12, 31)(rng),
+                       std::uniform_int_distribution<int>(0, 1)(rng) ? 0 : 45, reserve);
     Ledger l(t);
     std::vector<Milliwatts> rack_draw(t.racks().size());
     for (size_t r = 0; r < rack_draw.size(); ++r) rack_draw[r] = t.racks()[r].idle;

@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "rackwise/power_bounds.h"
 #include "description_validator.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise {
 namespace {
@@ -18,7 +18,7 @@ class StateChecker {
  public:
   StateChecker(const v1::ClusterState& s, const v1::ClusterDescription& d, const SourceLines& lines,
                std::string_view file, Diagnostics* out)
-      : s_(s), d_(d), lines_(lines), file_(file), out_(out) {
+      : s_(s), lines_(lines), file_(file), out_(out) {
     for (const DescribedNode& n : DescribedNodes(d)) node_gpus_.try_emplace(n.name, n.gpus);
     for (const v1::Rack& r : d.racks()) cap_names_.insert(r.name());
     for (const v1::PowerDomain& pd : d.power_domains()) cap_names_.insert(pd.name());
@@ -157,7 +157,6 @@ class StateChecker {
   }
 
   const v1::ClusterState& s_;
-  const v1::ClusterDescription& d_;
   const SourceLines& lines_;
   std::string_view file_;
   Diagnostics* out_;

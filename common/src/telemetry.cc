@@ -39,8 +39,8 @@ std::optional<Milliwatts> Usable(const PowerReading& r, double stale_after_s, do
 
 // Fresh readings by name; problems reported once each (bounded, so that a huge answer cannot flood a log).
 absl::flat_hash_map<std::string, Milliwatts> FreshByName(const std::vector<PowerReading>& readings,
-                                                        double stale_after_s, double max_watts,
-                                                        std::vector<std::string>* problems) {
+                                                         double stale_after_s, double max_watts,
+                                                         std::vector<std::string>* problems) {
   absl::flat_hash_map<std::string, Milliwatts> out;
   int reported = 0;
   for (const PowerReading& r : readings) {
@@ -134,8 +134,8 @@ MeasuredDraw MeasureRacks(const Topology& t, const TelemetrySettings& settings, 
     }
     if (out.racks[r]) out.measured_racks++;
   }
-  out.state = out.measured_racks == static_cast<int>(t.racks().size()) ? TelemetryState::kFresh
-                                                                        : TelemetryState::kStale;
+  out.state =
+      out.measured_racks == static_cast<int>(t.racks().size()) ? TelemetryState::kFresh : TelemetryState::kStale;
   return out;
 }
 
@@ -176,7 +176,8 @@ std::vector<Overdraw> FindOverdraws(const Ledger& l) {
 
 std::string OverdrawMessage(const Ledger& l, const Overdraw& o) {
   return absl::StrCat("rack ", l.topology().racks()[o.rack].name, " measures ", Kw(o.measured), ", above its ",
-                      Kw(o.cap), " cap; jobs on it: ", o.allocations.empty() ? "none" : absl::StrJoin(o.allocations, ", "));
+                      Kw(o.cap),
+                      " cap; jobs on it: ", o.allocations.empty() ? "none" : absl::StrJoin(o.allocations, ", "));
 }
 
 namespace {
@@ -217,8 +218,8 @@ std::vector<LimitChange> PlanLowerLimits(const Ledger& l, const Overdraw& o) {
   return out;
 }
 
-std::vector<std::string> PlanRequeueNewest(const Ledger& l, const Overdraw& o,
-                                           absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at) {
+std::vector<std::string> PlanRequeueNewest(
+    const Ledger& l, const Overdraw& o, absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at) {
   struct Candidate {
     std::optional<int64_t> started;
     const std::string* id;

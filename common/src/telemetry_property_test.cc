@@ -86,7 +86,7 @@ TEST(TelemetryProperty, PlacementsNeverPassTheUsableCapOnCountedOrMeasuredDraw) 
       model.reading.assign(t->racks().size(), std::nullopt);
       model.added.assign(t->racks().size(), 0);
       for (RackId r = 0; r < static_cast<RackId>(t->racks().size()); ++r) {
-        if (pick(0, 4) == 0) continue;  // no fresh reading: the estimate counts
+        if (pick(0, 4) == 0) continue;                // no fresh reading: the estimate counts
         const double factor = pick(30, 130) / 100.0;  // from far below to above the estimate
         model.reading[r] = static_cast<Milliwatts>(static_cast<double>(l.rack_draw(r)) * factor);
       }
@@ -124,8 +124,7 @@ TEST(TelemetryProperty, PlacementsNeverPassTheUsableCapOnCountedOrMeasuredDraw) 
         }
         for (PowerDomainId p : t->racks()[rp.rack].power_chain) {
           const auto [counted, measured] = model.Domain(l, p);
-          ASSERT_EQ(l.counted_power_domain_draw(p), counted)
-              << t->power_domains()[p].name;
+          ASSERT_EQ(l.counted_power_domain_draw(p), counted) << t->power_domains()[p].name;
           ASSERT_LE(counted, UsableCap(l.power_domain_cap(p), reserve));
           ASSERT_LE(measured, UsableCap(l.power_domain_cap(p), reserve));
         }

@@ -107,7 +107,7 @@ TEST(MeasureRacksTest, DuplicateNamesKeepTheLargerReading) {
 TEST(LedgerMeasuredTest, CountsTheLargerOfEstimateAndMeasured) {
   Topology t = TwoRacks();
   Ledger l(t);
-  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}}, 0}).ok());  // estimate 10 + 7.7 = 17.7 kW
+  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}}, 0}).ok());                                     // estimate 10 + 7.7 = 17.7 kW
   l.SetMeasuredDraw({Milliwatts{25'000'000}, std::nullopt}, 0, /*count_recent=*/false);  // `a` is in the reading
   EXPECT_EQ(l.counted_rack_draw(0), 25'000'000);
   EXPECT_EQ(l.rack_draw(0), 17'700'000);  // the estimate itself is untouched
@@ -131,7 +131,7 @@ TEST(LedgerMeasuredTest, AllocationsAfterAReadingCountOnTopUntilTwoReadingsPass)
   Topology t = TwoRacks();
   Ledger l(t);
   l.SetMeasuredDraw({Milliwatts{20'000'000}, std::nullopt}, 0);  // 10 kW over the 10 kW estimate
-  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}}, 0}).ok());            // +7.7 kW
+  ASSERT_TRUE(l.Commit({"a", {{0, 0xff}}, 0}).ok());             // +7.7 kW
   EXPECT_EQ(l.counted_rack_draw(0), 27'700'000);
   l.SetMeasuredDraw({Milliwatts{20'000'000}, std::nullopt}, 0);  // may predate a's ramp-up: a still counts
   EXPECT_EQ(l.counted_rack_draw(0), 27'700'000);
@@ -204,7 +204,7 @@ TEST(PlacerMeasuredTest, ReclaimLetsMoreRunButNeverPastTheUsableCap) {
   l.SetMeasuredDraw({Milliwatts{15'000'000}, std::nullopt}, 0, false);
   EXPECT_FALSE(fits());  // no reclaim: 25.4 + 7.7 > 30
   l.SetMeasuredDraw({Milliwatts{15'000'000}, std::nullopt}, 0.5, false);
-  EXPECT_TRUE(fits());   // counted 25.4 - 5.2 = 20.2; + 7.7 = 27.9 <= 30
+  EXPECT_TRUE(fits());  // counted 25.4 - 5.2 = 20.2; + 7.7 = 27.9 <= 30
   ASSERT_TRUE(l.Commit(std::get<PlacementDecision>(*Placer::Place(l, r)).ToAllocation("b")).ok());
   EXPECT_LE(l.counted_rack_draw(0), l.rack_cap(0));
   EXPECT_LE(*l.measured_rack_draw_now(0), l.rack_cap(0));
@@ -221,7 +221,8 @@ TEST(OverdrawTest, FindsRacksAboveTheirCapWithTheirJobsAndPlansLowerLimits) {
   l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);
   std::vector<Overdraw> over = FindOverdraws(l);
   ASSERT_EQ(over.size(), 1u);
-  EXPECT_EQ(OverdrawMessage(l, over[0]), "rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a, job-b");
+  EXPECT_EQ(OverdrawMessage(l, over[0]),
+            "rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a, job-b");
   // 1.2 kW over, 12 GPUs: each saves 100 W.
   std::vector<LimitChange> plan = PlanLowerLimits(l, over[0]);
   ASSERT_EQ(plan.size(), 2u);
@@ -273,7 +274,8 @@ TEST(OverdrawTest, RequeueNewestIsTheShortestNewestFirstPrefixCoveringTheExcess)
         if (rng() % 3 == 0) continue;
         const std::string id = absl::StrCat("j", n, "-", slot);
         const Milliwatts per_gpu = 100'000 + static_cast<Milliwatts>(rng() % 900) * 1000;
-        ASSERT_TRUE(l.Commit({id, {{n, static_cast<GpuMask>(slot == 0 ? 0x0f : 0xf0)}}, per_gpu}, CommitMode::kRecover).ok());
+        ASSERT_TRUE(
+            l.Commit({id, {{n, static_cast<GpuMask>(slot == 0 ? 0x0f : 0xf0)}}, per_gpu}, CommitMode::kRecover).ok());
         order.emplace_back(static_cast<int64_t>(rng() % 50), id);
         watts[id] = 4 * per_gpu;
       }
@@ -321,8 +323,9 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
   for (int i = 0; i < 4; ++i) hot.nodes[i].watts = 5300;
   log = tracker.Apply(s, hot, &l);
   ASSERT_EQ(log.size(), 2u);
-  EXPECT_EQ(log[0], "OVERDRAW: rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a; nothing more is "
-                    "placed there");
+  EXPECT_EQ(log[0],
+            "OVERDRAW: rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a; nothing more is "
+            "placed there");
   EXPECT_EQ(log[1], "OVERDRAW: lower_limits: job-a on rack b0-r0000: 962 W per GPU -> 812 W");
   EXPECT_EQ(tracker.overdrawn_racks(), std::vector<RackId>{0});
   ASSERT_EQ(tracker.lowered_limits().size(), 1u);
@@ -334,8 +337,9 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
   failed.nodes_error = "timeout";
   log = tracker.Apply(s, failed, &l);
   ASSERT_EQ(log.size(), 2u);
-  EXPECT_EQ(log[0], "telemetry: stale (0 of 2 racks measured; the others count their estimates); node power query "
-                    "failed: timeout");
+  EXPECT_EQ(log[0],
+            "telemetry: stale (0 of 2 racks measured; the others count their estimates); node power query "
+            "failed: timeout");
   EXPECT_EQ(log[1], "overdraw cleared: rack b0-r0000 is back under its cap");
   EXPECT_TRUE(tracker.lowered_limits().empty());
 }

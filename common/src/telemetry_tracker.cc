@@ -22,10 +22,9 @@ std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settin
   const MeasuredDraw measured = MeasureRacks(t, settings, readings);
   ApplyMeasuredDraw(measured, settings, /*count_recent=*/true, ledger);
   if (measured.state != state_) {
-    std::string line = absl::StrCat("telemetry: ", TelemetryStateName(measured.state), " (", measured.measured_racks,
-                                    " of ", t.racks().size(), " racks measured",
-                                    measured.state == TelemetryState::kStale ? "; the others count their estimates" : "",
-                                    ")");
+    std::string line = absl::StrCat(
+        "telemetry: ", TelemetryStateName(measured.state), " (", measured.measured_racks, " of ", t.racks().size(),
+        " racks measured", measured.state == TelemetryState::kStale ? "; the others count their estimates" : "", ")");
     for (const std::string& p : measured.problems) absl::StrAppend(&line, "; ", p);
     log.push_back(std::move(line));
     state_ = measured.state;

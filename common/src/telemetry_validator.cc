@@ -46,8 +46,8 @@ class TelemetryChecker {
     if (t_.prometheus_url().empty()) {
       Report("telemetry", "telemetry: missing 'prometheus_url' (e.g. http://prometheus.monitoring:9090)");
     } else if (std::string why = UrlProblem(t_.prometheus_url()); !why.empty()) {
-      Report("telemetry.prometheus_url", absl::StrCat("telemetry: prometheus_url ", why, ", got '",
-                                                      t_.prometheus_url().substr(0, 200), "'"));
+      Report("telemetry.prometheus_url",
+             absl::StrCat("telemetry: prometheus_url ", why, ", got '", t_.prometheus_url().substr(0, 200), "'"));
     }
     if (absl::StripAsciiWhitespace(t_.node_power_query()).empty())
       Report("telemetry", "telemetry: missing 'node_power_query' (e.g. sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE))");
@@ -68,8 +68,8 @@ class TelemetryChecker {
     if (!std::isfinite(reclaim) || reclaim < 0 || reclaim > 50)
       Report("telemetry.reclaim_pct", absl::StrCat("telemetry: reclaim_pct must be between 0 and 50, got ", reclaim));
     if (!v1::OverdrawAction_IsValid(t_.on_overdraw()))
-      Report("telemetry.on_overdraw", absl::StrCat("telemetry: unknown on_overdraw value ",
-                                                   static_cast<int>(t_.on_overdraw())));
+      Report("telemetry.on_overdraw",
+             absl::StrCat("telemetry: unknown on_overdraw value ", static_cast<int>(t_.on_overdraw())));
   }
 
  private:
@@ -81,12 +81,14 @@ class TelemetryChecker {
     const std::string path = absl::StrCat("telemetry.", field);
     if (lines_.Rejected(path)) return;
     if (value.empty()) {
-      if (required) Report("telemetry", absl::StrCat("telemetry: missing '", field, "' (needed with rack_power_query)"));
+      if (required)
+        Report("telemetry", absl::StrCat("telemetry: missing '", field, "' (needed with rack_power_query)"));
       return;
     }
     if (!IsLabelName(value))
-      Report(path, absl::StrCat("telemetry: ", field, " must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got '",
-                                value.substr(0, 200), "'"));
+      Report(path,
+             absl::StrCat("telemetry: ", field, " must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got '",
+                          value.substr(0, 200), "'"));
   }
 
   // 0 (absent) takes the default; otherwise the value must lie in [lo, hi]. Returns true when usable.

@@ -47,13 +47,14 @@ absl::Status CheckNodeTypeWatts(const v1::NodeType& nt) {
     return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": node_watts at most ", kMaxNodeWatts,
                                                    " W and gpu_watts at most ", kMaxWattsPerGpu, " W"));
   if (nt.node_watts() - nt.idle_watts() < kMinWattsPerGpu * nt.gpus())
-    return absl::InvalidArgumentError(
-        absl::StrCat("node type ", nt.name(), ": node_watts must exceed idle_watts by ", kMinWattsPerGpu, " W per GPU"));
+    return absl::InvalidArgumentError(absl::StrCat("node type ", nt.name(), ": node_watts must exceed idle_watts by ",
+                                                   kMinWattsPerGpu, " W per GPU"));
   return absl::OkStatus();
 }
 
 absl::Status CheckCap(const std::string& name, double kw) {
-  if (absl::Status s = CheckCapKw(kw); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
+  if (absl::Status s = CheckCapKw(kw); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
   return absl::OkStatus();
 }
 
@@ -107,8 +108,8 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
     if (parent.empty()) continue;
     auto it = t.power_domain_index_.find(parent);
     if (it == t.power_domain_index_.end())
-      return absl::InvalidArgumentError(absl::StrCat("power domain ", d.power_domains(i).name(),
-                                                     ": unknown parent ", parent));
+      return absl::InvalidArgumentError(
+          absl::StrCat("power domain ", d.power_domains(i).name(), ": unknown parent ", parent));
     t.power_domains_[i].parent = it->second;
   }
   // Cycle check: a chain longer than the number of domains must loop.
@@ -194,12 +195,12 @@ absl::StatusOr<Topology> Topology::Build(const v1::ClusterDescription& d) {
   const double reserve = t.policy_.power_reserve_fraction;
   auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
   t.domain_rooms_.resize(t.node_types_.size());
-  for (DomainId d = 0; d < static_cast<DomainId>(t.domains_.size()); ++d) {
-    const NvlinkDomain& dom = t.domains_[d];
+  for (DomainId di = 0; di < static_cast<DomainId>(t.domains_.size()); ++di) {
+    const NvlinkDomain& dom = t.domains_[di];
     const Rack& rack = t.racks_[dom.rack];
     Milliwatts r = room(rack.cap, rack.idle);
     for (PowerDomainId p : rack.power_chain) r = std::min(r, room(t.power_domains_[p].cap, t.power_domains_[p].idle));
-    t.domain_rooms_[dom.type].push_back({d, std::max<Milliwatts>(0, r), dom.gpus, static_cast<int>(dom.nodes.size())});
+    t.domain_rooms_[dom.type].push_back({di, std::max<Milliwatts>(0, r), dom.gpus, static_cast<int>(dom.nodes.size())});
   }
   std::vector<int> depth(t.power_domains_.size(), 0);
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(depth.size()); ++p) {

@@ -8,8 +8,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "rackwise/power_bounds.h"
 #include "absl/strings/str_format.h"
+#include "rackwise/power_bounds.h"
 #include "trace_csv.h"
 
 namespace rackwise {
@@ -59,9 +59,8 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
           known = true;
         }
         if (!known)
-          error(number,
-                absl::StrCat("header: unknown column '", std::string(fields[i]), "' (expected ", kTraceHeader, "[,",
-                             kTraceMeasuredColumn, "])"));
+          error(number, absl::StrCat("header: unknown column '", std::string(fields[i]), "' (expected ", kTraceHeader,
+                                     "[,", kTraceMeasuredColumn, "])"));
       }
       for (int c : {kId, kSubmit, kDuration, kGpus}) {
         if (column[c] < 0) error(number, absl::StrCat("header: missing column '", kNames[c], "'"));
@@ -130,8 +129,8 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
     if (!field(kWatts).empty()) {
       std::optional<double> w = ParseDouble(field(kWatts));
       if (!w || !CheckWattsPerGpu(*w).ok()) {
-        bad(kWatts, absl::StrCat("must be watts ", kMinWattsPerGpu, "..", kMaxWattsPerGpu,
-                                 " (0 or empty: the node type's)"));
+        bad(kWatts,
+            absl::StrCat("must be watts ", kMinWattsPerGpu, "..", kMaxWattsPerGpu, " (0 or empty: the node type's)"));
         ok = false;
       } else {
         job.watts_per_gpu = *w;

@@ -94,7 +94,8 @@ TEST(TraceCsvTest, RoundTrips) {
 }
 
 TEST(TraceCsvTest, MeasuredWattsColumnIsOptionalAndEmptyMeansNotMeasured) {
-  auto jobs = ParseTrace(std::string(kTraceHeader) + ",measured_watts_per_gpu\n"
+  auto jobs = ParseTrace(std::string(kTraceHeader) +
+                             ",measured_watts_per_gpu\n"
                              "a,0,10,8,8,,500,412.5\n"
                              "b,0,10,8,8,,,\n",
                          "m.csv", nullptr);
@@ -110,15 +111,16 @@ TEST(TraceCsvTest, MeasuredWattsColumnIsOptionalAndEmptyMeansNotMeasured) {
 
 TEST(TraceCsvTest, MeasuredWattsMustBeFinitePositiveAndWithinTheGpuBounds) {
   Diagnostics d;
-  auto jobs = ParseTrace("id,submit,duration,gpus,measured_watts_per_gpu\n"
-                         "a,0,10,8,0\n"
-                         "b,0,10,8,-3\n"
-                         "c,0,10,8,nan\n"
-                         "d,0,10,8,inf\n"
-                         "e,0,10,8,20000\n"
-                         "f,0,10,8,watts\n"
-                         "g,0,10,8,700\n",
-                         "bad.csv", &d);
+  auto jobs = ParseTrace(
+      "id,submit,duration,gpus,measured_watts_per_gpu\n"
+      "a,0,10,8,0\n"
+      "b,0,10,8,-3\n"
+      "c,0,10,8,nan\n"
+      "d,0,10,8,inf\n"
+      "e,0,10,8,20000\n"
+      "f,0,10,8,watts\n"
+      "g,0,10,8,700\n",
+      "bad.csv", &d);
   ASSERT_FALSE(jobs.ok());
   ASSERT_EQ(d.size(), 6u);
   for (size_t i = 0; i < d.size(); ++i) {

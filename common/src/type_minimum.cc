@@ -28,10 +28,12 @@ TypeMinimum FewestDomainsOverTypes(const Ledger& ledger, const PlacementRequest&
 
 std::string DescribeTypeMinimum(const Topology& t, const PlacementRequest& request, const TypeMinimum& m) {
   if (m.domains == 0) return "";
-  std::string out = absl::StrFormat("the fewest NVLink domains this cluster can give %d GPUs is %d, on %s (domains of %d GPUs",
-                                    request.gpus, m.domains, t.node_types()[m.type].name, m.domain_gpus[m.type]);
+  std::string out =
+      absl::StrFormat("the fewest NVLink domains this cluster can give %d GPUs is %d, on %s (domains of %d GPUs",
+                      request.gpus, m.domains, t.node_types()[m.type].name, m.domain_gpus[m.type]);
   if (m.domains > m.by_size[m.type])
-    absl::StrAppendFormat(&out, "; %d by size, but the power caps allow no fewer than %d", m.by_size[m.type], m.domains);
+    absl::StrAppendFormat(&out, "; %d by size, but the power caps allow no fewer than %d", m.by_size[m.type],
+                          m.domains);
   out += ")";
   for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(m.per_type.size()); ++type) {
     if (type == m.type || m.per_type[type] <= m.domains) continue;

@@ -15,10 +15,10 @@
 namespace rackwise::internal {
 
 struct TypeMinimum {
-  int domains = 0;             // the least over the types; 0: no type can ever hold the job
-  NodeTypeId type = kNoId;     // the first type (description order) that gives it
-  std::vector<int> per_type;   // indexed by node type id: that type's fewest (0: never, or not allowed)
-  std::vector<int> by_size;    // indexed by node type id: ceil(gpus / usable domain size)
+  int domains = 0;               // the least over the types; 0: no type can ever hold the job
+  NodeTypeId type = kNoId;       // the first type (description order) that gives it
+  std::vector<int> per_type;     // indexed by node type id: that type's fewest (0: never, or not allowed)
+  std::vector<int> by_size;      // indexed by node type id: ceil(gpus / usable domain size)
   std::vector<int> domain_gpus;  // indexed by node type id: the usable domain size for this job
 };
 

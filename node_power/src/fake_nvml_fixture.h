@@ -58,7 +58,8 @@ class FakeNvmlTest : public ::testing::Test {
   std::vector<std::string> Lines(const std::string& path) const {
     return absl::StrSplit(ReadFile(path), '\n', absl::SkipEmpty());
   }
-  // Log lines of calls to `function` (without the pid), e.g. "nvmlDeviceSetPowerManagementLimit gpu=1 limit=450000 -> 0".
+  // Log lines of calls to `function` (without the pid), e.g. "nvmlDeviceSetPowerManagementLimit gpu=1 limit=450000 ->
+  // 0".
   std::vector<std::string> Calls(const std::string& function) const {
     std::vector<std::string> calls;
     for (const std::string& line : Lines(log_)) {

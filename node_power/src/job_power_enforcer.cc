@@ -27,8 +27,7 @@ absl::StatusOr<std::string> JobPowerEnforcer::Start(const JobGpuPower& job) {
       return absl::StrCat("no power limit set (", control.status().message(),
                           "); the job counts its node type's default watts");
     }
-    return absl::Status(control.status().code(),
-                        absl::StrCat("cannot limit ", what, ": ", control.status().message()));
+    return absl::Status(control.status().code(), absl::StrCat("cannot limit ", what, ": ", control.status().message()));
   }
   std::vector<int> limited;  // boards that could draw more than was counted
   for (int gpu : job.gpus) {

@@ -30,8 +30,8 @@ absl::StatusOr<PowerLimitLease> ParseLine(absl::string_view line, const std::str
   if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &lease.gpu) || lease.gpu < 0 ||
       !absl::SimpleAtoi(fields[2], &lease.limit_mw) || lease.limit_mw < 0 ||
       !absl::SimpleAtoi(fields[3], &lease.previous_mw) || lease.previous_mw < 0) {
-    return absl::DataLossError(absl::StrCat(path, ":", number, ": expected \"<gpu> <owner> <limit_mw> <previous_mw>\", got \"",
-                                            line, "\""));
+    return absl::DataLossError(
+        absl::StrCat(path, ":", number, ": expected \"<gpu> <owner> <limit_mw> <previous_mw>\", got \"", line, "\""));
   }
   lease.owner = std::string(fields[1]);
   return lease;

@@ -187,8 +187,7 @@ absl::StatusOr<std::unique_ptr<GpuPowerControl>> OpenNvml(const std::string& lib
   void* handle = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return absl::UnavailableError(
-        absl::StrCat("cannot load NVML (", library_path, "): ", why ? why : "dlopen failed"));
+    return absl::UnavailableError(absl::StrCat("cannot load NVML (", library_path, "): ", why ? why : "dlopen failed"));
   }
   absl::StatusOr<NvmlFunctions> nvml = ResolveAll(handle, library_path);
   if (!nvml.ok()) {

@@ -59,8 +59,9 @@ TEST_F(NvmlLibraryTest, SetLimitErrorNamesCallGpuAndNvmlsWords) {
   std::unique_ptr<GpuPowerControl> nvml = Open();
   absl::Status denied = nvml->SetLimit(1, 450000);
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(denied.message(),
-              HasSubstr("nvmlDeviceSetPowerManagementLimit(GPU 1, 450000 mW): Insufficient Permissions (NVML error 4)"));
+  EXPECT_THAT(
+      denied.message(),
+      HasSubstr("nvmlDeviceSetPowerManagementLimit(GPU 1, 450000 mW): Insufficient Permissions (NVML error 4)"));
   EXPECT_TRUE(nvml->SetLimit(0, 450000).ok());  // the failure was injected for GPU 1 only
   EXPECT_EQ(nvml->SetLimit(0, -5).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(nvml->SetLimit(0, int64_t{1} << 40).code(), absl::StatusCode::kInvalidArgument);

@@ -5,9 +5,9 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/ascii.h"
 #include "lease_file.h"
 
 namespace rackwise::node_power {
@@ -15,9 +15,7 @@ namespace {
 
 constexpr size_t kMaxOwnerLength = 256;
 
-std::string Watts(int64_t mw) {
-  return mw % 1000 == 0 ? absl::StrCat(mw / 1000, " W") : absl::StrCat(mw, " mW");
-}
+std::string Watts(int64_t mw) { return mw % 1000 == 0 ? absl::StrCat(mw / 1000, " W") : absl::StrCat(mw, " mW"); }
 
 const PowerLimitLease* Find(const std::vector<PowerLimitLease>& leases, int gpu) {
   for (const PowerLimitLease& lease : leases) {
@@ -65,19 +63,19 @@ absl::Status PowerLimitLeases::Acquire(std::string_view owner, const std::vector
   for (int gpu : gpus) {
     const PowerLimitLease* lease = Find(held->leases, gpu);
     if (lease != nullptr && lease->owner != owner) {
-      return absl::FailedPreconditionError(absl::StrCat("GPU ", gpu, " is already limited to ",
-                                                        Watts(lease->limit_mw), " for ", lease->owner));
+      return absl::FailedPreconditionError(
+          absl::StrCat("GPU ", gpu, " is already limited to ", Watts(lease->limit_mw), " for ", lease->owner));
     }
     absl::StatusOr<GpuPowerLimits> limits = control_->Limits(gpu);
     if (!limits.ok()) return limits.status();
     if (limit_mw < limits->min_mw || limit_mw > limits->max_mw) {
       return absl::OutOfRangeError(absl::StrCat("GPU ", gpu, ": ", Watts(limit_mw),
-                                                " is outside the board's power limit range ",
-                                                Watts(limits->min_mw), " to ", Watts(limits->max_mw)));
+                                                " is outside the board's power limit range ", Watts(limits->min_mw),
+                                                " to ", Watts(limits->max_mw)));
     }
     before.push_back(*limits);
-    wanted.push_back(PowerLimitLease{gpu, std::string(owner), limit_mw,
-                                     lease != nullptr ? lease->previous_mw : limits->current_mw});
+    wanted.push_back(
+        PowerLimitLease{gpu, std::string(owner), limit_mw, lease != nullptr ? lease->previous_mw : limits->current_mw});
   }
 
   // Record the previous limits before touching a GPU, so that a crash at any point leaves enough to restore.
@@ -119,8 +117,8 @@ absl::Status PowerLimitLeases::SetAll(const std::vector<PowerLimitLease>& leases
     if (before[i].current_mw == leases[i].limit_mw) continue;
     absl::Status undone = control_->SetLimit(leases[i].gpu, before[i].current_mw);
     if (!undone.ok() && i < failed) {
-      absl::StrAppend(&message, "; could not set GPU ", leases[i].gpu, " back to ", Watts(before[i].current_mw),
-                      ": ", undone.message());
+      absl::StrAppend(&message, "; could not set GPU ", leases[i].gpu, " back to ", Watts(before[i].current_mw), ": ",
+                      undone.message());
       if (Find(kept, leases[i].gpu) == nullptr) kept.push_back(leases[i]);
     }
   }
@@ -128,7 +126,7 @@ absl::Status PowerLimitLeases::SetAll(const std::vector<PowerLimitLease>& leases
 }
 
 absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string_view owner) {
-  if (!MayExist(state_file_)) return std::vector<ReleasedLease>{};  // only Acquire creates it
+  if (!MayExist(state_file_)) return std::vector<ReleasedLease>{};        // only Acquire creates it
   absl::StatusOr<LockedLeases> held = LockAndReadLeaseFile(state_file_);  // locked until returning
   if (!held.ok()) return held.status();
 
@@ -148,8 +146,8 @@ absl::StatusOr<std::vector<ReleasedLease>> PowerLimitLeases::Release(std::string
     }
     if (!restored.ok()) {
       if (code == absl::StatusCode::kOk) code = restored.code();
-      failures.push_back(absl::StrCat("GPU ", lease.gpu, " not restored to ", Watts(lease.previous_mw), ": ",
-                                      restored.message()));
+      failures.push_back(
+          absl::StrCat("GPU ", lease.gpu, " not restored to ", Watts(lease.previous_mw), ": ", restored.message()));
       remaining.push_back(lease);
       continue;
     }

@@ -65,8 +65,8 @@ TEST_F(PowerLimitLeasesTest, AcquireLimitsExactlyTheGivenGpusAndReleaseRestoresT
   PowerLimitLeases leases(nvml_.get(), leases_file_);
   ASSERT_TRUE(leases.Acquire("job42", {1, 3}, 450000).ok());
   EXPECT_THAT(CurrentLimits(), ElementsAre(700000, 450000, 700000, 450000));
-  EXPECT_THAT(Leases(), ElementsAre(PowerLimitLease{1, "job42", 450000, 700000},
-                                    PowerLimitLease{3, "job42", 450000, 700000}));
+  EXPECT_THAT(Leases(),
+              ElementsAre(PowerLimitLease{1, "job42", 450000, 700000}, PowerLimitLease{3, "job42", 450000, 700000}));
   absl::StatusOr<std::vector<ReleasedLease>> released = leases.Release("job42");
   ASSERT_TRUE(released.ok()) << released.status();
   ASSERT_THAT(*released, SizeIs(2));
@@ -89,8 +89,8 @@ TEST_F(PowerLimitLeasesTest, AcquireAndReleaseTwiceChangeNothingTheSecondTime) {
   ASSERT_TRUE(leases.Acquire("job7", {0, 1}, 500000).ok());
   ASSERT_TRUE(leases.Acquire("job7", {0, 1}, 500000).ok());
   EXPECT_THAT(Calls("nvmlDeviceSetPowerManagementLimit"), SizeIs(2));
-  EXPECT_THAT(Leases(), ElementsAre(PowerLimitLease{0, "job7", 500000, 700000},
-                                    PowerLimitLease{1, "job7", 500000, 700000}));
+  EXPECT_THAT(Leases(),
+              ElementsAre(PowerLimitLease{0, "job7", 500000, 700000}, PowerLimitLease{1, "job7", 500000, 700000}));
   ASSERT_TRUE(leases.Release("job7").ok());
   absl::StatusOr<std::vector<ReleasedLease>> again = leases.Release("job7");
   ASSERT_TRUE(again.ok());

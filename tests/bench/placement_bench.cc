@@ -144,15 +144,17 @@ bool PlaceWithLinearScanFirstFit(Fixture& f, const PlacementRequest& r) {
 const int kRegistered = [] {
   const char* names[] = {"4608gpu_64xNVL72", "72000gpu_1000xNVL72", "72000gpu_9000xHGX"};
   for (int which = 0; which < 3; ++which) {
-    benchmark::RegisterBenchmark((std::string("Rackwise/") + names[which]).c_str(),
-                                 [which](benchmark::State& s) { RunDecisions(s, which, PlaceWithRackwise); })
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((std::string("LinearScanBestFit/") + names[which]).c_str(),
-                                 [which](benchmark::State& s) { RunDecisions(s, which, PlaceWithLinearScanBestFit); })
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((std::string("LinearScanFirstFit/") + names[which]).c_str(),
-                                 [which](benchmark::State& s) { RunDecisions(s, which, PlaceWithLinearScanFirstFit); })
-        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("Rackwise/") + names[which]).c_str(), [which](benchmark::State& s) {
+      RunDecisions(s, which, PlaceWithRackwise);
+    })->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("LinearScanBestFit/") + names[which]).c_str(), [which](
+                                                                                                 benchmark::State& s) {
+      RunDecisions(s, which, PlaceWithLinearScanBestFit);
+    })->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("LinearScanFirstFit/") + names[which]).c_str(), [which](
+                                                                                                  benchmark::State& s) {
+      RunDecisions(s, which, PlaceWithLinearScanFirstFit);
+    })->Unit(benchmark::kMicrosecond);
   }
   return 0;
 }();

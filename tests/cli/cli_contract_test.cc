@@ -4,8 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -76,7 +76,7 @@ TEST(CliContractTest, DefaultsToTheBuiltInExample) {
 }
 
 TEST(CliContractTest, RefusalHasItsOwnExitCodeAndCountsNodes) {
-    // gpu001-gpu011 busy, gpu012 drained: only r04 is left, whose 30 kW cap powers two full nodes, not four.
+  // gpu001-gpu011 busy, gpu012 drained: only r04 is left, whose 30 kW cap powers two full nodes, not four.
   const std::string state = WriteTemp("state.yaml", R"(allocations:
   - id: big
     nodes:
@@ -95,7 +95,7 @@ nodes:
   - {node: gpu012, health: drained}
 )");
   CliRun r = Rackwise("place --cluster " + kDemo + " --state " + state +
-                   " --gpus 32 --gpus-per-node 8 --node-type hgx-h100 --locality required --json");
+                      " --gpus 32 --gpus-per-node 8 --node-type hgx-h100 --locality required --json");
   ASSERT_EQ(r.code, 3) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["refused"].get<bool>());
@@ -142,7 +142,8 @@ TEST(CliContractTest, NeverPossibleIsUnresolvable) {
 
 TEST(CliContractTest, BenchTimesFitsAndRefusalsAndSavesAFilledState) {
   const std::string state = std::string(::testing::TempDir()) + "/bench-state.yaml";
-  CliRun fit = Rackwise("bench --cluster " + kDemo + " --gpus 8 --repeat 20 --fill 50 --save-state " + state + " --json");
+  CliRun fit =
+      Rackwise("bench --cluster " + kDemo + " --gpus 8 --repeat 20 --fill 50 --save-state " + state + " --json");
   ASSERT_EQ(fit.code, 0) << fit.out;
   nlohmann::json j = nlohmann::json::parse(fit.out);
   EXPECT_EQ(j["outcome"], "fit");

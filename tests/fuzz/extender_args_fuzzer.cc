@@ -102,7 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const Json& names = parsed["NodeNames"];
       size_t k = 0;
       for (size_t i = 1; i < c.size(); i += 2, ++k) {
-        if (ValidUtf8(c.name(i)) && (k >= names.size() || names[k] != c.name(i))) Fail("a name did not round-trip", body);
+        if (ValidUtf8(c.name(i)) && (k >= names.size() || names[k] != c.name(i)))
+          Fail("a name did not round-trip", body);
       }
     }
     start = end + 1;

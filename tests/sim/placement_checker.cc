@@ -38,8 +38,8 @@ struct Event {
 
 }  // namespace
 
-CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<TraceJob>& trace,
-                            std::string_view jsonl, double spread_slowdown) {
+CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<TraceJob>& trace, std::string_view jsonl,
+                            double spread_slowdown) {
   CheckReport rep;
   auto fail = [&](std::string msg) {
     if (rep.errors.size() < 100) rep.errors.push_back(std::move(msg));

@@ -3,9 +3,9 @@
 // the hostlist parser, applies the power model of docs/design.md from scratch and sweeps the placements over time.
 //
 // It confirms that no GPU index is held by two jobs at once, that every line is well formed and agrees with the
-// trace (GPU count, duration or the slowed duration, start not before submit) and the description (nodes, racks, NVLink domain count),
-// and it measures the kW-seconds that every rack and power domain spends above its cap. Draw is what the hardware
-// draws: a job with a measured_watts_per_gpu in the trace draws that, whatever it declared.
+// trace (GPU count, duration or the slowed duration, start not before submit) and the description (nodes, racks, NVLink
+// domain count), and it measures the kW-seconds that every rack and power domain spends above its cap. Draw is what the
+// hardware draws: a job with a measured_watts_per_gpu in the trace draws that, whatever it declared.
 #pragma once
 
 #include <map>

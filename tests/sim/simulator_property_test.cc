@@ -45,8 +45,7 @@ v1::ClusterDescription RandomCluster(std::mt19937& rng, bool caps_bind = true) {
     total_cap += block.racks * block.rack_cap_kw;
     spec.blocks.push_back(block);
   }
-  spec.hall_cap_kw =
-      std::round(total_cap * std::uniform_real_distribution<double>(caps_bind ? 0.6 : 1.0, 1.1)(rng));
+  spec.hall_cap_kw = std::round(total_cap * std::uniform_real_distribution<double>(caps_bind ? 0.6 : 1.0, 1.1)(rng));
   v1::ClusterDescription d = BuildSyntheticCluster(spec);
   // Half the clusters let `preferred` heads hold out for their fewest domains (policy.preferred_wait_s).
   const double waits[] = {0, 0, 300, 1800};
@@ -56,7 +55,7 @@ v1::ClusterDescription RandomCluster(std::mt19937& rng, bool caps_bind = true) {
 
 // A random trace for a cluster of `gpus` GPUs: a random mix, overloaded (load 1.5).
 absl::StatusOr<std::vector<TraceJob>> RandomTrace(std::mt19937& rng, int seed, int gpus, int jobs,
-                                                   double watts_fraction, double watts_per_gpu) {
+                                                  double watts_fraction, double watts_per_gpu) {
   TraceGeneratorParams tp;
   tp.mix = static_cast<TraceMix>(rng() % 3);
   tp.jobs = jobs;
@@ -89,12 +88,13 @@ std::string Jsonl(const Topology& t, const std::vector<TraceJob>& jobs, const Si
 // never delayed it).
 // Only jobs behind the head in FIFO order (submit time, then trace position) are backfilled past it.
 void ExpectReservationsHeld(const std::vector<TraceJob>& jobs, const SimResult& r, bool power_may_bind) {
-  std::vector<double> start(r.placements.empty() ? 0 : 1 + std::max_element(r.placements.begin(), r.placements.end(),
-                                                                                [](const SimPlacement& a,
-                                                                                   const SimPlacement& b) {
-                                                                                  return a.job < b.job;
-                                                                                })->job,
-                            -1);
+  std::vector<double> start(
+      r.placements.empty()
+          ? 0
+          : 1 + std::max_element(r.placements.begin(), r.placements.end(),
+                                 [](const SimPlacement& a, const SimPlacement& b) { return a.job < b.job; })
+                    ->job,
+      -1);
   for (const SimPlacement& p : r.placements) start[p.job] = p.start;
   for (const SimReservation& res : r.reservations) {
     if (!std::isfinite(res.shadow)) continue;
@@ -102,14 +102,17 @@ void ExpectReservationsHeld(const std::vector<TraceJob>& jobs, const SimResult& 
       EXPECT_LE(start[res.job], res.shadow) << "head " << res.job << " delayed past its shadow time";
     }
     for (const SimPlacement& p : r.placements) {
-      const auto behind = [&](int a, int b) { return std::make_pair(jobs[a].submit, a) > std::make_pair(jobs[b].submit, b); };
+      const auto behind = [&](int a, int b) {
+        return std::make_pair(jobs[a].submit, a) > std::make_pair(jobs[b].submit, b);
+      };
       if (!behind(p.job, res.job) || p.start < res.made || p.start >= res.until || p.start >= res.shadow ||
           p.end <= res.shadow)
         continue;
       for (const NodeGpus& ng : p.nodes) {
         EXPECT_FALSE(std::binary_search(res.nodes.begin(), res.nodes.end(), ng.node))
             << "job " << p.job << " started at " << p.start << " until " << p.end << " on node " << ng.node
-            << " reserved for job " << res.job << " at " << res.shadow << " made " << res.made << " until " << res.until;
+            << " reserved for job " << res.job << " at " << res.shadow << " made " << res.made << " until "
+            << res.until;
       }
     }
   }
@@ -159,8 +162,7 @@ TEST(SimulatorPropertyTest, CheckerAgreesAndRackwiseNeverExceedsACap) {
       EXPECT_NEAR(rep.domain_violation_kws, r->metrics.domain_violation_kws,
                   1e-6 * r->metrics.domain_violation_kws + 1);
       EXPECT_NEAR(rep.peak_rack_kw, r->metrics.peak_rack_kw, 0.01);
-      if (policy == SimPolicy::kRackwise || policy == SimPolicy::kStaticCap ||
-          policy == SimPolicy::kCappedFirstFit) {
+      if (policy == SimPolicy::kRackwise || policy == SimPolicy::kStaticCap || policy == SimPolicy::kCappedFirstFit) {
         EXPECT_EQ(rep.rack_violation_kws, 0);
         EXPECT_EQ(rep.domain_violation_kws, 0);
         EXPECT_EQ(r->metrics.power_violation_kws, 0);
@@ -327,8 +329,8 @@ void AddMeasurements(const Topology& t, std::mt19937& rng, double lo, double hi,
   std::uniform_real_distribution<double> share(lo, hi);
   for (TraceJob& j : *jobs) {
     if (rng() % 10 == 0) continue;  // not measured: draws what it is counted at
-    const double base = hi <= 1 && j.watts_per_gpu > 0 ? j.watts_per_gpu
-                                                       : std::max(j.watts_per_gpu, MilliwattsToWatts(type_per_gpu));
+    const double base =
+        hi <= 1 && j.watts_per_gpu > 0 ? j.watts_per_gpu : std::max(j.watts_per_gpu, MilliwattsToWatts(type_per_gpu));
     // Whole watts, rounded toward `base` x 1 so that "at most what it is counted at" survives the rounding.
     const double w = base * share(rng);
     j.measured_watts_per_gpu = std::clamp(hi <= 1 ? std::floor(w) : std::ceil(w), 1.0, kMaxWattsPerGpu);

@@ -60,9 +60,9 @@ std::string TopologyTree(const v1::ClusterDescription& d) {
 
 SlurmExport ExportToSlurm(const v1::ClusterDescription& d) {
   SlurmExport out;
-  out.slurm_conf = absl::StrCat("# Written by rackwise export from the description of cluster ", d.cluster(),
-                                ".\nClusterName=", d.cluster(),
-                                "\nSelectType=select/rackwise_cons_tres\nGresTypes=gpu\nTopologyPlugin=topology/tree\n");
+  out.slurm_conf = absl::StrCat(
+      "# Written by rackwise export from the description of cluster ", d.cluster(), ".\nClusterName=", d.cluster(),
+      "\nSelectType=select/rackwise_cons_tres\nGresTypes=gpu\nTopologyPlugin=topology/tree\n");
   out.gres_conf = "AutoDetect=off\n";
   std::vector<std::string> all;
   ForEachGroup(d, [&](const v1::Rack& rack, const v1::NodeType& type, const std::string& hostlist) {

@@ -104,8 +104,8 @@ void SkeletonBuilder::CheckDomain(const NodeFacts& node, const std::string& rack
   if (node.nvlink_domain.empty()) return;
   auto [home, fresh] = domain_home_.try_emplace(node.nvlink_domain, rack, type);
   if (!fresh && home->second != std::make_pair(rack, type)) {
-    Report(node, absl::StrCat("NVLink domain '", node.nvlink_domain, "' spans racks '", home->second.first,
-                              "' and '", rack, "'; a rack-scale domain must sit in one rack"));
+    Report(node, absl::StrCat("NVLink domain '", node.nvlink_domain, "' spans racks '", home->second.first, "' and '",
+                              rack, "'; a rack-scale domain must sit in one rack"));
   }
   auto [other, first] = rack_domain_.try_emplace({rack, type}, node.nvlink_domain);
   if (!first && other->second != node.nvlink_domain) {
@@ -136,7 +136,8 @@ absl::StatusOr<v1::ClusterDescription> SkeletonBuilder::Build(const Inventory& i
     rack->set_name(name);
     double watts = 0;
     for (const auto& [type, nodes] : groups) {
-      for (const v1::NodeType& t : skeleton_.node_types()) watts += t.name() == type ? t.node_watts() * nodes.size() : 0;
+      for (const v1::NodeType& t : skeleton_.node_types())
+        watts += t.name() == type ? t.node_watts() * nodes.size() : 0;
       if (groups.size() == 1) {
         rack->set_type(type);
         rack->set_nodes(CompressHostlist(nodes));
@@ -169,7 +170,8 @@ std::string SkeletonToYaml(const v1::ClusterDescription& skeleton, const std::st
   // Every watts and cap figure in a skeleton is a guess: tag them all (the YAML writer knows no tags).
   static const std::regex kFigure(R"(^(\s+(?:- )?(?:gpu_watts|node_watts|idle_watts|power_cap_kw): ))");
   std::string out;
-  for (absl::string_view line : absl::StrSplit(header, '\n', absl::SkipEmpty())) absl::StrAppend(&out, "# ", line, "\n");
+  for (absl::string_view line : absl::StrSplit(header, '\n', absl::SkipEmpty()))
+    absl::StrAppend(&out, "# ", line, "\n");
   for (absl::string_view line : absl::StrSplit(ClusterDescriptionToYaml(skeleton), '\n')) {
     absl::StrAppend(&out, std::regex_replace(std::string(line), kFigure, absl::StrCat("$1", kGuessTag, " ")), "\n");
   }

@@ -1,7 +1,8 @@
 // rackwise import, checked by round trips: every example cluster and the Slurm test cluster, exported to
 // slurm.conf/gres.conf/topology.conf (tree and block) and to a Kubernetes NodeList, imported back, its guessed
 // figures replaced by the original's (and the power hierarchy, policy, enforcement and telemetry settings, which
-// no scheduler holds), equals the original. The skeleton itself must be refused by the validator once per guess, at the guess's line.
+// no scheduler holds), equals the original. The skeleton itself must be refused by the validator once per guess, at the
+// guess's line.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

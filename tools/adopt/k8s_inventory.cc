@@ -51,7 +51,9 @@ std::optional<NodeFacts> ReadNode(const json& item, size_t index, const ConfigTe
     report(problem);
     return std::nullopt;
   }
-  NodeFacts facts{.name = name, .gpus = *gpus, .gpu_type = StringAt(labels, kGpuProductLabel),
+  NodeFacts facts{.name = name,
+                  .gpus = *gpus,
+                  .gpu_type = StringAt(labels, kGpuProductLabel),
                   .nvlink_domain = StringAt(labels, kGpuCliqueLabel),
                   .origin = absl::StrCat(source.file, ": node '", name, "'")};
   if (!names.rack.empty()) facts.rack = StringAt(labels, names.rack.c_str());

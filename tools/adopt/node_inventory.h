@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 namespace rackwise::adopt {
 

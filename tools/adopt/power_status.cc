@@ -47,12 +47,16 @@ PowerStatus StatusFromLedger(const Ledger& ledger) {
     const Rack& rack = t.racks()[r];
     int gpus = 0;
     for (NodeId n : rack.nodes) gpus += t.nodes()[n].gpus;
-    status.rows.push_back({.kind = "rack", .name = rack.name,
+    status.rows.push_back({.kind = "rack",
+                           .name = rack.name,
                            .parent = rack.power_domain == kNoId ? "" : t.power_domains()[rack.power_domain].name,
-                           .draw_watts = Watts(ledger.rack_draw(r)), .cap_watts = Watts(ledger.rack_cap(r)),
+                           .draw_watts = Watts(ledger.rack_draw(r)),
+                           .cap_watts = Watts(ledger.rack_cap(r)),
                            .usable_cap_watts = UsableCap(ledger.rack_cap(r), reserve),
                            .headroom_watts = Watts(ledger.RackHeadroom(r, reserve)),
-                           .jobs = static_cast<int>(use[r].jobs.size()), .used_gpus = use[r].used_gpus, .gpus = gpus});
+                           .jobs = static_cast<int>(use[r].jobs.size()),
+                           .used_gpus = use[r].used_gpus,
+                           .gpus = gpus});
   };
   // Depth-first from the roots, in the description's order, so that a domain is followed by its children and
   // its racks.
@@ -68,13 +72,16 @@ PowerStatus StatusFromLedger(const Ledger& ledger) {
       used += use[r].used_gpus;
       for (NodeId n : t.racks()[r].nodes) gpus += t.nodes()[n].gpus;
     }
-    status.rows.push_back({.kind = "power_domain", .name = pd.name,
+    status.rows.push_back({.kind = "power_domain",
+                           .name = pd.name,
                            .parent = pd.parent == kNoId ? "" : t.power_domains()[pd.parent].name,
                            .draw_watts = Watts(ledger.power_domain_draw(d)),
                            .cap_watts = Watts(ledger.power_domain_cap(d)),
                            .usable_cap_watts = UsableCap(ledger.power_domain_cap(d), reserve),
                            .headroom_watts = Watts(ledger.PowerDomainRoom(d, reserve)),
-                           .jobs = static_cast<int>(jobs.size()), .used_gpus = used, .gpus = gpus});
+                           .jobs = static_cast<int>(jobs.size()),
+                           .used_gpus = used,
+                           .gpus = gpus});
     for (PowerDomainId child = 0; child < domain_count; ++child) {
       if (t.power_domains()[child].parent == d) visit(child);
     }
@@ -98,9 +105,14 @@ PowerStatus StatusFromClusterState(const v1::ClusterStateResponse& state) {
       free += d.free_gpus();
       gpus += d.gpus();
     }
-    status.rows.push_back({.kind = "rack", .name = r.rack(), .draw_watts = r.draw_watts(), .cap_watts = r.cap_watts(),
-                           .usable_cap_watts = r.cap_watts(), .headroom_watts = r.headroom_watts(),
-                           .used_gpus = gpus - free, .gpus = gpus});
+    status.rows.push_back({.kind = "rack",
+                           .name = r.rack(),
+                           .draw_watts = r.draw_watts(),
+                           .cap_watts = r.cap_watts(),
+                           .usable_cap_watts = r.cap_watts(),
+                           .headroom_watts = r.headroom_watts(),
+                           .used_gpus = gpus - free,
+                           .gpus = gpus});
   }
   return status;
 }

@@ -14,7 +14,7 @@
 namespace rackwise::adopt {
 
 struct PowerRow {
-  std::string kind;    // "rack" or "power_domain"
+  std::string kind;  // "rack" or "power_domain"
   std::string name;
   std::string parent;  // the rack's power domain or the domain's parent; empty at a root
   double draw_watts = 0;

@@ -53,8 +53,7 @@ std::optional<std::string> SlurmConfigLine::Get(std::string_view key) const {
   return std::nullopt;
 }
 
-std::vector<SlurmConfigLine> ParseSlurmConfig(std::string_view text, std::string_view file,
-                                              Diagnostics* diagnostics) {
+std::vector<SlurmConfigLine> ParseSlurmConfig(std::string_view text, std::string_view file, Diagnostics* diagnostics) {
   std::vector<SlurmConfigLine> lines;
   size_t pos = 0;
   int line_number = 1;

@@ -15,7 +15,7 @@
 namespace rackwise::adopt {
 
 struct SlurmConfigLine {
-  int line = 0;                                          // where the (first physical) line starts, 1-based
+  int line = 0;                                            // where the (first physical) line starts, 1-based
   std::vector<std::pair<std::string, std::string>> pairs;  // keys lower-cased, in order
 
   // The value of `key` (lower case), if the line has it.

@@ -37,8 +37,8 @@ class SlurmReader {
   void Report(const ConfigText& config, int line, std::string message) {
     diagnostics_->push_back({config.file, line, std::move(message)});
   }
-  std::optional<std::vector<std::string>> Expand(const ConfigText& config, const SlurmConfigLine& line,
-                                                 const char* key, const std::string& hostlist);
+  std::optional<std::vector<std::string>> Expand(const ConfigText& config, const SlurmConfigLine& line, const char* key,
+                                                 const std::string& hostlist);
   std::optional<GpuGres> ParseGres(const ConfigText& config, const SlurmConfigLine& line, const std::string& gres);
   void AddNodes(const ConfigText& config, const SlurmConfigLine& line, const std::string& gres);
   // The node named `name` in a topology or gres line, or nullptr (with a diagnostic) when slurm.conf lacks it.
@@ -47,9 +47,9 @@ class SlurmReader {
   Diagnostics* diagnostics_;
   std::string slurm_conf_file_;
   Inventory inventory_;
-  std::map<std::string, size_t> index_;           // node name -> inventory_.nodes index (GPU-less nodes too)
-  std::map<std::string, GpuGres> gres_conf_;      // node -> what gres.conf says, summed over its lines
-  std::map<std::string, Diagnostic> gres_where_;  // node -> the first gres.conf line naming it
+  std::map<std::string, size_t> index_;               // node name -> inventory_.nodes index (GPU-less nodes too)
+  std::map<std::string, GpuGres> gres_conf_;          // node -> what gres.conf says, summed over its lines
+  std::map<std::string, Diagnostic> gres_where_;      // node -> the first gres.conf line naming it
   std::map<std::string, std::string> parent_switch_;  // switch -> the switch above it
 };
 
@@ -109,8 +109,8 @@ void SlurmReader::AddNodes(const ConfigText& config, const SlurmConfigLine& line
              absl::StrCat("node '", name, "' is declared again (first at ", inventory_.nodes[it->second].origin, ")"));
       continue;
     }
-    inventory_.nodes.push_back({.name = name, .gpus = gpus->count, .gpu_type = gpus->type,
-                                .origin = Origin(config, line)});
+    inventory_.nodes.push_back(
+        {.name = name, .gpus = gpus->count, .gpu_type = gpus->type, .origin = Origin(config, line)});
   }
 }
 
@@ -152,7 +152,8 @@ void SlurmReader::ReadGresConf(const ConfigText& config) {
       gres.count = *n;
     } else if (std::optional<std::string> file = line.Get("file")) {
       // /dev/nvidia[0-7]: the brackets are in the device names, not in the directory.
-      std::optional<std::vector<std::string>> devices = Expand(config, line, "File", file->substr(file->rfind('/') + 1));
+      std::optional<std::vector<std::string>> devices =
+          Expand(config, line, "File", file->substr(file->rfind('/') + 1));
       if (!devices) continue;
       gres.count = static_cast<int>(devices->size());
     }
@@ -207,8 +208,8 @@ absl::StatusOr<Inventory> SlurmReader::Finish() {
     if (auto it = gres_conf_.find(node.name); it != gres_conf_.end()) {
       if (node.gpus != 0 && node.gpus != it->second.count) {
         Diagnostic d = gres_where_[node.name];
-        d.message = absl::StrCat(it->second.count, " GPUs for node '", node.name, "', but ", node.origin,
-                                 " says ", node.gpus);
+        d.message =
+            absl::StrCat(it->second.count, " GPUs for node '", node.name, "', but ", node.origin, " says ", node.gpus);
         diagnostics_->push_back(std::move(d));
       }
       if (node.gpus == 0) node.gpus = it->second.count;
@@ -219,7 +220,7 @@ absl::StatusOr<Inventory> SlurmReader::Finish() {
   }
   Inventory result{.cluster = inventory_.cluster};
   for (NodeFacts& node : inventory_.nodes) {
-    if (node.gpus == 0) continue;  // login and CPU nodes need not be described
+    if (node.gpus == 0) continue;                                          // login and CPU nodes need not be described
     if (block_sizes[node.nvlink_domain] == 1) node.nvlink_domain.clear();  // a one-node block is just the node
     result.nodes.push_back(std::move(node));
   }

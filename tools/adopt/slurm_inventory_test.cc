@@ -32,9 +32,8 @@ TEST(SlurmInventory, ReadsSlurmSyntax) {
       "SwitchName=r1 Nodes=gpu[01-02]\nSwitchName=r2 Nodes=nvl1-t[1-2]\nSwitchName=su Switches=r[1-2]\n"
       "BlockName=b1 Nodes=nvl1-t[1-2]\n";
   Diagnostics diagnostics;
-  absl::StatusOr<Inventory> inventory =
-      InventoryFromSlurm({.slurm_conf = {"slurm.conf", conf}, .topology_confs = {{"topology.conf", topology}}},
-                         &diagnostics);
+  absl::StatusOr<Inventory> inventory = InventoryFromSlurm(
+      {.slurm_conf = {"slurm.conf", conf}, .topology_confs = {{"topology.conf", topology}}}, &diagnostics);
   ASSERT_TRUE(inventory.ok()) << testing::PrintToString(Messages(diagnostics));
   EXPECT_EQ(inventory->cluster, "alpha");
   ASSERT_EQ(inventory->nodes.size(), 4u);  // login1 has no GPU
@@ -69,11 +68,10 @@ TEST(SlurmInventory, ProblemsPointAtTheirLine) {
   std::string gres = "\nNodeName=g1 Name=gpu Count=4\n";
   std::string topology = "SwitchName=r1 Nodes=g[1-3]\n";
   Diagnostics diagnostics;
-  absl::StatusOr<Inventory> inventory =
-      InventoryFromSlurm({.slurm_conf = {"slurm.conf", conf},
-                          .gres_confs = {{"gres.conf", gres}},
-                          .topology_confs = {{"topology.conf", topology}}},
-                         &diagnostics);
+  absl::StatusOr<Inventory> inventory = InventoryFromSlurm({.slurm_conf = {"slurm.conf", conf},
+                                                            .gres_confs = {{"gres.conf", gres}},
+                                                            .topology_confs = {{"topology.conf", topology}}},
+                                                           &diagnostics);
   EXPECT_FALSE(inventory.ok());
   EXPECT_THAT(Messages(diagnostics),
               testing::UnorderedElementsAre(
@@ -90,9 +88,8 @@ TEST(Skeleton, NvlinkDomainMustBeOneRacksNodes) {
                                 {.name = "t3", .gpus = 4, .nvlink_domain = "a", .rack = "r2", .origin = "n.json"}}};
   Diagnostics diagnostics;
   EXPECT_FALSE(BuildSkeleton(inventory, "n.json", &diagnostics).ok());
-  EXPECT_THAT(Messages(diagnostics),
-              testing::ElementsAre(HasSubstr("rack 'r1' holds two NVLink domains"),
-                                   HasSubstr("NVLink domain 'a' spans racks 'r1' and 'r2'")));
+  EXPECT_THAT(Messages(diagnostics), testing::ElementsAre(HasSubstr("rack 'r1' holds two NVLink domains"),
+                                                          HasSubstr("NVLink domain 'a' spans racks 'r1' and 'r2'")));
 }
 
 TEST(K8sInventory, NeedsTheRackLabelAndANumber) {
@@ -102,10 +99,11 @@ TEST(K8sInventory, NeedsTheRackLabelAndANumber) {
     {"metadata": {"name": "cpu", "labels": {}}}]})";
   Diagnostics diagnostics;
   EXPECT_FALSE(InventoryFromK8sNodes({"nodes.json", json}, {.rack = "rack"}, &diagnostics).ok());
-  EXPECT_THAT(Messages(diagnostics),
-              testing::ElementsAre("nodes.json: items[0] (node 'a'): no label rack (--rack-label): every GPU node "
-                                   "needs its rack",
-                                   "nodes.json: items[1] (node 'b'): nvidia.com/gpu.count is 'eight', not a GPU count"));
+  EXPECT_THAT(
+      Messages(diagnostics),
+      testing::ElementsAre("nodes.json: items[0] (node 'a'): no label rack (--rack-label): every GPU node "
+                           "needs its rack",
+                           "nodes.json: items[1] (node 'b'): nvidia.com/gpu.count is 'eight', not a GPU count"));
   diagnostics.clear();
   EXPECT_FALSE(InventoryFromK8sNodes({"nodes.json", "[]"}, {}, &diagnostics).ok());
   EXPECT_THAT(Messages(diagnostics), testing::ElementsAre(HasSubstr("not a NodeList")));

@@ -15,9 +15,9 @@ struct NodeGpus {
 };
 
 struct Allocation {
-  std::string id;                 // unique within a ledger (Slurm job id, pod group, ...)
-  std::vector<NodeGpus> nodes;    // no node twice
-  Milliwatts per_gpu = 0;         // 0: each node type's default draw per GPU
+  std::string id;               // unique within a ledger (Slurm job id, pod group, ...)
+  std::vector<NodeGpus> nodes;  // no node twice
+  Milliwatts per_gpu = 0;       // 0: each node type's default draw per GPU
   friend bool operator==(const Allocation&, const Allocation&) = default;
 
   int gpu_count() const;

@@ -30,8 +30,7 @@ bool ValidateClusterDescription(const v1::ClusterDescription& description, std::
 
 // A state file: allocations, node health, cap overrides. Node and rack names are checked against `description`.
 absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::string_view file,
-                                                   const v1::ClusterDescription& description,
-                                                   Diagnostics* diagnostics);
+                                                   const v1::ClusterDescription& description, Diagnostics* diagnostics);
 absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const v1::ClusterDescription& description,
                                                   Diagnostics* diagnostics);
 

@@ -7,8 +7,8 @@
 namespace rackwise {
 
 struct Diagnostic {
-  std::string file;   // as the user named it
-  int line = 0;       // 1-based; 0 when the problem has no single place (e.g. an empty file)
+  std::string file;  // as the user named it
+  int line = 0;      // 1-based; 0 when the problem has no single place (e.g. an empty file)
   std::string message;
 
   // "FILE:LINE: message" (or "FILE: message" when line is 0), the format `rackwise validate` prints.

@@ -150,11 +150,11 @@ class Ledger {
   std::vector<Milliwatts> rack_cap_, rack_draw_;
   std::vector<Milliwatts> pd_cap_, pd_draw_;
   // Placement index.
-  std::vector<int> node_free_;                 // free GPU count as indexed (0 when not up)
+  std::vector<int> node_free_;  // free GPU count as indexed (0 when not up)
   std::vector<int> domain_free_;
-  std::vector<std::vector<int>> domain_hist_;  // [domain][f] = up nodes with exactly f free GPUs
+  std::vector<std::vector<int>> domain_hist_;                // [domain][f] = up nodes with exactly f free GPUs
   std::vector<std::vector<std::vector<DomainId>>> buckets_;  // [type][free] -> domains
-  std::vector<int> bucket_pos_;                // position of each domain in its bucket
+  std::vector<int> bucket_pos_;                              // position of each domain in its bucket
   std::vector<std::vector<RackTypeTally>> rack_tallies_;
   // Measured power: counted draw = estimate + adjust (see counted_rack_draw).
   std::vector<Milliwatts> rack_adjust_, pd_adjust_;

@@ -22,9 +22,9 @@ struct NamedRequest {
   int64_t gpus_per_node = 0;
   std::optional<Locality> locality;
   double watts_per_gpu = 0;
-  std::vector<std::string> allowed_nodes;   // node names or hostlists ("gpu[001-004]"); empty: every node
+  std::vector<std::string> allowed_nodes;  // node names or hostlists ("gpu[001-004]"); empty: every node
   std::vector<std::string> excluded_nodes;
-  std::string node_type;                    // empty: any
+  std::string node_type;  // empty: any
   double waited_seconds = 0;
 };
 

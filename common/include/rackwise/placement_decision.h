@@ -18,13 +18,13 @@ struct RackPower {
 };
 
 struct PlacementDecision {
-  std::vector<NodeGpus> nodes;      // ordered by node id
-  Milliwatts per_gpu = 0;           // watts charged per GPU (the request's or the node type's)
-  int domains = 0;                  // NVLink domains used
-  int min_domains = 0;              // the fewest the cluster can give the job over its node types, under the
-                                    // described caps (Placer::FewestDomains): what `required` insists on
-  std::vector<RackPower> racks;     // ordered by rack id
-  bool rail_aligned = true;         // the same GPU indices on every node
+  std::vector<NodeGpus> nodes;   // ordered by node id
+  Milliwatts per_gpu = 0;        // watts charged per GPU (the request's or the node type's)
+  int domains = 0;               // NVLink domains used
+  int min_domains = 0;           // the fewest the cluster can give the job over its node types, under the
+                                 // described caps (Placer::FewestDomains): what `required` insists on
+  std::vector<RackPower> racks;  // ordered by rack id
+  bool rail_aligned = true;      // the same GPU indices on every node
   int scalable_units = 0;
 
   // The allocation to commit to a ledger.
@@ -50,8 +50,8 @@ const char* NodeReasonText(NodeReason reason);
 struct PlacementRefusal {
   std::array<int, static_cast<int>(NodeReason::kCount)> counts{};  // nodes per reason (each node counted once)
   int total_nodes = 0;
-  bool unresolvable = false;   // cannot fit even on this cluster empty and healthy (too big, bad request)
-  std::string detail;          // a sentence about the binding constraint, e.g. "rack r07 would need 9.1 kW, 3.2 kW left"
+  bool unresolvable = false;  // cannot fit even on this cluster empty and healthy (too big, bad request)
+  std::string detail;         // a sentence about the binding constraint, e.g. "rack r07 would need 9.1 kW, 3.2 kW left"
 
   // "0/512 nodes are available: 400 Insufficient free GPUs, 112 Rack power cap." plus the detail.
   std::string Message() const;

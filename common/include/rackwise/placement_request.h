@@ -12,22 +12,22 @@ namespace rackwise {
 
 struct PlacementRequest {
   std::string id;
-  int gpus = 0;                         // total, >= 1
-  int gpus_per_node = 0;                // 0: any split; else every node gets exactly this many
-  std::optional<Locality> locality;     // unset: the policy's default
-  double watts_per_gpu = 0;             // 0: the node type's default draw per GPU
-  std::vector<NodeId> allowed_nodes;    // empty: every node
+  int gpus = 0;                       // total, >= 1
+  int gpus_per_node = 0;              // 0: any split; else every node gets exactly this many
+  std::optional<Locality> locality;   // unset: the policy's default
+  double watts_per_gpu = 0;           // 0: the node type's default draw per GPU
+  std::vector<NodeId> allowed_nodes;  // empty: every node
   std::vector<NodeId> excluded_nodes;
   std::optional<NodeTypeId> node_type;  // unset: any type (a job never mixes types)
   double waited_seconds = 0;            // how long the job has been pending (see preferred_wait_seconds); the
                                         // core reads no clock, so faces pass it in
   std::optional<double> fewest_domains_in_seconds;  // when the face expects the job's fewest NVLink domains to be
-                                        // free, from the running jobs' time limits (FewestDomainsIn); unset:
-                                        // not known. Read only for `preferred` (PreferredHoldsOut)
-  std::optional<double> time_limit_seconds;  // the job's time limit (how long it may run), if the face knows it
-  bool report_refusal = true;           // false: a refusal is only "not now" (no per-node counts, no detail, and
-                                        // `unresolvable` is not worked out); for callers that only need yes or
-                                        // no, such as the simulator's backfill and reservations
+                                                    // free, from the running jobs' time limits (FewestDomainsIn);
+                                                    // unset: not known. Read only for `preferred` (PreferredHoldsOut)
+  std::optional<double> time_limit_seconds;         // the job's time limit (how long it may run), if the face knows it
+  bool report_refusal = true;  // false: a refusal is only "not now" (no per-node counts, no detail, and
+                               // `unresolvable` is not worked out); for callers that only need yes or
+                               // no, such as the simulator's backfill and reservations
 };
 
 }  // namespace rackwise

@@ -40,8 +40,8 @@ class Placer {
   // verbs need for thousands of nodes per pod). `out` gets one entry per node; kNoId entries are kNotAllowed / 0.
   // A malformed request is the InvalidArgument Place would return (and every node kNotAllowed), so that faces
   // can say what is wrong with it instead of repeating the core's checks.
-  static absl::Status FilterNodes(const Ledger& ledger, const PlacementRequest& request,
-                                  absl::Span<const NodeId> nodes, std::vector<std::optional<NodeReason>>* out);
+  static absl::Status FilterNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
+                                  std::vector<std::optional<NodeReason>>* out);
   // Whether a request is well formed (the checks Place starts with): OK or InvalidArgument saying what is wrong.
   static absl::Status CheckRequest(const Topology& topology, const PlacementRequest& request);
   static void ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,

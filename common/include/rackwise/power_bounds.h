@@ -38,8 +38,7 @@ inline constexpr double kMinWattsPerGpu = 1;
 // One rack or power domain: 10 GW (the largest campuses being planned draw 1 to 5 GW).
 inline constexpr double kMaxCapKw = 10'000'000;
 
-static_assert(kMaxClusterNodes * (kMaxNodeWatts + kMaxGpusPerNode * kMaxWattsPerGpu) * 1000 +
-                      2 * kMaxCapKw * 1e6 <
+static_assert(kMaxClusterNodes * (kMaxNodeWatts + kMaxGpusPerNode * kMaxWattsPerGpu) * 1000 + 2 * kMaxCapKw * 1e6 <
                   1e-3 * static_cast<double>(std::numeric_limits<int64_t>::max()),
               "the bounds must keep every milliwatt sum far inside int64");
 

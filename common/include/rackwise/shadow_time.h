@@ -44,8 +44,9 @@ absl::StatusOr<std::optional<double>> FewestDomainsIn(Ledger& ledger, PlacementR
 // domains (is placed as `required`) for preferred_wait_seconds. Past that, as EASY backfill reserves the head's
 // nodes, it keeps holding out while those domains are expected soon: by twice the wait, or by the wait plus the
 // job's own time limit (a long job loses more to a spread placement than it waits), counted from when it started
-// waiting, so the hold-out is bounded even if estimates slip. Only then does it take the best it can get now. `fewest_in_seconds` unknown (nullopt: the face cannot tell, or not by the running jobs' ends): the
-// hold-out alone decides. With preferred_wait_seconds 0 (the default) the job never holds out.
+// waiting, so the hold-out is bounded even if estimates slip. Only then does it take the best it can get now.
+// `fewest_in_seconds` unknown (nullopt: the face cannot tell, or not by the running jobs' ends): the hold-out alone
+// decides. With preferred_wait_seconds 0 (the default) the job never holds out.
 bool PreferredHoldsOut(const PlacementPolicy& policy, double waited_seconds, std::optional<double> fewest_in_seconds,
                        std::optional<double> time_limit_seconds = std::nullopt);
 

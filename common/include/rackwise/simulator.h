@@ -6,9 +6,9 @@
 // duration is the run-time estimate), the first end at which the policy could place the head is its "shadow
 // time", and the nodes the policy would give it then are reserved. Later jobs may start now if they fit and either
 // end by the shadow time or stay off the reserved nodes. Up to `backfill_depth` queued jobs are tried per pass.
-// For `rackwise` and `capped-first-fit` (which keep to the caps) the reservation also holds watts: a job that outlasts the shadow time
-// may only use what the head's racks and power domains can spare then, so the head starts by its shadow time
-// even when caps bind. The power-unaware baselines' reservations hold nodes only.
+// For `rackwise` and `capped-first-fit` (which keep to the caps) the reservation also holds watts: a job that outlasts
+// the shadow time may only use what the head's racks and power domains can spare then, so the head starts by its shadow
+// time even when caps bind. The power-unaware baselines' reservations hold nodes only.
 //
 // Policies:
 //   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce. A
@@ -28,8 +28,8 @@
 //                 power it under the cap less the policy's reserve (an any-split job takes what they can power);
 //                 committed with CommitMode::kEnforce, with the same power-holding reservations as rackwise.
 //                 The simplest scheduler that is legal under the caps: nothing about NVLink domains or rails.
-// The other baselines never give a GPU twice, but their power is not prevented: they commit with CommitMode::kRecover and
-// the kW-seconds above every rack and power domain cap are measured.
+// The other baselines never give a GPU twice, but their power is not prevented: they commit with CommitMode::kRecover
+// and the kW-seconds above every rack and power domain cap are measured.
 //
 // The core reads no clock: jobs per second of replay are measured by the caller.
 #pragma once
@@ -46,11 +46,11 @@
 namespace rackwise {
 
 enum class SimPolicy {
-  kRackwise,     // the placement core
-  kFirstFit,     // nodes in order
-  kSpread,       // kube-scheduler least-allocated
-  kTreeBestFit,  // Slurm topology/tree best fit, leaf = NVLink domain
-  kStaticCap,    // tree-bestfit with per-rack GPU limits derived from the caps
+  kRackwise,        // the placement core
+  kFirstFit,        // nodes in order
+  kSpread,          // kube-scheduler least-allocated
+  kTreeBestFit,     // Slurm topology/tree best fit, leaf = NVLink domain
+  kStaticCap,       // tree-bestfit with per-rack GPU limits derived from the caps
   kCappedFirstFit,  // first-fit that never exceeds a cap less the reserve
 };
 
@@ -113,7 +113,7 @@ struct SimMetrics {
   double min_domain_pct_local = 0;      // the same over jobs that want locality (required, preferred or the default;
                                         // not `none`, which asks to fill fragments)
   double mean_domains_per_job = 0;
-  double rail_aligned_pct = 0;      // multi-node jobs with the same GPU indices on every node
+  double rail_aligned_pct = 0;  // multi-node jobs with the same GPU indices on every node
   // Power is what the hardware draws: idle plus each job's measured watts per GPU (else what it is counted at).
   double power_violation_kws = 0;   // rack_violation_kws + domain_violation_kws
   double rack_violation_kws = 0;    // integral over time of sum over racks of max(0, draw - cap)
@@ -134,7 +134,7 @@ struct SimReservation {
   int job = 0;  // index into the trace
   double made = 0;
   double until = 0;
-  double shadow = 0;  // infinity: the head could not be placed even with every running job gone
+  double shadow = 0;          // infinity: the head could not be placed even with every running job gone
   std::vector<NodeId> nodes;  // sorted
 };
 

@@ -21,17 +21,17 @@ v1::NodeType ReferenceNodeType(ReferenceSystem system);
 struct RackBlock {
   ReferenceSystem system = ReferenceSystem::kHgxH100;
   int racks = 1;
-  int nodes_per_rack = 4;      // 18 for NVL72
-  double rack_cap_kw = 0;      // 0: nodes x node_watts (a cap that never binds)
-  int racks_per_su = 8;        // racks sharing one scalable unit (rail group)
-  int racks_per_row = 0;       // 0: no row power domains
-  double row_cap_kw = 0;       // 0: racks_per_row x rack cap
+  int nodes_per_rack = 4;  // 18 for NVL72
+  double rack_cap_kw = 0;  // 0: nodes x node_watts (a cap that never binds)
+  int racks_per_su = 8;    // racks sharing one scalable unit (rail group)
+  int racks_per_row = 0;   // 0: no row power domains
+  double row_cap_kw = 0;   // 0: racks_per_row x rack cap
 };
 
 struct SyntheticClusterSpec {
   std::string name = "synthetic";
   std::vector<RackBlock> blocks;
-  double hall_cap_kw = 0;      // 0: no hall domain above the rows
+  double hall_cap_kw = 0;  // 0: no hall domain above the rows
 };
 
 // Rack, node, SU and row names are unique across blocks ("b0-r0001", "b0-r0001-n01", "b0-su001", "b0-row01").

@@ -23,12 +23,11 @@ namespace rackwise {
 
 using NodeId = int32_t;
 using NodeTypeId = int32_t;
-using DomainId = int32_t;       // an NVLink domain
+using DomainId = int32_t;  // an NVLink domain
 using RackId = int32_t;
 using PowerDomainId = int32_t;
 using ScalableUnitId = int32_t;
 inline constexpr int32_t kNoId = -1;
-
 
 // Power is kept in integer milliwatts so that adding and releasing allocations is exact.
 using Milliwatts = int64_t;
@@ -54,9 +53,9 @@ struct NodeType {
   std::string name;
   int gpus = 0;
   NvlinkScope nvlink = NvlinkScope::kNode;
-  Milliwatts idle = 0;          // whole node idle
-  Milliwatts per_gpu = 0;       // default draw of one allocated GPU: (node_watts - idle_watts) / gpus
-  double gpu_watts = 0;         // nameplate, for reports
+  Milliwatts idle = 0;     // whole node idle
+  Milliwatts per_gpu = 0;  // default draw of one allocated GPU: (node_watts - idle_watts) / gpus
+  double gpu_watts = 0;    // nameplate, for reports
   // What a job may declare per GPU here: at least the policy's minimum and the GPU's idle share (see
   // IdleShareWattsPerGpu), so that no job is free; at most the policy's maximum (kMaxWattsPerGpu when unset).
   Milliwatts min_per_gpu = 0;
@@ -73,17 +72,17 @@ struct Node {
 };
 
 struct NvlinkDomain {
-  std::string name;              // the node's name (scope node) or "<rack>/<type>" (scope rack)
+  std::string name;  // the node's name (scope node) or "<rack>/<type>" (scope rack)
   NodeTypeId type = kNoId;
   RackId rack = kNoId;
   std::vector<NodeId> nodes;
-  int gpus = 0;                  // nominal size: all its nodes' GPUs, healthy or not
+  int gpus = 0;  // nominal size: all its nodes' GPUs, healthy or not
 };
 
 struct Rack {
   std::string name;
-  Milliwatts cap = 0;            // as described; run-time overrides live in Ledger
-  Milliwatts idle = 0;           // sum of its nodes' idle draw
+  Milliwatts cap = 0;   // as described; run-time overrides live in Ledger
+  Milliwatts idle = 0;  // sum of its nodes' idle draw
   PowerDomainId power_domain = kNoId;
   ScalableUnitId scalable_unit = kNoId;
   std::vector<NodeId> nodes;
@@ -94,13 +93,13 @@ struct Rack {
 struct PowerDomain {
   std::string name;
   Milliwatts cap = 0;
-  Milliwatts idle = 0;           // idle draw of every rack below it
+  Milliwatts idle = 0;  // idle draw of every rack below it
   PowerDomainId parent = kNoId;
-  std::vector<RackId> racks;     // racks directly below
+  std::vector<RackId> racks;  // racks directly below
 };
 
 struct ScalableUnit {
-  std::string name;              // racks without one get an SU of their own, named after the rack
+  std::string name;  // racks without one get an SU of their own, named after the rack
   std::vector<RackId> racks;
 };
 

@@ -28,10 +28,10 @@ struct TraceJob {
   double submit = 0;    // seconds from the start of the trace
   double duration = 0;  // seconds of run time, > 0
   int gpus = 0;
-  int gpus_per_node = 0;             // 0: any split
-  std::optional<Locality> locality;  // unset: the cluster policy's default
-  double watts_per_gpu = 0;          // 0: the node type's draw
-  int line = 0;                      // where it came from (0 when generated), for messages
+  int gpus_per_node = 0;              // 0: any split
+  std::optional<Locality> locality;   // unset: the cluster policy's default
+  double watts_per_gpu = 0;           // 0: the node type's draw
+  int line = 0;                       // where it came from (0 when generated), for messages
   double measured_watts_per_gpu = 0;  // what each GPU really drew; 0: not measured (draws what it is counted at)
 };
 
@@ -49,6 +49,5 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path, Diagnos
 // Writes jobs as CSV with kTraceHeader (and kTraceMeasuredColumn when a job has a measurement);
 // ParseTrace(TraceToCsv(jobs)) gives the jobs back (with line numbers).
 std::string TraceToCsv(const std::vector<TraceJob>& jobs);
-
 
 }  // namespace rackwise

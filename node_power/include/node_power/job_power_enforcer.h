@@ -25,10 +25,10 @@ namespace rackwise::node_power {
 
 // A job's GPUs on this machine and the watts counted for each.
 struct JobGpuPower {
-  std::string owner;         // a job id or pod UID, no whitespace (see PowerLimitLeases)
-  std::vector<int> gpus;     // GPU indices as NVML counts them
-  int64_t counted_mw = 0;    // watts per GPU the scheduler counted, in milliwatts
-  bool declared = false;     // the job declared watts other than its node type's default
+  std::string owner;       // a job id or pod UID, no whitespace (see PowerLimitLeases)
+  std::vector<int> gpus;   // GPU indices as NVML counts them
+  int64_t counted_mw = 0;  // watts per GPU the scheduler counted, in milliwatts
+  bool declared = false;   // the job declared watts other than its node type's default
 };
 
 // Opens NVML (or a fake) when a job needs it; called at most once per Start or Finish.

@@ -37,7 +37,7 @@ struct PowerLimitLease {
 // What Release did with one lease.
 struct ReleasedLease {
   PowerLimitLease lease;
-  int64_t found_mw = 0;  // the limit in force when released
+  int64_t found_mw = 0;   // the limit in force when released
   bool restored = false;  // previous_mw was set back; false: found_mw was already previous_mw, or someone else
                           // had changed the limit (found_mw is neither limit_mw nor previous_mw) and it was left
 };
@@ -67,8 +67,8 @@ class PowerLimitLeases {
 
  private:
   absl::Status CheckRequest(std::string_view owner, const std::vector<int>& gpus);
-  absl::Status SetAll(const std::vector<PowerLimitLease>& leases,
-                      const std::vector<GpuPowerLimits>& before, std::vector<PowerLimitLease>& kept);
+  absl::Status SetAll(const std::vector<PowerLimitLease>& leases, const std::vector<GpuPowerLimits>& before,
+                      std::vector<PowerLimitLease>& kept);
 
   GpuPowerControl* control_;
   std::string state_file_;

@@ -50,12 +50,11 @@ inline Json MakePod(const std::string& name, int gpus, const Json& annotations =
         {"annotations", annotations}}},
       {"spec",
        {{"schedulerName", "default-scheduler"},
-        {"containers",
-         Json::array({{{"name", "main"},
-                       {"image", "nvcr.io/nvidia/pytorch:24.01-py3"},
-                       {"resources",
-                        {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}},
-                         {"requests", {{"cpu", "8"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+        {"containers", Json::array({{{"name", "main"},
+                                     {"image", "nvcr.io/nvidia/pytorch:24.01-py3"},
+                                     {"resources",
+                                      {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+                                       {"requests", {{"cpu", "8"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
       {"status", {{"phase", "Pending"}}}};
   return pod;
 }
@@ -71,8 +70,8 @@ class ExtenderHttpFixture : public ::testing::Test {
                      ExtenderOptions options = {}, const v1::ClusterDescription& description = MixedCluster()) {
     auto topology = Topology::Build(description);
     ASSERT_TRUE(topology.ok()) << topology.status();
-    service_ = std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*topology)), options, binder,
-                                                 &metrics_);
+    service_ =
+        std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*topology)), options, binder, &metrics_);
     service_->SetSynced(synced);
     if (!real_clock_) http.now_ms = [this] { return now_ms_.load(); };
     server_ = std::make_unique<ExtenderHttpServer>(service_.get(), http);

@@ -39,7 +39,8 @@ std::string LargeFilterBody(size_t bytes) {
                     R"(","nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3","nvidia.com/gpu.count":"8",)"
                     R"("topology.kubernetes.io/zone":"zone-a"}},"status":{"allocatable":{"cpu":"192",)"
                     R"("memory":"2063731564Ki","nvidia.com/gpu":"8"},"capacity":{"cpu":"192",)"
-                    R"("memory":"2063731564Ki","nvidia.com/gpu":"8"},"images":[)", images, "]}}");
+                    R"("memory":"2063731564Ki","nvidia.com/gpu":"8"},"images":[)",
+                    images, "]}}");
   }
   body.append("]}}");
   return body;
@@ -92,11 +93,11 @@ TEST(ExtenderStartupTest, PlaceholderOrShortAdminTokenIsRefused) {
     std::fprintf(f, "%s\n", bad);
     std::fclose(f);
     std::string output;
-    int code = ExtenderProcess::Run(RACKWISE_EXTENDER_BIN,
-                                    {"--cluster", RACKWISE_SOURCE_DIR "/examples/h100-512.yaml", "--listen",
-                                     "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--admin-token-file",
-                                     token.string()},
-                                    &output);
+    int code =
+        ExtenderProcess::Run(RACKWISE_EXTENDER_BIN,
+                             {"--cluster", RACKWISE_SOURCE_DIR "/examples/h100-512.yaml", "--listen", "127.0.0.1:0",
+                              "--grpc-listen", "127.0.0.1:0", "--admin-token-file", token.string()},
+                             &output);
     EXPECT_EQ(code, 1) << output;
     EXPECT_NE(output.find(token.string()), std::string::npos) << output;
     EXPECT_NE(output.find("openssl rand -hex 32"), std::string::npos) << output;
@@ -125,14 +126,17 @@ TEST(ExtenderMetricsTest, PromtoolAcceptsMetrics) {
     return answer;
   };
   auto post = [&](const std::string& path, const std::string& body) {
-    return exchange(absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ",
-                                 body.size(), "\r\n\r\n", body));
+    return exchange(absl::StrCat(
+        "POST ", path, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ", body.size(), "\r\n\r\n", body));
   };
-  const std::string pod =
-      R"({"metadata":{"name":"p","namespace":"ml","uid":"u1"},"spec":{"containers":[{"name":"m",)"
-      R"("resources":{"limits":{"nvidia.com/gpu":"8"}}}]}})";
-  EXPECT_EQ(post("/filter", absl::StrCat(R"({"Pod":)", pod, R"(,"NodeNames":["gpu001","nowhere"]})")).rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_EQ(post("/bind", R"({"PodName":"p","PodNamespace":"ml","PodUID":"u1","Node":"gpu001"})").rfind("HTTP/1.1 200", 0), 0u);
+  const std::string pod = R"({"metadata":{"name":"p","namespace":"ml","uid":"u1"},"spec":{"containers":[{"name":"m",)"
+                          R"("resources":{"limits":{"nvidia.com/gpu":"8"}}}]}})";
+  EXPECT_EQ(post("/filter", absl::StrCat(R"({"Pod":)", pod, R"(,"NodeNames":["gpu001","nowhere"]})"))
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  EXPECT_EQ(
+      post("/bind", R"({"PodName":"p","PodNamespace":"ml","PodUID":"u1","Node":"gpu001"})").rfind("HTTP/1.1 200", 0),
+      0u);
   EXPECT_EQ(post("/filter", "{").rfind("HTTP/1.1 400", 0), 0u);
   std::string metrics = exchange("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(metrics.rfind("HTTP/1.1 200", 0), 0u) << metrics;

@@ -19,7 +19,8 @@ class GrpcTest : public ExtenderHttpFixture {
     auth.token = "admin-secret";
     grpc_ = std::make_unique<GrpcServer>(service_.get(), auth, GrpcServerOptions{});
     ASSERT_TRUE(grpc_->Start().ok());
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_->port()), grpc::InsecureChannelCredentials());
+    auto channel =
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_->port()), grpc::InsecureChannelCredentials());
     stub_ = v1::Placement::NewStub(channel);
   }
   void TearDown() override {

@@ -74,8 +74,9 @@ TEST_F(HostileClientsTest, IdleAndSlowClientsDoNotDelayAFilter) {
   std::vector<int> slow;
   for (int i = 0; i < 64; ++i) {
     int fd = Open();
-    ASSERT_TRUE(SendAll(fd, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                            "Content-Length: 100000\r\n\r\n{\"Pod\":"));
+    ASSERT_TRUE(SendAll(fd,
+                        "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Length: 100000\r\n\r\n{\"Pod\":"));
     slow.push_back(fd);
   }
   ASSERT_TRUE(WaitForOpenConnections(1 + 64 + 64)) << server_->stats().open_connections;
@@ -91,8 +92,8 @@ TEST_F(HostileClientsTest, IdleAndSlowClientsDoNotDelayAFilter) {
   dribbler.join();
 
   const double quiet_median = quiet[quiet.size() / 2], hostile_median = hostile[hostile.size() / 2];
-  EXPECT_LT(hostile_median - quiet_median, 100.0) << "quiet median " << quiet_median << " ms, hostile median "
-                                                  << hostile_median << " ms";
+  EXPECT_LT(hostile_median - quiet_median, 100.0)
+      << "quiet median " << quiet_median << " ms, hostile median " << hostile_median << " ms";
   EXPECT_LT(hostile.back(), 1000.0) << "slowest filter among hostile clients";
   EXPECT_EQ(server_->stats().open_connections, 1u + 64 + 64);  // nobody was shed or dropped meanwhile
 }
@@ -172,11 +173,11 @@ TEST_F(HostileClientsTest, FullServerShedsTheLongestIdleConnectionThenRefuses) {
   };
   client_.reset();
   for (size_t i = 1; i < idle.size(); ++i) ASSERT_TRUE(SendAll(idle[i], "GET /healthz HTTP/1.1\r\n"));
-  ASSERT_TRUE(wait_for(7, 0)) << server_->stats().open_connections << " open, "
-                              << server_->stats().idle_connections << " idle";
+  ASSERT_TRUE(wait_for(7, 0)) << server_->stats().open_connections << " open, " << server_->stats().idle_connections
+                              << " idle";
   ASSERT_TRUE(SendAll(Open(), "GET /healthz HTTP/1.1\r\n"));  // takes the fixture client's slot
-  ASSERT_TRUE(wait_for(8, 0)) << server_->stats().open_connections << " open, "
-                              << server_->stats().idle_connections << " idle";
+  ASSERT_TRUE(wait_for(8, 0)) << server_->stats().open_connections << " open, " << server_->stats().idle_connections
+                              << " idle";
   int newcomer = Open();
   EXPECT_TRUE(PeerClosed(newcomer, milliseconds(5'000)));
   EXPECT_EQ(metrics_.http_errors(503), 1u);

@@ -11,10 +11,10 @@
 #include <random>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <curl/curl.h>
-#include "absl/strings/numbers.h"
 #include <httplib.h>
+#include <CLI/CLI.hpp>
+#include "absl/strings/numbers.h"
 
 #include "extender_service.h"
 #include "http_server.h"
@@ -48,12 +48,12 @@ struct PhaseResult {
 };
 
 std::string PodJson(int i, int gpus) {
-  Json pod = {{"metadata", {{"name", "bench-" + std::to_string(i)}, {"namespace", "bench"}, {"uid", "u" + std::to_string(i)}}},
-              {"spec",
-               {{"containers",
-                 Json::array({{{"name", "c"},
-                               {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-              {"status", {{"phase", "Pending"}}}};
+  Json pod = {
+      {"metadata", {{"name", "bench-" + std::to_string(i)}, {"namespace", "bench"}, {"uid", "u" + std::to_string(i)}}},
+      {"spec",
+       {{"containers",
+         Json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+      {"status", {{"phase", "Pending"}}}};
   return pod.dump();
 }
 
@@ -287,8 +287,8 @@ int Main(int argc, char** argv) {
   // Answers are checked in --smoke, and always in the warm-up (where the candidate cache fills).
   const Expected expected{&filter_answers, &prioritize_answers};
   const Expected check = smoke ? expected : Expected{};
-  PhaseResult warm = RunPhase("warmup", server.port(), filter_bodies, prioritize_bodies, warmup, clients, max_seconds,
-                              expected);
+  PhaseResult warm =
+      RunPhase("warmup", server.port(), filter_bodies, prioritize_bodies, warmup, clients, max_seconds, expected);
   if (warm.errors != 0) {
     std::fprintf(stderr, "the extender's answers over HTTP differ from its in-process answers\n");
     return 1;
@@ -299,8 +299,8 @@ int Main(int argc, char** argv) {
   ext.name = "extender";
   const size_t per_slice = std::max<size_t>(1, pods / static_cast<size_t>(slices));
   for (int k = 0; k < slices; ++k) {
-    base.Merge(RunPhase("noop", noop_port, filter_bodies, prioritize_bodies, per_slice, clients, max_seconds / slices,
-                        check));
+    base.Merge(
+        RunPhase("noop", noop_port, filter_bodies, prioritize_bodies, per_slice, clients, max_seconds / slices, check));
     ext.Merge(RunPhase("extender", server.port(), filter_bodies, prioritize_bodies, per_slice, clients,
                        max_seconds / slices, check));
   }
@@ -311,8 +311,12 @@ int Main(int argc, char** argv) {
   if (json) {
     Json out = Json::object();
     for (const PhaseResult* r : {&base, &ext}) {
-      out[r->name] = {{"pods", r->pods},         {"errors", r->errors},         {"seconds", r->seconds},
-                      {"median_ms", r->median_ms}, {"p99_ms", r->p99_ms},       {"max_ms", r->max_ms},
+      out[r->name] = {{"pods", r->pods},
+                      {"errors", r->errors},
+                      {"seconds", r->seconds},
+                      {"median_ms", r->median_ms},
+                      {"p99_ms", r->p99_ms},
+                      {"max_ms", r->max_ms},
                       {"pods_per_s", r->pods / std::max(r->seconds, 1e-9)}};
     }
     out["nodes"] = nodes;
@@ -326,9 +330,10 @@ int Main(int argc, char** argv) {
     out["mean_feasible_nodes"] = feasible_total / 16;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("nodes=%d clients=%d server_threads=%d slices=%d candidate_cache=%s allocated_gpus=%d/%d "
-                "mean_feasible_nodes=%zu\n",
-                nodes, clients, threads, slices, no_cache ? "off" : "on", used, total, feasible_total / 16);
+    std::printf(
+        "nodes=%d clients=%d server_threads=%d slices=%d candidate_cache=%s allocated_gpus=%d/%d "
+        "mean_feasible_nodes=%zu\n",
+        nodes, clients, threads, slices, no_cache ? "off" : "on", used, total, feasible_total / 16);
     std::printf("candidate lists: %llu cache hits, %llu misses\n", static_cast<unsigned long long>(cache->hits()),
                 static_cast<unsigned long long>(cache->misses()));
     std::printf("%-9s %7s %7s %10s %10s %10s %10s\n", "phase", "pods", "errors", "median_ms", "p99_ms", "max_ms",

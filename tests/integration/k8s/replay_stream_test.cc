@@ -51,7 +51,8 @@ TEST_F(ReplayStreamTest, NeverOvercommitsAndKeepsGroupsInOneDomain) {
       // A group of 4-GPU pods (NVL72 trays), 2..16 pods.
       int size = 2 + static_cast<int>(rng() % 15);
       std::string g = "g" + std::to_string(step);
-      Json ann = {{"rackwise.io/group", g}, {"rackwise.io/group-size", std::to_string(size)},
+      Json ann = {{"rackwise.io/group", g},
+                  {"rackwise.io/group-size", std::to_string(size)},
                   {"rackwise.io/nvlink", "preferred"}};
       bool fits_one = service_->WithLedger([&](const Ledger& l) { return FitsInOneDomain(l, size, 4); });
       std::set<std::string> domains;
@@ -61,7 +62,9 @@ TEST_F(ReplayStreamTest, NeverOvercommitsAndKeepsGroupsInOneDomain) {
         std::string node = Schedule(pod, nodes);
         if (node.empty()) break;
         ++placed;
-        domains.insert(service_->topology().domains()[service_->topology().nodes()[*service_->topology().FindNode(node)].domain].name);
+        domains.insert(service_->topology()
+                           .domains()[service_->topology().nodes()[*service_->topology().FindNode(node)].domain]
+                           .name);
         PodInfo info = *ParsePod(pod);
         info.node_name = node;
         running.push_back(info);

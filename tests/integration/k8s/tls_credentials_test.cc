@@ -50,16 +50,18 @@ class TestPki {
     return std::system(absl::StrCat("cd '", dir_.string(), "' && (", cmd, ") >/dev/null 2>&1").c_str()) == 0;
   }
   bool MakeCa(const std::string& name) const {
-    return Run(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj '/CN=", name, "' -keyout ",
-                            name, ".key -out ", name, ".crt"));
+    return Run(absl::StrCat(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj '/CN=", name,
+        "' -keyout ", name, ".key -out ", name, ".crt"));
   }
   bool MakeCert(const std::string& name, const std::string& ca, const std::string& cn, bool server) const {
     const std::string ext = server ? "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
                                    : "extendedKeyUsage=clientAuth\n";
-    return Run(absl::StrCat("printf '", ext, "' > ", name, ".ext && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=", cn,
-                            "' -keyout ", name, ".key -out ", name, ".csr && openssl x509 -req -in ", name,
-                            ".csr -CA ", ca, ".crt -CAkey ", ca, ".key -CAcreateserial -days 2 -extfile ", name,
-                            ".ext -out ", name, ".crt"));
+    return Run(
+        absl::StrCat("printf '", ext, "' > ", name,
+                     ".ext && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=", cn,
+                     "' -keyout ", name, ".key -out ", name, ".csr && openssl x509 -req -in ", name, ".csr -CA ", ca,
+                     ".crt -CAkey ", ca, ".key -CAcreateserial -days 2 -extfile ", name, ".ext -out ", name, ".crt"));
   }
   static inline int counter_ = 0;
   fs::path dir_;
@@ -142,8 +144,8 @@ class GrpcTlsTest : public ExtenderHttpFixture {
     }
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride("localhost");
-    return v1::Placement::NewStub(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", grpc_->port()),
-                                                            grpc::SslCredentials(ssl), args));
+    return v1::Placement::NewStub(
+        grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", grpc_->port()), grpc::SslCredentials(ssl), args));
   }
   static grpc::Status SetCap(v1::Placement::Stub& stub, double kw) {
     grpc::ClientContext ctx;
@@ -221,7 +223,8 @@ std::string WriteKubeconfig(const TestPki& pki, const std::string& name, int por
   out << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
       << "clusters:\n- name: test\n  cluster:\n    server: https://localhost:" << port << "\n"
       << cluster_ca_yaml << "contexts:\n- name: test\n  context:\n    cluster: test\n    user: u\n"
-      << "users:\n- name: u\n  user:\n" << user_yaml;
+      << "users:\n- name: u\n  user:\n"
+      << user_yaml;
   return path;
 }
 
@@ -242,23 +245,22 @@ TEST(KubeconfigTls, ClientCertificatesFromFilesAndFromData) {
   const std::string ca_data =
       absl::StrCat("    certificate-authority-data: ", absl::Base64Escape(pki.Pem("ca.crt")), "\n");
 
-  absl::Status files = list(WriteKubeconfig(
-      pki, "files.kubeconfig", api.port(), "    client-certificate: admin.crt\n    client-key: admin.key\n", ca_file));
+  absl::Status files = list(WriteKubeconfig(pki, "files.kubeconfig", api.port(),
+                                            "    client-certificate: admin.crt\n    client-key: admin.key\n", ca_file));
   EXPECT_TRUE(files.ok()) << files;
-  absl::Status data = list(WriteKubeconfig(
-      pki, "data.kubeconfig", api.port(),
-      absl::StrCat("    client-certificate-data: ", absl::Base64Escape(pki.Pem("reader.crt")),
-                   "\n    client-key-data: ", absl::Base64Escape(pki.Pem("reader.key")), "\n"),
-      ca_data));
+  absl::Status data =
+      list(WriteKubeconfig(pki, "data.kubeconfig", api.port(),
+                           absl::StrCat("    client-certificate-data: ", absl::Base64Escape(pki.Pem("reader.crt")),
+                                        "\n    client-key-data: ", absl::Base64Escape(pki.Pem("reader.key")), "\n"),
+                           ca_data));
   EXPECT_TRUE(data.ok()) << data;
 
   // No client certificate: the server ends the handshake; the client says so instead of hanging or crashing.
-  absl::Status anonymous =
-      list(WriteKubeconfig(pki, "token.kubeconfig", api.port(), "    token: abc\n", ca_file));
+  absl::Status anonymous = list(WriteKubeconfig(pki, "token.kubeconfig", api.port(), "    token: abc\n", ca_file));
   EXPECT_FALSE(anonymous.ok());
   // A client certificate from another CA.
-  absl::Status rogue = list(WriteKubeconfig(
-      pki, "rogue.kubeconfig", api.port(), "    client-certificate: rogue.crt\n    client-key: rogue.key\n", ca_file));
+  absl::Status rogue = list(WriteKubeconfig(pki, "rogue.kubeconfig", api.port(),
+                                            "    client-certificate: rogue.crt\n    client-key: rogue.key\n", ca_file));
   EXPECT_FALSE(rogue.ok());
   // The server's certificate is not vouched for by the CA the kubeconfig trusts.
   absl::Status untrusted = list(WriteKubeconfig(pki, "untrusted.kubeconfig", api.port(),
@@ -266,8 +268,9 @@ TEST(KubeconfigTls, ClientCertificatesFromFilesAndFromData) {
                                                 "    certificate-authority: rogue-ca.crt\n"));
   EXPECT_FALSE(untrusted.ok());
   // A key that does not belong to the certificate is a clear configuration error.
-  absl::Status mismatched = list(WriteKubeconfig(
-      pki, "mismatch.kubeconfig", api.port(), "    client-certificate: admin.crt\n    client-key: reader.key\n", ca_file));
+  absl::Status mismatched =
+      list(WriteKubeconfig(pki, "mismatch.kubeconfig", api.port(),
+                           "    client-certificate: admin.crt\n    client-key: reader.key\n", ca_file));
   EXPECT_FALSE(mismatched.ok());
 }
 

@@ -172,12 +172,21 @@ class NodeAgentProcessTest : public ::testing::Test {
     const std::string log = dir_ + "/agent.log";
     // Everything is prepared before fork: the child of a threaded process may only call async-signal-safe
     // functions until exec.
-    std::vector<std::string> args = {RACKWISE_NODE_AGENT_BIN, "--node-name", "gpu001",
-                                     "--kubeconfig", dir_ + "/kubeconfig",
-                                     "--pod-resources", "unix://" + dir_ + "/kubelet.sock",
-                                     "--nvml-library", RACKWISE_FAKE_NVML_LIB,
-                                     "--state-file", dir_ + "/state/leases",
-                                     "--interval", "0.1", "--listen", "127.0.0.1:0"};
+    std::vector<std::string> args = {RACKWISE_NODE_AGENT_BIN,
+                                     "--node-name",
+                                     "gpu001",
+                                     "--kubeconfig",
+                                     dir_ + "/kubeconfig",
+                                     "--pod-resources",
+                                     "unix://" + dir_ + "/kubelet.sock",
+                                     "--nvml-library",
+                                     RACKWISE_FAKE_NVML_LIB,
+                                     "--state-file",
+                                     dir_ + "/state/leases",
+                                     "--interval",
+                                     "0.1",
+                                     "--listen",
+                                     "127.0.0.1:0"};
     std::vector<std::string> env = {"RACKWISE_FAKE_NVML_STATE=" + nvml_state_};
     for (char** e = environ; *e != nullptr; ++e) {
       if (!absl::StartsWith(*e, "RACKWISE_FAKE_NVML_STATE=")) env.emplace_back(*e);
@@ -265,7 +274,8 @@ class NodeAgentProcessTest : public ::testing::Test {
     const std::string name = "\nrackwise_node_agent_rounds_total ";
     size_t at = m.find(name);
     int64_t n = -1;
-    if (at != std::string::npos) absl::SimpleAtoi(m.substr(at + name.size(), m.find('\n', at + 1) - at - name.size()), &n);
+    if (at != std::string::npos)
+      absl::SimpleAtoi(m.substr(at + name.size(), m.find('\n', at + 1) - at - name.size()), &n);
     return n;
   }
   std::string Metrics() {
@@ -288,8 +298,9 @@ TEST_F(NodeAgentProcessTest, PodGetsExactlyItsGpusLimitedUntilItIsGone) {
   api_.SetPods({Pod("train", "u-train", "450"), Pod("plain", "u-plain", ""), Pod("other", "u-other", "300", 1)});
   kubelet_->SetPods({{"ml/train", {"GPU-aaaa-1", "GPU-aaaa-2"}}, {"ml/plain", {"GPU-aaaa-0"}}});
   StartAgent();
-  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{700'000, 450'000, 450'000, 700'000}; }))
-      << ReadAll(dir_ + "/agent.log");
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{700'000, 450'000, 450'000, 700'000};
+  })) << ReadAll(dir_ + "/agent.log");
   // The call log is appended after the state changes: wait for it too.
   EXPECT_TRUE(SetCallsBecome({"gpu=1 limit=450000", "gpu=2 limit=450000"})) << ReadAll(nvml_state_ + ".log");
   EXPECT_EQ(api_.field_selector(), "spec.nodeName=gpu001");
@@ -312,30 +323,34 @@ TEST_F(NodeAgentProcessTest, IndexDeviceIdsAndFinishedPods) {
   api_.SetPods({Pod("a", "u-a", "312.5"), Pod("b", "u-b", "250", 1)});
   kubelet_->SetPods({{"ml/a", {"0", "3::1"}}, {"ml/b", {"2"}}});
   StartAgent();
-  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{312'500, 700'000, 250'000, 312'500}; }))
-      << ReadAll(dir_ + "/agent.log");
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{312'500, 700'000, 250'000, 312'500};
+  })) << ReadAll(dir_ + "/agent.log");
   // b finishes (phase Succeeded) while the kubelet still lists its devices: its limit goes.
   Json done = Pod("b", "u-b", "250", 1);
   done["status"]["phase"] = "Succeeded";
   api_.SetPods({Pod("a", "u-a", "312.5"), done});
-  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{312'500, 700'000, 700'000, 312'500}; }))
-      << ReadAll(dir_ + "/agent.log");
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{312'500, 700'000, 700'000, 312'500};
+  })) << ReadAll(dir_ + "/agent.log");
 }
 
 TEST_F(NodeAgentProcessTest, KilledAgentRestoresPodsThatEndedWhileItWasDown) {
   api_.SetPods({Pod("a", "u-a", "450", 1), Pod("b", "u-b", "300", 1)});
   kubelet_->SetPods({{"ml/a", {"GPU-aaaa-0"}}, {"ml/b", {"GPU-aaaa-1"}}});
   StartAgent();
-  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{450'000, 300'000, 700'000, 700'000}; }))
-      << ReadAll(dir_ + "/agent.log");
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{450'000, 300'000, 700'000, 700'000};
+  })) << ReadAll(dir_ + "/agent.log");
   ASSERT_TRUE(SetCallsBecome({"gpu=0 limit=450000", "gpu=1 limit=300000"})) << ReadAll(nvml_state_ + ".log");
   StopAgent(SIGKILL);
   api_.SetPods({Pod("a", "u-a", "450", 1)});
   kubelet_->SetPods({{"ml/a", {"GPU-aaaa-0"}}});
   EXPECT_EQ(Limits()[1], 300'000);  // nobody restores it while the agent is down
   StartAgent();
-  ASSERT_TRUE(Eventually([&] { return Limits() == std::vector<int64_t>{450'000, 700'000, 700'000, 700'000}; }))
-      << ReadAll(dir_ + "/agent.log");
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{450'000, 700'000, 700'000, 700'000};
+  })) << ReadAll(dir_ + "/agent.log");
   // a's limit was found in the state file and kept, not set a second time.
   EXPECT_TRUE(SetCallsBecome({"gpu=0 limit=450000", "gpu=1 limit=300000", "gpu=1 limit=700000"}))
       << ReadAll(nvml_state_ + ".log");
@@ -344,7 +359,9 @@ TEST_F(NodeAgentProcessTest, KilledAgentRestoresPodsThatEndedWhileItWasDown) {
 TEST_F(NodeAgentProcessTest, BadWattsAreRefusedNotApplied) {
   api_.SetPods({Pod("words", "u-w", "lots", 1), Pod("tiny", "u-t", "0.001", 1), Pod("huge", "u-h", "1e17", 1),
                 Pod("ok", "u-ok", "400", 1)});
-  kubelet_->SetPods({{"ml/words", {"GPU-aaaa-0"}}, {"ml/tiny", {"GPU-aaaa-1"}}, {"ml/huge", {"GPU-aaaa-2"}},
+  kubelet_->SetPods({{"ml/words", {"GPU-aaaa-0"}},
+                     {"ml/tiny", {"GPU-aaaa-1"}},
+                     {"ml/huge", {"GPU-aaaa-2"}},
                      {"ml/ok", {"GPU-aaaa-3"}}});
   StartAgent();
   ASSERT_TRUE(Eventually([&] {
@@ -358,10 +375,14 @@ TEST_F(NodeAgentProcessTest, BadWattsAreRefusedNotApplied) {
   EXPECT_TRUE(SetCallsBecome({"gpu=3 limit=400000"})) << ReadAll(nvml_state_ + ".log");
   std::string log = ReadAll(dir_ + "/agent.log");
   // The core's watts bounds (power_bounds.h) refuse these before any board is asked.
-  EXPECT_TRUE(absl::StrContains(log, "pod ml/tiny: rackwise.io/gpu-watts not enforced: "
-                                     "metadata.annotations[rackwise.io/gpu-watts]: 0.001 is outside 1..10000")) << log;
-  EXPECT_TRUE(absl::StrContains(log, "pod ml/huge: rackwise.io/gpu-watts not enforced: "
-                                     "metadata.annotations[rackwise.io/gpu-watts]: 1e17 is outside 1..10000")) << log;
+  EXPECT_TRUE(absl::StrContains(log,
+                                "pod ml/tiny: rackwise.io/gpu-watts not enforced: "
+                                "metadata.annotations[rackwise.io/gpu-watts]: 0.001 is outside 1..10000"))
+      << log;
+  EXPECT_TRUE(absl::StrContains(log,
+                                "pod ml/huge: rackwise.io/gpu-watts not enforced: "
+                                "metadata.annotations[rackwise.io/gpu-watts]: 1e17 is outside 1..10000"))
+      << log;
   EXPECT_TRUE(absl::StrContains(log, "'lots' is not a number of watts")) << log;
 }
 
@@ -376,7 +397,9 @@ TEST_F(NodeAgentProcessTest, VersionAndHealth) {
   httplib::Result res = cli.Get("/healthz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  ASSERT_TRUE(Eventually([&] { return kubelet_->lists() > 0 && MetricIs("rackwise_node_agent_round_failures_total{source=\"kubelet\"} 0"); }));
+  ASSERT_TRUE(Eventually([&] {
+    return kubelet_->lists() > 0 && MetricIs("rackwise_node_agent_round_failures_total{source=\"kubelet\"} 0");
+  }));
 }
 
 }  // namespace

@@ -39,8 +39,15 @@ if [[ $state == CONFIGURING || $state == RUNNING ]]; then
   [[ $(rw_job_nodes "$j") == "$node" ]] || rw_fail "job $j is on $(rw_job_nodes "$j" | paste -sd,), not $node"
   gpus=$(rw_job_gpus "$j")
   [[ $gpus == "$node 0,1,2,3,4,5,6,7" ]] && rw_ok "with all 8 GPUs ($gpus)" || rw_fail "job $j GPUs: $gpus"
-  grep -q "resume $node" "$RW_TMP/log/power.log" && rw_ok "ResumeProgram was run for $node" ||
-    rw_fail "ResumeProgram was not run for $node"
+  # slurmctld's power-save thread runs ResumeProgram on its own beat (power_save_interval=1), after the
+  # allocation: wait for it rather than look once.
+  resumed=""
+  for ((t = 0; t < 100; t++)); do
+    grep -q "resume $node" "$RW_TMP/log/power.log" 2>/dev/null && { resumed=1; break; }
+    rw_check_ctld
+    sleep 0.2
+  done
+  [[ -n $resumed ]] && rw_ok "ResumeProgram was run for $node" || rw_fail "ResumeProgram was not run for $node in 20 s"
 else
   rw_fail "job ${j:-?} for the powered-down $node: ${state:-gone}, reason $(rw_reason "$j");" \
     "node: $(sinfo -h -n $node -o '%t %E')"

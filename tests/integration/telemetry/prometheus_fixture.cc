@@ -114,7 +114,8 @@ std::string PrometheusServer::Start(int target_port) {
   // Ready: the HTTP API answers.
   httplib::Client c("127.0.0.1", port_);
   c.set_connection_timeout(1, 0);
-  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < end;) {
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < end;) {
     if (std::string d = Died(); !d.empty()) return d;
     if (auto res = c.Get("/-/ready"); res && res->status == 200) return "";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

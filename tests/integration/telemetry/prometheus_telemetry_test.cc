@@ -69,8 +69,12 @@ class PrometheusTelemetryTest : public ExtenderHttpFixture {
       for (int n = 1; n <= 4; ++n) page_.SetGpuWatts(NodeName(r, n), 60);  // idle GPUs
     const std::string started = prometheus_.Start(page_.port());
     ASSERT_EQ(started, "");
-    ASSERT_EQ(prometheus_.WaitForQuery("up{job=\"dcgm\"}", [](double v) { return v == 1; }, 60), "");
-    ASSERT_EQ(prometheus_.WaitForQuery("count(DCGM_FI_DEV_POWER_USAGE)", [](double v) { return v == 64; }, 60), "");
+    ASSERT_EQ(prometheus_.WaitForQuery(
+                  "up{job=\"dcgm\"}", [](double v) { return v == 1; }, 60),
+              "");
+    ASSERT_EQ(prometheus_.WaitForQuery(
+                  "count(DCGM_FI_DEV_POWER_USAGE)", [](double v) { return v == 64; }, 60),
+              "");
     description_ = Described(prometheus_.url());
     StartExtender(true, nullptr, {}, {}, description_);
     poller_ = StartTelemetry(description_, service_.get(), [this](const std::string& line) {
@@ -110,22 +114,24 @@ class PrometheusTelemetryTest : public ExtenderHttpFixture {
 
 TEST_F(PrometheusTelemetryTest, RackNearItsCapIsRefusedNamingMeasuredWattsThenStaleFallsBack) {
   // Fresh readings, low draw: every node can take the pod.
-  ASSERT_EQ(WaitFor([&] { return Metrics().find("rackwise_telemetry_fresh 1") != std::string::npos ? "" : "not fresh"; },
-                    30),
-            "")
+  ASSERT_EQ(
+      WaitFor([&] { return Metrics().find("rackwise_telemetry_fresh 1") != std::string::npos ? "" : "not fresh"; }, 30),
+      "")
       << LogText();
   EXPECT_EQ(Filter()["NodeNames"].size(), 8u);
   // The poller logs right after it applied the readings (which /metrics already shows).
-  EXPECT_EQ(WaitFor([&] { return LogText().find("telemetry: fresh (2 of 2 racks measured)") == std::string::npos
-                                     ? LogText()
-                                     : ""; },
-                    10),
+  EXPECT_EQ(WaitFor(
+                [&] {
+                  return LogText().find("telemetry: fresh (2 of 2 racks measured)") == std::string::npos ? LogText()
+                                                                                                         : "";
+                },
+                10),
             "");
 
   // Rack 0 draws 27.5 kW (10 kW idle + 32 GPUs x 546.875 W): an 8-GPU pod (7.7 kW) no longer fits under 30 kW.
   for (int n = 1; n <= 4; ++n) page_.SetGpuWatts(NodeName(0, n), 546.875);
-  ASSERT_EQ(prometheus_.WaitForQuery("sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~\"b0-r0000-.*\"})",
-                                     [](double v) { return v > 17000; }, 30),
+  ASSERT_EQ(prometheus_.WaitForQuery(
+                "sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~\"b0-r0000-.*\"})", [](double v) { return v > 17000; }, 30),
             "");
   std::string reason;
   ASSERT_EQ(WaitFor(
@@ -137,8 +143,7 @@ TEST_F(PrometheusTelemetryTest, RackNearItsCapIsRefusedNamingMeasuredWattsThenSt
                 },
                 30),
             "");
-  EXPECT_EQ(reason,
-            "rackwise: Rack power cap: rack b0-r0000 measures 27.5 kW (estimate 10.0 kW; usable cap 30.0 kW)");
+  EXPECT_EQ(reason, "rackwise: Rack power cap: rack b0-r0000 measures 27.5 kW (estimate 10.0 kW; usable cap 30.0 kW)");
   Json f = Filter();
   EXPECT_EQ(f["NodeNames"].size(), 4u);  // rack 1 still takes it
   std::string m = Metrics();
@@ -151,32 +156,34 @@ TEST_F(PrometheusTelemetryTest, RackNearItsCapIsRefusedNamingMeasuredWattsThenSt
     std::ofstream out(yaml);
     out << ClusterDescriptionToYaml(description_);
   }
-  std::string place = RunCommand(std::string(RACKWISE_CLI) + " place --cluster " + yaml + " --gpus 8 --json 2>/dev/null");
+  std::string place =
+      RunCommand(std::string(RACKWISE_CLI) + " place --cluster " + yaml + " --gpus 8 --json 2>/dev/null");
   Json placed = Json::parse(place, nullptr, false);
   ASSERT_FALSE(placed.is_discarded()) << place;
   EXPECT_EQ(placed["telemetry"], "fresh") << place;
   EXPECT_EQ(placed["measured_watts"]["b0-r0000"].get<double>(), 27500) << place;
   EXPECT_EQ(placed["racks"], Json::array({"b0-r0001"})) << place;
-  std::string estimates =
-      RunCommand(std::string(RACKWISE_CLI) + " place --cluster " + yaml + " --gpus 8 --json --no-telemetry 2>/dev/null");
+  std::string estimates = RunCommand(std::string(RACKWISE_CLI) + " place --cluster " + yaml +
+                                     " --gpus 8 --json --no-telemetry 2>/dev/null");
   EXPECT_EQ(Json::parse(estimates, nullptr, false)["telemetry"], "off") << estimates;
 
   // The exporter goes away: Prometheus marks its series stale, the readings stop, estimates count again.
   page_.Stop();
   ASSERT_EQ(prometheus_.WaitForEmpty(kNodeQuery, 30), "");
-  ASSERT_EQ(WaitFor([&] { return Metrics().find("rackwise_telemetry_fresh 0") != std::string::npos ? "" : "fresh"; },
-                    30),
-            "");
+  ASSERT_EQ(
+      WaitFor([&] { return Metrics().find("rackwise_telemetry_fresh 0") != std::string::npos ? "" : "fresh"; }, 30),
+      "");
   m = Metrics();
   EXPECT_NE(m.find("rackwise_telemetry_state{state=\"stale\"} 1"), std::string::npos) << m;
   EXPECT_EQ(m.find("rackwise_rack_measured_watts{rack="), std::string::npos) << m;
-  EXPECT_EQ(WaitFor([&] {
-              return LogText().find("telemetry: stale (0 of 2 racks measured; the others count their estimates)") ==
-                             std::string::npos
-                         ? LogText()
-                         : "";
-            },
-            10),
+  EXPECT_EQ(WaitFor(
+                [&] {
+                  return LogText().find("telemetry: stale (0 of 2 racks measured; the others count their estimates)") ==
+                                 std::string::npos
+                             ? LogText()
+                             : "";
+                },
+                10),
             "");
   EXPECT_EQ(Filter()["NodeNames"].size(), 8u);
   place = RunCommand(std::string(RACKWISE_CLI) + " place --cluster " + yaml + " --gpus 8 --json 2>&1 >/dev/null");
@@ -189,13 +196,13 @@ TEST_F(PrometheusTelemetryTest, RackAboveItsCapRaisesTheOverdrawAlarmNamingItsPo
   ASSERT_EQ(Schedule(MakePod("early", 8), {NodeName(0, 1)}), NodeName(0, 1));
   // 31 kW measured on rack 0: above its 30 kW cap.
   for (int n = 1; n <= 4; ++n) page_.SetGpuWatts(NodeName(0, n), 656.25);
-  ASSERT_EQ(WaitFor(
-                [&] {
-                  return Metrics().find("rackwise_rack_overdraw{rack=\"b0-r0000\"} 1") != std::string::npos ? ""
-                                                                                                             : "no alarm";
-                },
-                30),
-            "")
+  ASSERT_EQ(
+      WaitFor(
+          [&] {
+            return Metrics().find("rackwise_rack_overdraw{rack=\"b0-r0000\"} 1") != std::string::npos ? "" : "no alarm";
+          },
+          30),
+      "")
       << LogText();
   EXPECT_NE(LogText().find("OVERDRAW: rack b0-r0000 measures 31.0 kW, above its 30.0 kW cap; jobs on it: pod/ml/early"),
             std::string::npos)
