@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -113,7 +114,8 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
   }
   const auto& nodes = topology_->nodes();
   // Validate every node before touching anything, so that an error changes nothing.
-  absl::flat_hash_map<RackId, Milliwatts> rack_add;
+  // Ordered by id, so that the first rack or power domain named in a refusal does not depend on hashing.
+  std::map<RackId, Milliwatts> rack_add;
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const NodeGpus& ng = a.nodes[i];
     if (ng.node < 0 || ng.node >= static_cast<NodeId>(nodes.size()))
@@ -147,7 +149,7 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
     rack_add[node.rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
   }
   if (mode == CommitMode::kEnforce) {
-    absl::flat_hash_map<PowerDomainId, Milliwatts> pd_add;
+    std::map<PowerDomainId, Milliwatts> pd_add;
     for (const auto& [rack, add] : rack_add) {
       if (counted_rack_draw(rack) + add > rack_cap_[rack])
         return absl::FailedPreconditionError(
