@@ -421,6 +421,24 @@ rw_wait_reason() {
   return 1
 }
 
+# rw_backfill_cycles: how many cycles the backfill scheduler has run (sdiag's "Backfilling stats").
+rw_backfill_cycles() { sdiag 2>/dev/null | awk '/^Backfilling stats/ {b = 1} b && /Total cycles:/ {print $3; exit}'; }
+
+# rw_wait_backfill N SECONDS: waits until the backfill scheduler has completed N more cycles, so that every
+# pending job has been considered by it (a test that asserts a job is NOT started waits on this, not on a sleep).
+rw_wait_backfill() {
+  local want=$1 limit=$2 start t now
+  start=$(rw_backfill_cycles)
+  [[ -n $start ]] || { rw_log "sdiag shows no backfill cycles"; return 1; }
+  for ((t = 0; t < limit * 5; t++)); do
+    rw_check_ctld
+    now=$(rw_backfill_cycles)
+    ((${now:-0} >= start + want)) && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
 # Nodes of a job, one per line.
 rw_job_nodes() { scontrol show hostnames "$(squeue -h -j "$1" -o %N)" 2>/dev/null; }
 

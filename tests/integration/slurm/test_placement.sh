@@ -110,9 +110,10 @@ b=$(rw_submit -p nvl --gpus=40 --nvlink=required)
 { rw_wait_state "$a" RUNNING 20 && rw_wait_state "$b" RUNNING 20; } || rw_fail "two 40-GPU jobs not running"
 [[ $(rw_job_racks "$a") != "$(rw_job_racks "$b")" ]] || rw_fail "the two 40-GPU jobs share a rack"
 h=$(rw_submit -p nvl --gpus=72 --nvlink=required)
-sleep 2
+rw_wait_reason "$h" 'Resources\|Priority\|rackwise' 20 || rw_fail "72-GPU head never considered: $(rw_reason "$h")"
 q=$(rw_submit -p nvl -t 5 --gpus=48 --nvlink=preferred)
-sleep 8
+# Two whole backfill cycles after q arrived: backfill has had its chance to start q.
+rw_wait_backfill 2 30 || rw_fail "backfill did not cycle"
 if [[ $(rw_state "$q") == PENDING && $(rw_state "$h") == PENDING ]]; then
   rw_ok "backfill does not start a --nvlink=preferred job spread out ahead of its turn: $(rw_reason "$q")"
 else
@@ -229,7 +230,7 @@ rw_wait_state "$i1" RUNNING 20 || rw_fail "16-GPU job with 2 nodes out not runni
 if ! rw_job_nodes "$i1" | grep -q 'gpu0[56]'; then rw_ok "down/drained nodes avoided ($(rw_job_nodes "$i1" | paste -sd,))"
 else rw_fail "job placed on a down/drained node"; fi
 i2=$(rw_submit -p h02 --gpus=8)
-sleep 5
+rw_wait_backfill 2 30 || rw_fail "backfill did not cycle"
 [[ $(rw_state "$i2") == PENDING ]] && rw_ok "no room left with 2 nodes out: job waits ($(rw_reason "$i2"))" ||
   rw_fail "i2 $(rw_state "$i2") on $(rw_job_nodes "$i2" | paste -sd,)"
 cancel_all

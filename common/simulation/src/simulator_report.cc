@@ -3,6 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rackwise/gpu_mask.h"
 #include "rackwise/simulator.h"
 
 namespace rackwise {
@@ -69,12 +71,7 @@ std::string PlacementJsonLine(const Topology& t, const std::vector<TraceJob>& jo
     if (i) out += ',';
     AppendJsonString(&out, t.nodes()[p.nodes[i].node].name);
     out += ":[";
-    bool first = true;
-    for (GpuMask m = p.nodes[i].gpus; m; m &= m - 1) {
-      if (!first) out += ',';
-      first = false;
-      absl::StrAppend(&out, std::countr_zero(m));
-    }
+    out += absl::StrJoin(GpuIndices(p.nodes[i].gpus), ",");
     out += ']';
   }
   absl::StrAppend(&out, "},\"domains\":", p.domains, ",\"racks\":[");

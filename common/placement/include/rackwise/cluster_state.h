@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "rackwise/cluster_description.h"  // the state file format: ParseClusterState, ClusterStateToYaml
 #include "rackwise/ledger.h"
 #include "rackwise/v1/state.pb.h"
 
@@ -22,8 +23,5 @@ v1::NodeHealth NodeHealthToProto(NodeHealth health);
 // The ledger's state: allocations (sorted by id), nodes that are not up or have failed GPUs, and caps that
 // differ from the description.
 v1::ClusterState CaptureClusterState(const Ledger& ledger);
-
-// A state file's text (the format ParseClusterState reads), e.g. the ledger the Slurm plugin publishes.
-std::string ClusterStateToYaml(const v1::ClusterState& state);
 
 }  // namespace rackwise

@@ -32,8 +32,9 @@ class Placer {
   // Used for kube-scheduler's FailedNodes and for `rackwise explain`.
   static std::optional<NodeReason> FilterNode(const Ledger& ledger, const PlacementRequest& request, NodeId node);
 
-  // 0..10: how good a node is for this request (domain and rack packing, rail alignment, power headroom,
-  // weighted by the policy). 0 for nodes FilterNode rejects.
+  // 0..10: how good a node is for this request on its own (domain and rack packing, rail alignment, power
+  // headroom, weighted by the policy). 0 for nodes FilterNode rejects. ScoreNodes ranks candidates against
+  // each other with Place on top of this.
   static int ScoreNode(const Ledger& ledger, const PlacementRequest& request, NodeId node);
 
   // The same for many nodes at once, checking the request once (what kube-scheduler's filter and prioritize
@@ -44,6 +45,9 @@ class Placer {
                                   std::vector<std::optional<NodeReason>>* out);
   // Whether a request is well formed (the checks Place starts with): OK or InvalidArgument saying what is wrong.
   static absl::Status CheckRequest(const Topology& topology, const PlacementRequest& request);
+  // Scores for kube-scheduler's prioritize verb, one per node (0 for nodes FilterNodes rejects), such that its
+  // best node is where Place would put the job: the nodes Place picks among `nodes` score 10, the other nodes of
+  // their NVLink domains ScoreNode but at most 9, every other node ScoreNode but at most 8.
   static void ScoreNodes(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
                          std::vector<int>* out);
 

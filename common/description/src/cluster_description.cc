@@ -155,6 +155,8 @@ absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const
   return ParseClusterState(*text, path, description, diagnostics);
 }
 
+std::string ClusterStateToYaml(const v1::ClusterState& state) { return ProtoToYaml(state); }
+
 std::string ClusterDescriptionToYaml(const v1::ClusterDescription& description) { return ProtoToYaml(description); }
 
 }  // namespace rackwise

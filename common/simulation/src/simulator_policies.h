@@ -49,8 +49,6 @@ class Policy {
 std::unique_ptr<Policy> MakePolicy(SimPolicy policy, const Topology& topology, const SimOptions& options);
 
 // Helpers shared by the baselines.
-// The lowest `count` set bits of `mask`.
-GpuMask LowestBits(GpuMask mask, int count);
 // ceil(gpus / largest domain) the same way the placer counts it (gpus_per_node shrinks a domain's usable size),
 // the least over every node type that can take the job: the physical minimum a spread job is slowed against.
 int MinDomains(const Topology& topology, int gpus, int gpus_per_node);

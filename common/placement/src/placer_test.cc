@@ -412,17 +412,20 @@ TEST(PlacerTest, FilterAndScoreNodes) {
   Placer::ScoreNodes(l, r, ids, &scores);
   ASSERT_EQ(reasons.size(), ids.size());
   ASSERT_EQ(scores.size(), ids.size());
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(reasons[i], Placer::FilterNode(l, r, ids[i]));
-    EXPECT_EQ(scores[i], Placer::ScoreNode(l, r, ids[i]));
-  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(reasons[i], Placer::FilterNode(l, r, ids[i]));
+  // Place puts the pod on node 0 (the tight fit): it scores 10, the others at most 8 (other domains), 0 drained.
+  EXPECT_EQ(scores[0], 10);
+  EXPECT_EQ(scores[1], std::min(8, Placer::ScoreNode(l, r, 1)));
+  EXPECT_EQ(scores[2], std::min(8, Placer::ScoreNode(l, r, 2)));
+  EXPECT_EQ(scores[3], 0);
   EXPECT_EQ(reasons[4], NodeReason::kNotAllowed);
   EXPECT_EQ(reasons[5], NodeReason::kNotAllowed);
   EXPECT_EQ(scores[5], 0);
 }
 
 // FilterNodes and ScoreNodes work out each rack's power room and terms once per call; they must still agree
-// with FilterNode and ScoreNode node by node, in any order, with repeats, as the ledger fills up and caps bind.
+// with FilterNode and ScoreNode node by node (below Place's pick, ScoreNode capped at 9 in the picked NVLink
+// domains and 8 elsewhere), in any order, with repeats, as the ledger fills up and caps bind.
 TEST(PlacerTest, BatchScoresMatchSingleScoresOnRandomStates) {
   Topology t = Hgx(6, 4, 30);
   Ledger l(t);
@@ -442,8 +445,28 @@ TEST(PlacerTest, BatchScoresMatchSingleScoresOnRandomStates) {
     std::vector<std::optional<NodeReason>> verdicts;
     Placer::ScoreNodes(l, r, ids, &scores);
     ASSERT_TRUE(Placer::FilterNodes(l, r, ids, &verdicts).ok());
+    PlacementRequest among = r;
+    for (NodeId id : ids)
+      if (id != kNoId) among.allowed_nodes.push_back(id);
+    absl::StatusOr<PlacementOutcome> outcome = Placer::Place(l, among);
+    ASSERT_TRUE(outcome.ok());
+    std::set<NodeId> picked;
+    std::set<DomainId> picked_domains;
+    if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
+      for (const NodeGpus& ng : d->nodes) {
+        picked.insert(ng.node);
+        picked_domains.insert(t.nodes()[ng.node].domain);
+      }
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
-      ASSERT_EQ(scores[i], Placer::ScoreNode(l, r, ids[i])) << step;
+      int expected = Placer::ScoreNode(l, r, ids[i]);
+      const bool open = !Placer::FilterNode(l, r, ids[i]).has_value();
+      if (open && picked.count(ids[i])) {
+        expected = 10;
+      } else if (open) {
+        expected = std::min(expected, picked_domains.count(t.nodes()[ids[i]].domain) ? 9 : 8);
+      }
+      ASSERT_EQ(scores[i], expected) << step;
       ASSERT_EQ(verdicts[i], Placer::FilterNode(l, r, ids[i])) << step;
       if (verdicts[i] == NodeReason::kRackPower || verdicts[i] == NodeReason::kPowerDomainPower) ++power_refusals;
     }

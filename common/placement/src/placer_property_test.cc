@@ -9,6 +9,7 @@
 //    that visits every node.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <random>
 #include <set>
@@ -373,6 +374,66 @@ TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
     }
     ASSERT_TRUE(l.CheckInvariants().ok()) << l.CheckInvariants();
   }
+}
+
+// kube-scheduler binds a pod to the node its prioritize verb scores best (the extender's weight dominates). That
+// node must be where Place would put the pod: for random clusters, states and candidate lists, every node with
+// the top score lies in Place's decision among the candidates (so in the NVLink domain it picks), and with no
+// decision no node scores 10. Nodes FilterNode rejects score 0.
+TEST(PlacerPropertyTest, PrioritizeBestNodeIsWherePlacePutsThePod) {
+  int anchored = 0;
+  for (uint64_t seed = 9000; seed < 9200; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    auto topo = Topology::Build(RandomCluster(rng));
+    ASSERT_TRUE(topo.ok());
+    const Topology& t = *topo;
+    Ledger l(t);
+    for (int i = 0; i < 30; ++i) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " step " << i);
+      PlacementRequest r = RandomRequest(rng, t, i);
+      r.allowed_nodes.clear();
+      if (pick(0, 1)) r.gpus_per_node = r.gpus;  // a pod: all of it on one node, as the extender asks
+      std::vector<NodeId> candidates;
+      for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
+        if (pick(0, 3) != 0) candidates.push_back(n);
+      if (candidates.empty()) continue;  // (an empty allowed_nodes would mean every node to Place)
+      if (pick(0, 2) == 0) candidates.push_back(candidates.front());  // a repeat
+      std::vector<int> scores;
+      Placer::ScoreNodes(l, r, candidates, &scores);
+      PlacementRequest among = r;
+      among.allowed_nodes = candidates;
+      auto outcome = Placer::Place(l, among);
+      if (!outcome.ok()) continue;  // a malformed request: every score is 0 (checked in placer_test)
+      const auto* decision = std::get_if<PlacementDecision>(&*outcome);
+      std::set<NodeId> chosen;
+      if (decision != nullptr)
+        for (const NodeGpus& ng : decision->nodes) chosen.insert(ng.node);
+      const int best = scores.empty() ? 0 : *std::max_element(scores.begin(), scores.end());
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        const bool rejected = Placer::FilterNode(l, r, candidates[c]).has_value();
+        if (rejected) {
+          ASSERT_EQ(scores[c], 0) << t.nodes()[candidates[c]].name;
+        }
+        if (scores[c] == 0) {
+          ASSERT_TRUE(rejected || Placer::ScoreNode(l, r, candidates[c]) == 0);
+        }
+        if (decision == nullptr) {
+          ASSERT_LT(scores[c], 10);
+        } else if (scores[c] == best) {
+          ASSERT_TRUE(chosen.count(candidates[c])) << t.nodes()[candidates[c]].name << " scores " << best;
+        }
+      }
+      if (decision != nullptr) {
+        ++anchored;
+        ASSERT_EQ(best, 10);
+        if (pick(0, 1)) {
+          ASSERT_TRUE(l.Commit(decision->ToAllocation(r.id)).ok());
+        }
+      }
+    }
+  }
+  EXPECT_GT(anchored, 1000);  // the property was exercised, not vacuous
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 #include "refusal_builder.h"
 
 #include "placement_context.h"
-#include "power_rollup.h"
+#include "rackwise/power_rollup.h"
 
 #include <algorithm>
 #include <array>

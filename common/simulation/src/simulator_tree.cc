@@ -84,7 +84,7 @@ class TreePolicy : public Policy {
       const int free = ledger.free_gpu_count(n);
       int take = k > 0 ? (free >= k && room >= k && want - got >= k ? k : 0) : std::min({free, want - got, room});
       if (take <= 0) continue;
-      out->push_back({n, LowestBits(ledger.free_gpus(n), take)});
+      out->push_back({n, LowestGpus(ledger.free_gpus(n), take)});
       got += take;
       room -= take;
     }

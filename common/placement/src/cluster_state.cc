@@ -4,7 +4,6 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
-#include "proto_to_yaml.h"
 #include "rackwise/power_bounds.h"
 
 namespace rackwise {
@@ -107,7 +106,5 @@ v1::ClusterState CaptureClusterState(const Ledger& ledger) {
   }
   return out;
 }
-
-std::string ClusterStateToYaml(const v1::ClusterState& state) { return ProtoToYaml(state); }
 
 }  // namespace rackwise

@@ -1,10 +1,11 @@
-// Placer::ScoreNode: a 0..10 score per node for kube-scheduler's prioritize verb. The same preferences as
+// Placer::ScoreNode(s): a 0..10 score per node for kube-scheduler's prioritize verb. The same preferences as
 // Place, expressed per node: a domain that fits the job tightly, a rack already in use, the job's GPU indices
-// free, and power left after placing. Weighted by the policy.
+// free, and power left after placing, weighted by the policy; ScoreNodes then puts Place's own pick on top.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include "rackwise/placer.h"
@@ -13,6 +14,8 @@
 namespace rackwise {
 
 namespace {
+
+constexpr int kMaxScore = 10;
 
 // What a score needs to know about a node's rack; the same for every node of the rack, so ScoreNodes works
 // it out once per rack rather than once per node.
@@ -71,7 +74,43 @@ int ScoreWithRack(const Ledger& ledger, const PlacementRequest& request, NodeId 
   const double score = (w.domain_packing * domain_packing + w.rack_packing * rack.packing + w.rail_alignment * rail +
                         w.power_headroom * headroom) /
                        total;
-  return std::clamp(static_cast<int>(std::lround(score * 10.0)), 0, 10);
+  return std::clamp(static_cast<int>(std::lround(score * kMaxScore)), 0, kMaxScore);
+}
+
+// The preference terms only approximate Place's objectives (and round to 0..10, so they tie often). So that
+// kube-scheduler's best node is the core's choice, the nodes Place picks among the candidates score 10, the rest
+// of their NVLink domains at most 9 and every other node at most 8.
+void AnchorScoresOnPlace(const Ledger& ledger, const PlacementRequest& request, absl::Span<const NodeId> nodes,
+                         const std::vector<std::optional<NodeReason>>& blocks, std::vector<int>* scores) {
+  const Topology& t = ledger.topology();
+  PlacementRequest among = request;
+  among.report_refusal = false;
+  among.allowed_nodes.clear();
+  // Every known candidate, busy ones included: `required` counts its fewest domains over the nodes it may use,
+  // not over those free right now, so dropping busy nodes would change the decision.
+  const NodeId count = static_cast<NodeId>(t.nodes().size());
+  for (NodeId n : nodes) {
+    if (n >= 0 && n < count) among.allowed_nodes.push_back(n);
+  }
+  if (among.allowed_nodes.empty()) return;  // (empty would mean every node)
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger, among);
+  const PlacementDecision* decision = outcome.ok() ? std::get_if<PlacementDecision>(&*outcome) : nullptr;
+  std::vector<char> picked(t.nodes().size(), 0), in_domain(t.domains().size(), 0);
+  if (decision != nullptr) {
+    for (const NodeGpus& ng : decision->nodes) {
+      picked[ng.node] = 1;
+      in_domain[t.nodes()[ng.node].domain] = 1;
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (blocks[i]) continue;
+    int& score = (*scores)[i];
+    if (picked[nodes[i]]) {
+      score = kMaxScore;
+    } else {
+      score = std::min(score, in_domain[t.nodes()[nodes[i]].domain] ? kMaxScore - 1 : kMaxScore - 2);
+    }
+  }
 }
 
 }  // namespace
@@ -101,6 +140,7 @@ void Placer::ScoreNodes(const Ledger& ledger, const PlacementRequest& request, a
     if (!rack) rack = RackTermsFor(ledger, rack_id);
     (*out)[i] = ScoreWithRack(ledger, request, nodes[i], *rack);
   }
+  AnchorScoresOnPlace(ledger, request, nodes, blocks, out);
 }
 
 }  // namespace rackwise

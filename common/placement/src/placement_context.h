@@ -7,24 +7,9 @@
 #include "fewest_domains.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_request.h"
+#include "rackwise/power_rollup.h"
 
 namespace rackwise::internal {
-
-// Watts a plan in progress has taken, so that domains sharing a rack or a row do not spend the same headroom.
-// Dense vectors with a touched list: O(1) per operation and cheap to reset.
-class PowerScratch {
- public:
-  PowerScratch(size_t racks, size_t power_domains) : rack_(racks, 0), pd_(power_domains, 0) {}
-  Milliwatts rack(RackId r) const { return rack_[r]; }
-  Milliwatts power_domain(PowerDomainId p) const { return pd_[p]; }
-  void Add(const Rack& rack_info, RackId r, Milliwatts mw);
-  void Clear();
-
- private:
-  std::vector<Milliwatts> rack_, pd_;
-  std::vector<RackId> touched_racks_;
-  std::vector<PowerDomainId> touched_pds_;
-};
 
 class PlacementContext {
  public:

@@ -85,7 +85,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   // preferred and none take the fewest they can get now.
   const internal::TypeMinimum fewest = internal::FewestDomainsOverTypes(ledger, request, *setup);
   const bool required = setup->locality == Locality::kRequired;
-  std::optional<internal::PowerScratch> scratch;
+  std::optional<PowerScratch> scratch;
   std::optional<PlacementDecision> best;
   bool locality_blocked = false;
   for (NodeTypeId type : setup->types) {

@@ -5,22 +5,6 @@
 
 namespace rackwise::internal {
 
-void PowerScratch::Add(const Rack& rack_info, RackId r, Milliwatts mw) {
-  if (rack_[r] == 0) touched_racks_.push_back(r);
-  rack_[r] += mw;
-  for (PowerDomainId p : rack_info.power_chain) {
-    if (pd_[p] == 0) touched_pds_.push_back(p);
-    pd_[p] += mw;
-  }
-}
-
-void PowerScratch::Clear() {
-  for (RackId r : touched_racks_) rack_[r] = 0;
-  for (PowerDomainId p : touched_pds_) pd_[p] = 0;
-  touched_racks_.clear();
-  touched_pds_.clear();
-}
-
 PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest& request, Locality locality,
                                    NodeTypeId type, Milliwatts per_gpu, const std::vector<char>& allowed)
     : ledger_(ledger),

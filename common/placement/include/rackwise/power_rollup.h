@@ -1,6 +1,7 @@
-// Internal to the core: how many GPUs the power caps let through, rolled up the power hierarchy. Used by the
-// refusal report ("how many GPUs could this job ever get, now or on an empty cluster") and by the simulator's
-// quick "might it fit" bound, which must agree on what the caps allow.
+// Power rolled up the hierarchy (racks under power domains under power domains): how many GPUs the caps let
+// through, and the scratch a plan in progress keeps of the watts it has taken. Used by the placer, by the refusal
+// report ("how many GPUs could this job ever get, now or on an empty cluster") and by the simulator's quick "might
+// it fit" bound, which must all agree on what the caps allow.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +9,24 @@
 
 #include "rackwise/topology.h"
 
-namespace rackwise::internal {
+namespace rackwise {
+
+// Watts a plan in progress has taken, so that domains sharing a rack or a row do not spend the same headroom.
+// Dense vectors with a touched list: O(1) per operation and cheap to reset.
+class PowerScratch {
+ public:
+  PowerScratch(size_t racks, size_t power_domains) : rack_(racks, 0), pd_(power_domains, 0) {}
+  Milliwatts rack(RackId r) const { return rack_[r]; }
+  Milliwatts power_domain(PowerDomainId p) const { return pd_[p]; }
+  // Adds `mw` to rack r and to every power domain above it.
+  void Add(const Rack& rack_info, RackId r, Milliwatts mw);
+  void Clear();
+
+ private:
+  std::vector<Milliwatts> rack_, pd_;
+  std::vector<RackId> touched_racks_;
+  std::vector<PowerDomainId> touched_pds_;
+};
 
 // Rack r offers rack_gpus(r) GPUs and passes at most rack_room(r) / per_gpu of them; the racks and child domains
 // under power domain p pass at most domain_room(p) / per_gpu up, deepest domains first. Returns what reaches the
@@ -35,4 +53,4 @@ long long PowerLimitedGpus(const Topology& t, Milliwatts per_gpu, RackGpus rack_
   return total;
 }
 
-}  // namespace rackwise::internal
+}  // namespace rackwise

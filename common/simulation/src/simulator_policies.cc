@@ -2,9 +2,6 @@
 // simulator_tree.cc.
 #include "simulator_policies.h"
 
-#include "placement_context.h"
-#include "power_rollup.h"
-
 #include <algorithm>
 #include <bit>
 #include <string>
@@ -13,18 +10,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "rackwise/fallback_order.h"
 #include "rackwise/placer.h"
+#include "rackwise/power_rollup.h"
 
 namespace rackwise::sim {
-
-GpuMask LowestBits(GpuMask mask, int count) {
-  GpuMask out = 0;
-  while (count-- > 0 && mask) {
-    const GpuMask bit = mask & (~mask + 1);
-    out |= bit;
-    mask &= mask - 1;
-  }
-  return out;
-}
 
 int MinDomains(const Topology& topology, int gpus, int gpus_per_node) {
   int fewest = 0;
@@ -192,7 +180,7 @@ class RackwisePolicy : public Policy {
       }
       return free;
     };
-    const long long total = internal::PowerLimitedGpus(
+    const long long total = PowerLimitedGpus(
         t_, per_gpu, rack_free, [&](RackId r) { return ledger.RackRoom(r, reserve); },
         [&](PowerDomainId p) { return ledger.PowerDomainRoom(p, reserve); }, &below_);
     if (total < job.gpus) return false;
@@ -253,7 +241,7 @@ class FirstFitPolicy : public NodeListPolicy {
     if (k == 0 && job.gpus <= t_.node_types()[type].gpus) {
       for (NodeId n : nodes) {  // a job that fits one node goes to the first node with room
         if (ledger.free_gpu_count(n) >= job.gpus) {
-          out->push_back({n, LowestBits(ledger.free_gpus(n), job.gpus)});
+          out->push_back({n, LowestGpus(ledger.free_gpus(n), job.gpus)});
           return true;
         }
       }
@@ -263,7 +251,7 @@ class FirstFitPolicy : public NodeListPolicy {
       const int free = ledger.free_gpu_count(n);
       const int take = k > 0 ? (free >= k ? k : 0) : std::min(free, remaining);
       if (take == 0) continue;
-      out->push_back({n, LowestBits(ledger.free_gpus(n), take)});
+      out->push_back({n, LowestGpus(ledger.free_gpus(n), take)});
       remaining -= take;
       if (remaining == 0) return true;
     }
@@ -299,7 +287,7 @@ class CappedFirstFitPolicy : public NodeListPolicy {
     if (k == 0 && job.gpus <= t_.node_types()[type].gpus) {
       for (NodeId n : nodes) {  // a job that fits one node goes to the first node with room and power
         if (ledger.free_gpu_count(n) >= job.gpus && powered(n) >= job.gpus) {
-          out->push_back({n, LowestBits(ledger.free_gpus(n), job.gpus)});
+          out->push_back({n, LowestGpus(ledger.free_gpus(n), job.gpus)});
           return true;
         }
       }
@@ -311,7 +299,7 @@ class CappedFirstFitPolicy : public NodeListPolicy {
       const int take =
           k > 0 ? (free >= k && power >= k ? k : 0) : static_cast<int>(std::min<long long>({free, remaining, power}));
       if (take == 0) continue;
-      out->push_back({n, LowestBits(ledger.free_gpus(n), take)});
+      out->push_back({n, LowestGpus(ledger.free_gpus(n), take)});
       spent_.Add(t_.racks()[t_.nodes()[n].rack], t_.nodes()[n].rack, static_cast<Milliwatts>(take) * per_gpu);
       remaining -= take;
       if (remaining == 0) return true;
@@ -320,7 +308,7 @@ class CappedFirstFitPolicy : public NodeListPolicy {
   }
 
  private:
-  internal::PowerScratch spent_;  // what this job's shares so far draw, per rack and power domain
+  PowerScratch spent_;  // what this job's shares so far draw, per rack and power domain
 };
 
 class SpreadPolicy : public NodeListPolicy {
@@ -364,7 +352,7 @@ class SpreadPolicy : public NodeListPolicy {
       }
       auto it = std::find_if(out->begin(), out->end(), [best](const NodeGpus& g) { return g.node == best; });
       const GpuMask already = it == out->end() ? 0 : it->gpus;
-      const GpuMask add = LowestBits(ledger.free_gpus(best) & ~already, pod);
+      const GpuMask add = LowestGpus(ledger.free_gpus(best) & ~already, pod);
       if (it == out->end()) {
         out->push_back({best, add});
       } else {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "power_rollup.h"
+#include "rackwise/power_rollup.h"
 #include "rackwise/simulator.h"
 
 namespace rackwise {
@@ -27,7 +27,7 @@ double SimPowerCeiling(const Topology& t, const std::vector<TraceJob>& jobs) {
   const double reserve = t.policy().power_reserve_fraction;
   std::vector<long long> below;
   constexpr Milliwatts kUnit = 1;  // PowerLimitedGpus counts in units of per_gpu: count milliwatts
-  const long long watts = internal::PowerLimitedGpus(
+  const long long watts = PowerLimitedGpus(
       t, kUnit,
       [&](RackId r) {
         long long gpus = 0;

@@ -34,6 +34,9 @@ absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::s
 absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const v1::ClusterDescription& description,
                                                   Diagnostics* diagnostics);
 
+// A state file's text (the format ParseClusterState reads), e.g. the ledger the Slurm plugin publishes.
+std::string ClusterStateToYaml(const v1::ClusterState& state);
+
 // Writes a description back as YAML in the documented key order (used by `rackwise size --emit-cluster`).
 std::string ClusterDescriptionToYaml(const v1::ClusterDescription& description);
 
