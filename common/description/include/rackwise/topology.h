@@ -146,6 +146,19 @@ class Topology {
   std::optional<NodeTypeId> FindNodeType(std::string_view name) const;
 
  private:
+  // Build's steps, in order; each checks what it reads and says what is wrong.
+  using TypeIndex = absl::flat_hash_map<std::string, NodeTypeId>;
+  absl::Status AddNodeTypes(const v1::ClusterDescription& d, TypeIndex* type_index);
+  absl::Status AddPowerDomains(const v1::ClusterDescription& d);
+  absl::Status AddRack(const v1::Rack& r, const TypeIndex& type_index,
+                       absl::flat_hash_map<std::string, ScalableUnitId>* su_index);
+  // The nodes of one hostlist of a rack, with their NVLink domains (one per node, or one per rack and type).
+  absl::Status AddRackNodes(const std::string& rack_name, RackId rack_id, NodeTypeId type_id,
+                            const std::string& hostlist, Rack* rack,
+                            absl::flat_hash_map<NodeTypeId, DomainId>* rack_domain_of_type);
+  // What decisions read often: largest domain per type, each domain's power room, power domains deepest first.
+  void BuildDerivedTables();
+
   std::string cluster_name_;
   PlacementPolicy policy_;
   std::vector<NodeType> node_types_;
