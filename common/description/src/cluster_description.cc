@@ -1,5 +1,6 @@
-// Reading, checking and writing cluster descriptions and state files: YAML text -> protobuf (yaml_to_proto),
-// then the semantic rules (description_validator, state_validator). Nothing thrown inside escapes.
+// Reading, checking and writing cluster descriptions and state files: YAML text -> protobuf (yaml_to_proto for
+// descriptions, yaml_stream for state files), then the semantic rules (description_validator, state_validator).
+// Nothing thrown inside escapes.
 #include "rackwise/cluster_description.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "description_validator.h"
 #include "proto_to_yaml.h"
 #include "state_validator.h"
+#include "yaml_stream.h"
 #include "yaml_to_proto.h"
 
 namespace rackwise {
@@ -132,9 +134,11 @@ absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::s
   if (diagnostics == nullptr) diagnostics = &local;
   size_t before = diagnostics->size();
   try {
+    // libyaml's event stream straight into the message, lines as integers: a state file can hold 100k
+    // allocations, too many for a yaml-cpp node tree and a string path per field.
     v1::ClusterState state;
-    SourceLines lines;
-    if (ParseInto(yaml, file, true, "state file", &state, &lines, diagnostics)) {
+    LineTable lines;
+    if (StreamYamlToProto(yaml, file, "state file", &state, &lines, diagnostics, MaxYamlVisits(yaml))) {
       CheckState(state, description, lines, file, diagnostics);
     }
     if (diagnostics->size() == before) return state;
