@@ -61,6 +61,8 @@ class StateChecker {
 
   bool Run() {
     size_t before = out_->size();
+    ids_.reserve(static_cast<size_t>(s_.allocations_size()));  // no rehashing on the way to 100k
+    gpu_owner_.reserve(static_cast<size_t>(s_.allocations_size()));
     for (int a = 0; a < s_.allocations_size(); ++a) CheckAllocation(a);
     CheckNodes();
     CheckCaps();
