@@ -39,12 +39,14 @@ class LineTable {
 
  private:
   struct Entry {
+    Entry() { first.fill(-1); }
     int32_t line = 0;
     std::array<int32_t, kMaxFields> field_line{};
-    std::array<int32_t, kMaxFields> first{-1, -1, -1, -1};  // first child (next depth) or item of each field
-    uint8_t has = 0;
+    std::array<int32_t, kMaxFields> first;  // first child (next depth) or item of each field; -1: none
+    uint8_t has = 0;                        // bit per field
     uint8_t rejected = 0;
   };
+  static_assert(kMaxFields <= 8, "one bit per field in Entry::has and Entry::rejected");
   const Entry* Find(Ref m) const;
   Entry* Find(Ref m) { return const_cast<Entry*>(static_cast<const LineTable*>(this)->Find(m)); }
 
