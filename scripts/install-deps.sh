@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config git ca-certificates
-  libyaml-cpp-dev libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libyaml-cpp-dev libyaml-dev libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev clang-format clang-tidy
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev

@@ -1,12 +1,16 @@
 // The rules of a state file; see state_validator.h. Negative test files live in tests/data/invalid_state/.
+// Built for 100k allocations: names and paths are only spelled out when something is reported, and the
+// GPU-owner and id tables hold integers and views into `state`, not copies of names.
 #include "state_validator.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "description_validator.h"
 #include "rackwise/power_bounds.h"
@@ -14,119 +18,161 @@
 namespace rackwise {
 namespace {
 
+using Ref = LineTable::Ref;
+
+template <typename M>
+int FieldIndex(int number) {
+  return M::descriptor()->FindFieldByNumber(number)->index();
+}
+
+// The LineTable field indices of the schema's fields, looked up once.
+struct Fields {
+  int allocations = FieldIndex<v1::ClusterState>(v1::ClusterState::kAllocationsFieldNumber);
+  int statuses = FieldIndex<v1::ClusterState>(v1::ClusterState::kNodesFieldNumber);
+  int caps = FieldIndex<v1::ClusterState>(v1::ClusterState::kCapsFieldNumber);
+  int id = FieldIndex<v1::Allocation>(v1::Allocation::kIdFieldNumber);
+  int nodes = FieldIndex<v1::Allocation>(v1::Allocation::kNodesFieldNumber);
+  int watts = FieldIndex<v1::Allocation>(v1::Allocation::kWattsPerGpuFieldNumber);
+  int node = FieldIndex<v1::NodeGpus>(v1::NodeGpus::kNodeFieldNumber);
+  int gpus = FieldIndex<v1::NodeGpus>(v1::NodeGpus::kGpusFieldNumber);
+  int status_node = FieldIndex<v1::NodeStatus>(v1::NodeStatus::kNodeFieldNumber);
+  int health = FieldIndex<v1::NodeStatus>(v1::NodeStatus::kHealthFieldNumber);
+  int failed_gpus = FieldIndex<v1::NodeStatus>(v1::NodeStatus::kFailedGpusFieldNumber);
+  int cap_name = FieldIndex<v1::CapOverride>(v1::CapOverride::kNameFieldNumber);
+  int cap_kw = FieldIndex<v1::CapOverride>(v1::CapOverride::kPowerCapKwFieldNumber);
+};
+
+struct KnownNode {
+  uint32_t index;
+  int gpus;
+};
+
 class StateChecker {
  public:
-  StateChecker(const v1::ClusterState& s, const v1::ClusterDescription& d, const SourceLines& lines,
+  StateChecker(const v1::ClusterState& s, const v1::ClusterDescription& d, const LineTable& lines,
                std::string_view file, Diagnostics* out)
       : s_(s), lines_(lines), file_(file), out_(out) {
-    for (const DescribedNode& n : DescribedNodes(d)) node_gpus_.try_emplace(n.name, n.gpus);
+    for (const DescribedNode& n : DescribedNodes(d)) {
+      nodes_.try_emplace(n.name, KnownNode{static_cast<uint32_t>(nodes_.size()), n.gpus});
+    }
     for (const v1::Rack& r : d.racks()) cap_names_.insert(r.name());
     for (const v1::PowerDomain& pd : d.power_domains()) cap_names_.insert(pd.name());
   }
 
   bool Run() {
     size_t before = out_->size();
-    CheckAllocations();
+    ids_.reserve(static_cast<size_t>(s_.allocations_size()));  // no rehashing on the way to 100k
+    gpu_owner_.reserve(static_cast<size_t>(s_.allocations_size()));
+    for (int a = 0; a < s_.allocations_size(); ++a) CheckAllocation(a);
     CheckNodes();
     CheckCaps();
     return out_->size() == before;
   }
 
  private:
-  void Report(const std::string& path, std::string message) {
-    out_->push_back({std::string(file_), lines_.Line(path), std::move(message)});
+  void Report(int line, std::string message) { out_->push_back({std::string(file_), line, std::move(message)}); }
+
+  static std::string AllocationPath(int a) { return absl::StrCat("allocations[", a, "]"); }
+  static std::string Who(const v1::Allocation& alloc, int a) {
+    return alloc.id().empty() ? AllocationPath(a) : absl::StrCat("allocation '", alloc.id(), "'");
   }
 
-  // GPUs of a described node, or -1 (after reporting) when the description has no such node.
-  int GpusOf(const std::string& path, const std::string& node, const std::string& who) {
+  // The described node named by field `node_field` of `ref`, or nullptr (after reporting) when there is none.
+  // `who` names the entry in a diagnostic (only spelled out when there is one).
+  const KnownNode* Find(Ref ref, int node_field, const std::string& node, absl::FunctionRef<std::string()> who) {
     if (node.empty()) {
-      if (!lines_.Rejected(path + ".node")) Report(path, absl::StrCat(who, ": missing 'node'"));
-      return -1;
+      if (!lines_.Rejected(ref, node_field)) Report(lines_.Line(ref), absl::StrCat(who(), ": missing 'node'"));
+      return nullptr;
     }
-    auto it = node_gpus_.find(node);
-    if (it == node_gpus_.end()) {
-      Report(path + ".node", absl::StrCat(who, ": unknown node '", node, "' (not in any rack of the description)"));
-      return -1;
+    auto it = nodes_.find(node);
+    if (it == nodes_.end()) {
+      Report(lines_.FieldLine(ref, node_field),
+             absl::StrCat(who(), ": unknown node '", node, "' (not in any rack of the description)"));
+      return nullptr;
     }
-    return it->second;
+    return &it->second;
   }
 
-  bool CheckIndex(const std::string& path, uint32_t gpu, int gpus, const std::string& node, const std::string& who) {
+  bool CheckIndex(int line, uint32_t gpu, int gpus, const std::string& node, const std::string& who) {
     if (static_cast<int64_t>(gpu) < gpus) return true;
-    Report(path, absl::StrCat(who, ": GPU index ", gpu, " is out of range for node '", node, "' (", gpus, " GPUs: 0..",
+    Report(line, absl::StrCat(who, ": GPU index ", gpu, " is out of range for node '", node, "' (", gpus, " GPUs: 0..",
                               gpus - 1, ")"));
     return false;
   }
 
-  void CheckAllocations() {
-    absl::flat_hash_map<std::string, int> ids;                             // id -> allocation index
-    absl::flat_hash_map<std::pair<std::string, uint32_t>, int> gpu_owner;  // (node, gpu) -> allocation index
-    for (int a = 0; a < s_.allocations_size(); ++a) {
-      const v1::Allocation& alloc = s_.allocations(a);
-      std::string p = absl::StrCat("allocations[", a, "]");
-      std::string who = alloc.id().empty() ? p : absl::StrCat("allocation '", alloc.id(), "'");
-      if (alloc.id().empty()) {
-        if (!lines_.Rejected(p + ".id")) Report(p, absl::StrCat(p, ": missing 'id'"));
-      } else if (auto [it, inserted] = ids.try_emplace(alloc.id(), a); !inserted) {
-        Report(p + ".id", absl::StrCat("duplicate allocation id '", alloc.id(), "' (first on line ",
-                                       lines_.Line(absl::StrCat("allocations[", it->second, "]")), ")"));
+  void CheckAllocation(int a) {
+    const v1::Allocation& alloc = s_.allocations(a);
+    Ref ref = lines_.Child(lines_.Root(), f_.allocations, a);
+    if (alloc.id().empty()) {
+      if (!lines_.Rejected(ref, f_.id)) Report(lines_.Line(ref), absl::StrCat(AllocationPath(a), ": missing 'id'"));
+    } else if (auto [it, inserted] = ids_.try_emplace(alloc.id(), a); !inserted) {
+      Report(lines_.FieldLine(ref, f_.id), absl::StrCat("duplicate allocation id '", alloc.id(), "' (first on line ",
+                                                        AllocationLine(it->second), ")"));
+    }
+    if (!std::isfinite(alloc.watts_per_gpu()) || alloc.watts_per_gpu() < 0) {
+      Report(lines_.FieldLine(ref, f_.watts),
+             absl::StrCat(Who(alloc, a), ": watts_per_gpu must be a finite number, not negative, got ",
+                          alloc.watts_per_gpu()));
+    } else if (absl::Status bad = CheckWattsPerGpu(alloc.watts_per_gpu()); !bad.ok()) {
+      Report(lines_.FieldLine(ref, f_.watts), absl::StrCat(Who(alloc, a), ": ", bad.message()));
+    }
+    if (alloc.nodes_size() == 0) Report(lines_.Line(ref), absl::StrCat(Who(alloc, a), ": no nodes"));
+    nodes_seen_.clear();
+    for (int n = 0; n < alloc.nodes_size(); ++n) CheckNodeGpus(alloc, a, n, lines_.Child(ref, f_.nodes, n));
+  }
+
+  void CheckNodeGpus(const v1::Allocation& alloc, int a, int n, Ref ref) {
+    const v1::NodeGpus& ng = alloc.nodes(n);
+    const KnownNode* known = Find(ref, f_.node, ng.node(), [&] { return Who(alloc, a); });
+    if (known == nullptr) return;
+    if (!nodes_seen_.insert(known->index).second) {
+      Report(lines_.FieldLine(ref, f_.node), absl::StrCat(Who(alloc, a), ": node '", ng.node(), "' is listed twice"));
+      return;
+    }
+    if (ng.gpus_size() == 0) {
+      Report(lines_.Line(ref), absl::StrCat(Who(alloc, a), ": lists no GPUs for node '", ng.node(), "'"));
+    }
+    own_.clear();
+    for (int g = 0; g < ng.gpus_size(); ++g) {
+      uint32_t gpu = ng.gpus(g);
+      int line = lines_.ItemLine(ref, f_.gpus, g);
+      if (static_cast<int64_t>(gpu) >= known->gpus) {
+        CheckIndex(line, gpu, known->gpus, ng.node(), Who(alloc, a));
+        continue;
       }
-      if (!std::isfinite(alloc.watts_per_gpu()) || alloc.watts_per_gpu() < 0) {
-        Report(p + ".watts_per_gpu",
-               absl::StrCat(who, ": watts_per_gpu must be a finite number, not negative, got ", alloc.watts_per_gpu()));
-      } else if (absl::Status bad = CheckWattsPerGpu(alloc.watts_per_gpu()); !bad.ok()) {
-        Report(p + ".watts_per_gpu", absl::StrCat(who, ": ", bad.message()));
+      if (!own_.insert(gpu).second) {
+        Report(line, absl::StrCat(Who(alloc, a), ": GPU ", gpu, " of node '", ng.node(), "' is listed twice"));
+        continue;
       }
-      if (alloc.nodes_size() == 0) Report(p, absl::StrCat(who, ": no nodes"));
-      absl::flat_hash_set<std::string> nodes_seen;
-      for (int n = 0; n < alloc.nodes_size(); ++n) {
-        const v1::NodeGpus& ng = alloc.nodes(n);
-        std::string np = absl::StrCat(p, ".nodes[", n, "]");
-        int gpus = GpusOf(np, ng.node(), who);
-        if (gpus < 0) continue;
-        if (!nodes_seen.insert(ng.node()).second) {
-          Report(np + ".node", absl::StrCat(who, ": node '", ng.node(), "' is listed twice"));
-          continue;
-        }
-        if (ng.gpus_size() == 0) Report(np, absl::StrCat(who, ": lists no GPUs for node '", ng.node(), "'"));
-        absl::flat_hash_set<uint32_t> own;
-        for (int g = 0; g < ng.gpus_size(); ++g) {
-          uint32_t gpu = ng.gpus(g);
-          std::string gp = absl::StrCat(np, ".gpus[", g, "]");
-          if (!CheckIndex(gp, gpu, gpus, ng.node(), who)) continue;
-          if (!own.insert(gpu).second) {
-            Report(gp, absl::StrCat(who, ": GPU ", gpu, " of node '", ng.node(), "' is listed twice"));
-            continue;
-          }
-          auto [it, inserted] = gpu_owner.try_emplace(std::make_pair(ng.node(), gpu), a);
-          if (!inserted) {
-            const v1::Allocation& owner = s_.allocations(it->second);
-            Report(gp,
-                   absl::StrCat(who, ": GPU ", gpu, " of node '", ng.node(), "' is already allocated to '", owner.id(),
-                                "' (line ", lines_.Line(absl::StrCat("allocations[", it->second, "]")), ")"));
-          }
-        }
+      auto [it, inserted] = gpu_owner_.try_emplace(uint64_t{known->index} << 32 | gpu, a);
+      if (!inserted) {
+        Report(line, absl::StrCat(Who(alloc, a), ": GPU ", gpu, " of node '", ng.node(), "' is already allocated to '",
+                                  s_.allocations(it->second).id(), "' (line ", AllocationLine(it->second), ")"));
       }
     }
   }
+
+  int AllocationLine(int a) const { return lines_.Line(lines_.Child(lines_.Root(), f_.allocations, a)); }
 
   void CheckNodes() {
     absl::flat_hash_map<std::string, int> seen;
     for (int i = 0; i < s_.nodes_size(); ++i) {
       const v1::NodeStatus& status = s_.nodes(i);
-      std::string p = absl::StrCat("nodes[", i, "]");
-      std::string who = absl::StrCat("node status ", p);
-      int gpus = GpusOf(p, status.node(), who);
-      if (gpus < 0) continue;
+      Ref ref = lines_.Child(lines_.Root(), f_.statuses, i);
+      std::string who = absl::StrCat("node status nodes[", i, "]");
+      const KnownNode* known = Find(ref, f_.status_node, status.node(), [&] { return who; });
+      if (known == nullptr) continue;
       if (auto [it, inserted] = seen.try_emplace(status.node(), i); !inserted) {
-        Report(p + ".node", absl::StrCat("node '", status.node(), "' has two status entries (first on line ",
-                                         lines_.Line(absl::StrCat("nodes[", it->second, "]")), ")"));
+        Report(lines_.FieldLine(ref, f_.status_node),
+               absl::StrCat("node '", status.node(), "' has two status entries (first on line ",
+                            lines_.Line(lines_.Child(lines_.Root(), f_.statuses, it->second)), ")"));
       }
       if (!v1::NodeHealth_IsValid(status.health())) {
-        Report(p + ".health", absl::StrCat(who, ": unknown health value ", static_cast<int>(status.health())));
+        Report(lines_.FieldLine(ref, f_.health),
+               absl::StrCat(who, ": unknown health value ", static_cast<int>(status.health())));
       }
       for (int g = 0; g < status.failed_gpus_size(); ++g) {
-        CheckIndex(absl::StrCat(p, ".failed_gpus[", g, "]"), status.failed_gpus(g), gpus, status.node(), who);
+        CheckIndex(lines_.ItemLine(ref, f_.failed_gpus, g), status.failed_gpus(g), known->gpus, status.node(), who);
       }
     }
   }
@@ -135,38 +181,46 @@ class StateChecker {
     absl::flat_hash_map<std::string, int> seen;
     for (int i = 0; i < s_.caps_size(); ++i) {
       const v1::CapOverride& cap = s_.caps(i);
-      std::string p = absl::StrCat("caps[", i, "]");
+      Ref ref = lines_.Child(lines_.Root(), f_.caps, i);
+      int name_line = lines_.FieldLine(ref, f_.cap_name);
+      int kw_line = lines_.FieldLine(ref, f_.cap_kw);
       if (cap.name().empty()) {
-        if (!lines_.Rejected(p + ".name")) Report(p, absl::StrCat(p, ": missing 'name' (a rack or power domain)"));
+        if (!lines_.Rejected(ref, f_.cap_name)) {
+          Report(lines_.Line(ref), absl::StrCat("caps[", i, "]: missing 'name' (a rack or power domain)"));
+        }
       } else if (!cap_names_.contains(cap.name())) {
-        Report(p + ".name", absl::StrCat("cap override: unknown rack or power domain '", cap.name(), "'"));
+        Report(name_line, absl::StrCat("cap override: unknown rack or power domain '", cap.name(), "'"));
       } else if (auto [it, inserted] = seen.try_emplace(cap.name(), i); !inserted) {
-        Report(p + ".name", absl::StrCat("cap override: '", cap.name(), "' is overridden twice (first on line ",
-                                         lines_.Line(absl::StrCat("caps[", it->second, "]")), ")"));
+        Report(name_line, absl::StrCat("cap override: '", cap.name(), "' is overridden twice (first on line ",
+                                       lines_.Line(lines_.Child(lines_.Root(), f_.caps, it->second)), ")"));
       }
-      if (!lines_.empty() && !lines_.Has(p + ".power_cap_kw")) {
-        Report(p, absl::StrCat("cap override '", cap.name(), "': missing 'power_cap_kw'"));
+      if (!lines_.Has(ref, f_.cap_kw)) {
+        Report(lines_.Line(ref), absl::StrCat("cap override '", cap.name(), "': missing 'power_cap_kw'"));
       } else if (!std::isfinite(cap.power_cap_kw()) || cap.power_cap_kw() < 0) {
-        Report(p + ".power_cap_kw",
+        Report(kw_line,
                absl::StrCat("cap override '", cap.name(), "': power_cap_kw must be a finite number, not negative, got ",
                             cap.power_cap_kw()));
       } else if (absl::Status bad = CheckCapKw(cap.power_cap_kw()); !bad.ok()) {
-        Report(p + ".power_cap_kw", absl::StrCat("cap override '", cap.name(), "': ", bad.message()));
+        Report(kw_line, absl::StrCat("cap override '", cap.name(), "': ", bad.message()));
       }
     }
   }
 
   const v1::ClusterState& s_;
-  const SourceLines& lines_;
+  const LineTable& lines_;
   std::string_view file_;
   Diagnostics* out_;
-  absl::flat_hash_map<std::string, int> node_gpus_;
+  const Fields f_;
+  absl::flat_hash_map<std::string, KnownNode> nodes_;
   absl::flat_hash_set<std::string> cap_names_;
+  absl::flat_hash_map<std::string_view, int> ids_;  // id -> allocation index (views into s_)
+  absl::flat_hash_map<uint64_t, int> gpu_owner_;    // node index << 32 | GPU -> allocation index
+  absl::flat_hash_set<uint32_t> nodes_seen_, own_;  // of the allocation / node being checked
 };
 
 }  // namespace
 
-bool CheckState(const v1::ClusterState& state, const v1::ClusterDescription& description, const SourceLines& lines,
+bool CheckState(const v1::ClusterState& state, const v1::ClusterDescription& description, const LineTable& lines,
                 std::string_view file, Diagnostics* diagnostics) {
   return StateChecker(state, description, lines, file, diagnostics).Run();
 }

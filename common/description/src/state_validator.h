@@ -5,16 +5,16 @@
 
 #include <string_view>
 
+#include "line_table.h"
 #include "rackwise/diagnostic.h"
 #include "rackwise/v1/cluster.pb.h"
 #include "rackwise/v1/state.pb.h"
-#include "yaml_to_proto.h"
 
 namespace rackwise {
 
-// Appends a diagnostic for every problem in `state`; lines come from `lines` (line 0 when it is empty).
-// Returns true when nothing is wrong.
-bool CheckState(const v1::ClusterState& state, const v1::ClusterDescription& description, const SourceLines& lines,
+// Appends a diagnostic for every problem in `state`, at the lines `lines` recorded while reading it (line 0 for
+// what it has no line for). Returns true when nothing is wrong.
+bool CheckState(const v1::ClusterState& state, const v1::ClusterDescription& description, const LineTable& lines,
                 std::string_view file, Diagnostics* diagnostics);
 
 }  // namespace rackwise

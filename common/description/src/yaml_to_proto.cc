@@ -1,27 +1,18 @@
 // YAML -> protobuf by reflection. See yaml_to_proto.h for the mapping rules.
 #include "yaml_to_proto.h"
 
-#include "rackwise/guess_tag.h"
-
-#include <charconv>
-#include <cmath>
-#include <cstdint>
 #include <exception>
-#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "yaml_scalar.h"
 
 namespace rackwise {
 
 using google::protobuf::Descriptor;
-using google::protobuf::EnumDescriptor;
-using google::protobuf::EnumValueDescriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
@@ -100,69 +91,13 @@ std::optional<YAML::Node> ParseYamlDocument(std::string_view text, std::string_v
 
 namespace {
 
-// Protobuf strings must be UTF-8 (gRPC refuses to send anything else).
-bool IsUtf8(std::string_view s) {
-  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};  // shortest form per length (no overlongs)
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t extra = 0;
-    if (c < 0x80) {
-      extra = 0;
-    } else if ((c >> 5) == 0x6) {
-      extra = 1;
-    } else if ((c >> 4) == 0xe) {
-      extra = 2;
-    } else if ((c >> 3) == 0x1e) {
-      extra = 3;
-    } else {
-      return false;
-    }
-    if (extra > s.size() - i - 1) return false;
-    uint32_t cp = extra == 0 ? c : c & (0x3f >> extra);
-    for (size_t k = 1; k <= extra; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (cp < kMin[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
-
-// "NvlinkScope" -> "NVLINK_SCOPE_"
-std::string EnumPrefix(const EnumDescriptor& e) {
-  std::string out;
-  for (char c : e.name()) {
-    if (absl::ascii_isupper(c) && !out.empty()) out += '_';
-    out += absl::ascii_toupper(c);
-  }
-  return out + "_";
-}
-
+// yaml-cpp's view of a node, in the words of diagnostics.
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: {
-      std::string s = node.Scalar();
-      if (s.size() > 40) s = s.substr(0, 40) + "...";
-      return absl::StrCat("'", s, "'");
-    }
+    case YAML::NodeType::Scalar: return DescribeScalar(node.Scalar());
     default: return "nothing";
-  }
-}
-
-std::string Wanted(const FieldDescriptor& f) {
-  switch (f.cpp_type()) {
-    case FieldDescriptor::CPPTYPE_STRING: return "a string";
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-    case FieldDescriptor::CPPTYPE_FLOAT: return "a number";
-    case FieldDescriptor::CPPTYPE_BOOL: return "true or false";
-    case FieldDescriptor::CPPTYPE_ENUM: return "one of the names listed for it";
-    case FieldDescriptor::CPPTYPE_MESSAGE: return "a map";
-    default: return "a whole number";
   }
 }
 
@@ -177,8 +112,7 @@ class Mapper {
   void MapMessage(const YAML::Node& node, Message* message, const std::string& path, int line) {
     if (!Visit(line)) return;
     if (!node.IsMap()) {
-      Report(line, absl::StrCat(Name(path), "expected a map of keys (",
-                                absl::StrJoin(KnownKeys(*message->GetDescriptor()), ", "), "), got ", Describe(node)));
+      Report(line, ExpectedMapMessage(path, *message->GetDescriptor(), Describe(node)));
       return;
     }
     const Descriptor* descriptor = message->GetDescriptor();
@@ -190,19 +124,17 @@ class Mapper {
       int key_line = LineOf(key, line);
       if (!Visit(key_line)) return;
       if (!key.IsScalar()) {
-        Report(key_line, absl::StrCat(Name(path), "keys must be plain names, got ", Describe(key)));
+        Report(key_line, NonScalarKeyMessage(path, Describe(key)));
         continue;
       }
       const std::string& name = key.Scalar();
       const FieldDescriptor* field = descriptor->FindFieldByName(name);
       if (field == nullptr) {
-        Report(key_line, absl::StrCat("unknown key '", name, "'", path.empty() ? " at the top level" : " in " + path,
-                                      " (expected one of: ", absl::StrJoin(KnownKeys(*descriptor), ", "), ")"));
+        Report(key_line, UnknownKeyMessage(name, path, *descriptor));
         continue;
       }
       if (auto [first, inserted] = seen.try_emplace(name, key_line); !inserted) {
-        Report(key_line, absl::StrCat("duplicate key '", name, "'", path.empty() ? "" : " in " + path,
-                                      " (first on line ", first->second, ")"));
+        Report(key_line, DuplicateKeyMessage(name, path, first->second));
         continue;
       }
       std::string field_path = path.empty() ? name : absl::StrCat(path, ".", name);
@@ -220,7 +152,7 @@ class Mapper {
     const Reflection* reflection = message->GetReflection();
     if (field.is_repeated()) {
       if (!value.IsSequence()) {
-        Report(line, absl::StrCat(path, ": expected a list (", Wanted(field), " per item), got ", Describe(value)));
+        Report(line, ExpectedListMessage(path, field, Describe(value)));
         return;
       }
       int index = 0;
@@ -248,170 +180,15 @@ class Mapper {
                  int line) {
     if (!Visit(line)) return;
     if (!value.IsScalar()) {
-      Report(line, absl::StrCat(path, ": expected ", Wanted(field), ", got ", Describe(value)));
+      Report(line, ExpectedScalarMessage(path, field, Describe(value)));
       return;
     }
-    const Reflection* r = message->GetReflection();
-    const std::string& text = value.Scalar();
-    if (value.Tag() == kGuessTag) {  // left by `rackwise import` on every figure it could not know
-      Report(line, absl::StrCat(path, ": guessed by rackwise import (", kGuessTag, " ", text,
-                                "): replace it with the real figure and remove the ", kGuessTag, " tag"));
-      return;
-    }
-    bool quoted = value.Tag() == "!";  // yaml-cpp tags quoted scalars "!", plain ones "?"
-    bool repeated = field.is_repeated();
-    switch (field.cpp_type()) {
-      case FieldDescriptor::CPPTYPE_STRING:
-        if (!IsUtf8(text)) {
-          Report(line, absl::StrCat(path, ": not valid UTF-8 text"));
-          return;
-        }
-        repeated ? r->AddString(message, &field, text) : r->SetString(message, &field, text);
-        return;
-      case FieldDescriptor::CPPTYPE_BOOL: {
-        std::string lower = absl::AsciiStrToLower(std::string(text));
-        if (quoted || (lower != "true" && lower != "false")) {
-          Report(line, absl::StrCat(path, ": expected true or false, got ", Describe(value)));
-          return;
-        }
-        repeated ? r->AddBool(message, &field, lower == "true") : r->SetBool(message, &field, lower == "true");
-        return;
-      }
-      case FieldDescriptor::CPPTYPE_ENUM: {
-        const EnumValueDescriptor* v = FindEnumValue(*field.enum_type(), text);
-        if (v == nullptr) {
-          Report(line, absl::StrCat(path, ": unknown value ", Describe(value),
-                                    " (expected one of: ", absl::StrJoin(EnumNames(*field.enum_type()), ", "), ")"));
-          return;
-        }
-        repeated ? r->AddEnum(message, &field, v) : r->SetEnum(message, &field, v);
-        return;
-      }
-      case FieldDescriptor::CPPTYPE_DOUBLE:
-      case FieldDescriptor::CPPTYPE_FLOAT: {
-        std::optional<double> d = quoted ? std::nullopt : ParseDouble(text);
-        if (!d) {
-          Report(line,
-                 absl::StrCat(path, ": expected a number, got ", quoted ? "the quoted string " : "", Describe(value)));
-          return;
-        }
-        if (field.cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
-          repeated ? r->AddFloat(message, &field, static_cast<float>(*d))
-                   : r->SetFloat(message, &field, static_cast<float>(*d));
-        } else {
-          repeated ? r->AddDouble(message, &field, *d) : r->SetDouble(message, &field, *d);
-        }
-        return;
-      }
-      default: SetInteger(value, text, quoted, message, field, path, line);
+    const std::string& tag = value.Tag();  // yaml-cpp tags quoted scalars "!", plain ones "?"
+    YamlScalar scalar{value.Scalar(), tag == "!", tag == "!" || tag == "?" ? std::string_view() : tag};
+    if (std::optional<std::string> problem = SetFieldFromScalar(scalar, message, field)) {
+      Report(line, absl::StrCat(path, ": ", *problem));
     }
   }
-
-  void SetInteger(const YAML::Node& value, const std::string& text, bool quoted, Message* message,
-                  const FieldDescriptor& field, const std::string& path, int line) {
-    const Reflection* r = message->GetReflection();
-    bool is_signed =
-        field.cpp_type() == FieldDescriptor::CPPTYPE_INT32 || field.cpp_type() == FieldDescriptor::CPPTYPE_INT64;
-    int64_t min = 0;
-    uint64_t max = 0;
-    switch (field.cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32:
-        min = std::numeric_limits<int32_t>::min(), max = std::numeric_limits<int32_t>::max();
-        break;
-      case FieldDescriptor::CPPTYPE_INT64:
-        min = std::numeric_limits<int64_t>::min(), max = std::numeric_limits<int64_t>::max();
-        break;
-      case FieldDescriptor::CPPTYPE_UINT32: max = std::numeric_limits<uint32_t>::max(); break;
-      default: max = std::numeric_limits<uint64_t>::max();
-    }
-    std::string_view digits = text;
-    bool negative = false;
-    if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) {
-      negative = digits[0] == '-';
-      digits.remove_prefix(1);
-    }
-    uint64_t magnitude = 0;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
-    bool all_digits = !digits.empty() && end == digits.data() + digits.size();
-    if (quoted || !all_digits || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
-      Report(line, absl::StrCat(path, ": expected a whole number, got ", quoted ? "the quoted string " : "",
-                                Describe(value)));
-      return;
-    }
-    if (negative && magnitude != 0 && !is_signed) {
-      Report(line, absl::StrCat(path, ": must not be negative, got ", text));
-      return;
-    }
-    bool too_big = ec == std::errc::result_out_of_range ||
-                   (negative ? magnitude > static_cast<uint64_t>(-(min + 1)) + 1 : magnitude > max);
-    if (too_big) {
-      Report(line, absl::StrCat(path, ": number out of range: ", Describe(value)));
-      return;
-    }
-    int64_t signed_value = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
-    bool rep = field.is_repeated();
-    switch (field.cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32:
-        rep ? r->AddInt32(message, &field, static_cast<int32_t>(signed_value))
-            : r->SetInt32(message, &field, static_cast<int32_t>(signed_value));
-        break;
-      case FieldDescriptor::CPPTYPE_INT64:
-        rep ? r->AddInt64(message, &field, signed_value) : r->SetInt64(message, &field, signed_value);
-        break;
-      case FieldDescriptor::CPPTYPE_UINT32:
-        rep ? r->AddUInt32(message, &field, static_cast<uint32_t>(magnitude))
-            : r->SetUInt32(message, &field, static_cast<uint32_t>(magnitude));
-        break;
-      default: rep ? r->AddUInt64(message, &field, magnitude) : r->SetUInt64(message, &field, magnitude);
-    }
-  }
-
-  static std::optional<double> ParseDouble(std::string_view text) {
-    std::string lower = absl::AsciiStrToLower(std::string(text));
-    if (lower == ".inf" || lower == "+.inf") return std::numeric_limits<double>::infinity();
-    if (lower == "-.inf") return -std::numeric_limits<double>::infinity();
-    if (lower == ".nan") return std::numeric_limits<double>::quiet_NaN();
-    std::string_view s = text;
-    if (!s.empty() && s[0] == '+') s.remove_prefix(1);
-    if (s.empty() || !(absl::ascii_isdigit(s[0]) || s[0] == '-' || s[0] == '.')) return std::nullopt;
-    double value = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (end != s.data() + s.size()) return std::nullopt;
-    if (ec == std::errc::result_out_of_range) {
-      // Overflow becomes an infinity (reported later as not finite); underflow (a negative exponent) is zero.
-      size_t e = s.find_first_of("eE");
-      if (e != std::string_view::npos && e + 1 < s.size() && s[e + 1] == '-') return 0.0;
-      return s[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-    }
-    if (ec != std::errc()) return std::nullopt;
-    return value;
-  }
-
-  static const EnumValueDescriptor* FindEnumValue(const EnumDescriptor& e, std::string_view text) {
-    std::string lower = absl::AsciiStrToLower(std::string(text));
-    for (int i = 0; i < e.value_count(); ++i) {
-      const EnumValueDescriptor* v = e.value(i);
-      if (v->number() == 0) continue;  // UNSPECIFIED is never written
-      if (EnumValueYamlName(*v) == lower) return v;
-    }
-    return nullptr;
-  }
-
-  static std::vector<std::string> EnumNames(const EnumDescriptor& e) {
-    std::vector<std::string> names;
-    for (int i = 0; i < e.value_count(); ++i) {
-      if (e.value(i)->number() != 0) names.push_back(EnumValueYamlName(*e.value(i)));
-    }
-    return names;
-  }
-
-  static std::vector<std::string> KnownKeys(const Descriptor& d) {
-    std::vector<std::string> keys;
-    for (int i = 0; i < d.field_count(); ++i) keys.push_back(d.field(i)->name());
-    return keys;
-  }
-
-  static std::string Name(const std::string& path) { return path.empty() ? "" : path + ": "; }
 
   static int LineOf(const YAML::Node& node, int fallback) {
     int line = node.Mark().line;
@@ -442,13 +219,6 @@ class Mapper {
 };
 
 }  // namespace
-
-std::string EnumValueYamlName(const EnumValueDescriptor& value) {
-  std::string prefix = EnumPrefix(*value.type());
-  std::string_view name = value.name();
-  if (name.size() > prefix.size() && name.substr(0, prefix.size()) == prefix) name.remove_prefix(prefix.size());
-  return absl::AsciiStrToLower(std::string(name));
-}
 
 bool YamlToProto(const YAML::Node& node, Message* message, std::string_view file, SourceLines* lines,
                  Diagnostics* diagnostics, size_t max_visits, bool* aborted) {

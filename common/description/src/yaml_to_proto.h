@@ -17,6 +17,7 @@
 #include "rackwise/diagnostic.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
+#include "yaml_scalar.h"  // EnumValueYamlName, for the writers and tests that include this header
 
 namespace rackwise {
 
@@ -50,9 +51,5 @@ std::optional<YAML::Node> ParseYamlDocument(std::string_view text, std::string_v
 // the partly filled message should not be checked further. Returns true when nothing was wrong.
 bool YamlToProto(const YAML::Node& node, google::protobuf::Message* message, std::string_view file, SourceLines* lines,
                  Diagnostics* diagnostics, size_t max_visits = 1'000'000, bool* aborted = nullptr);
-
-// The YAML spelling of an enum value: its name without the enum's prefix, in lower case
-// (NVLINK_SCOPE_RACK -> "rack").
-std::string EnumValueYamlName(const google::protobuf::EnumValueDescriptor& value);
 
 }  // namespace rackwise
