@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -25,52 +27,59 @@
 #include "grpc_service.h"
 #endif
 
+namespace rackwise::k8s {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
-void Log(const std::string& line) { rackwise::k8s::LogLine("rackwise-extender", line); }
+void Log(const std::string& line) { LogLine("rackwise-extender", line); }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace rackwise;
-  using namespace rackwise::k8s;
-  CLI::App app{"rackwise-extender: kube-scheduler extender and gRPC placement service"};
-  std::string state_file;
-  std::string cluster, listen = "0.0.0.0:8888", grpc_listen = "0.0.0.0:8889", metrics_listen, kubeconfig;
+// Everything the command line sets; the defaults are the ones --help shows.
+struct ExtenderFlags {
+  std::string cluster, state_file;
+  std::string listen = "0.0.0.0:8888", grpc_listen = "0.0.0.0:8889", metrics_listen, kubeconfig;
   std::string tls_cert, tls_key, client_ca, grpc_cert, grpc_key, grpc_admin_ca, admin_token_file;
   std::vector<std::string> admin_cns;
+  std::string log_level = "info";
   double reservation_ttl_s = 120;
   size_t candidate_cache = ExtenderOptions{}.candidate_cache_entries;
-  HttpServerOptions http;
-  app.set_version_flag("--version", ExtenderVersion());
-  app.add_option("--cluster", cluster, "cluster description (rackwise.yaml)")->required();
-  app.add_option("--state-file", state_file,
+  HttpServerOptions http;  // the limits set here; host, port, TLS and mode are filled in when the server starts
+};
+
+// What to serve, where, and with which credentials.
+void AddEndpointFlags(CLI::App& app, ExtenderFlags* f) {
+  app.add_option("--cluster", f->cluster, "cluster description (rackwise.yaml)")->required();
+  app.add_option("--state-file", f->state_file,
                  "where caps, health and allocations set over gRPC are saved and read back after a restart "
                  "(default: beside --cluster, NAME.state.yaml)");
-  app.add_option("--listen", listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
-  app.add_option("--grpc-listen", grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
-  app.add_option("--metrics-listen", metrics_listen,
+  app.add_option("--listen", f->listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
+  app.add_option("--grpc-listen", f->grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
+  app.add_option("--metrics-listen", f->metrics_listen,
                  "HOST:PORT serving only /healthz, /readyz, /metrics over plain HTTP, for probes and Prometheus "
                  "when the verbs need client certificates (empty: off)");
-  app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
-  app.add_option("--tls-cert", tls_cert, "serve HTTPS with this certificate (PEM)");
-  app.add_option("--tls-key", tls_key, "... and this key (PEM)");
-  app.add_option("--client-ca", client_ca,
+  app.add_option("--kubeconfig", f->kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
+  app.add_option("--tls-cert", f->tls_cert, "serve HTTPS with this certificate (PEM)");
+  app.add_option("--tls-key", f->tls_key, "... and this key (PEM)");
+  app.add_option("--client-ca", f->client_ca,
                  "require HTTPS clients (kube-scheduler) to present a cert signed by this CA");
-  app.add_option("--grpc-tls-cert", grpc_cert, "TLS certificate for the gRPC port");
-  app.add_option("--grpc-tls-key", grpc_key, "TLS key for the gRPC port");
-  app.add_option("--grpc-admin-ca", grpc_admin_ca, "client certificates signed by this CA are admins (needs gRPC TLS)");
-  app.add_option("--grpc-admin-cn", admin_cns, "limit admin client certificates to these common names");
-  app.add_option("--admin-token-file", admin_token_file, "bearer token that makes a gRPC caller an admin");
-  std::string log_level = "info";
-  app.add_option("--log-level", log_level, "info: start-up, sync and errors; debug: also one line per filter and bind")
+  app.add_option("--grpc-tls-cert", f->grpc_cert, "TLS certificate for the gRPC port");
+  app.add_option("--grpc-tls-key", f->grpc_key, "TLS key for the gRPC port");
+  app.add_option("--grpc-admin-ca", f->grpc_admin_ca,
+                 "client certificates signed by this CA are admins (needs gRPC TLS)");
+  app.add_option("--grpc-admin-cn", f->admin_cns, "limit admin client certificates to these common names");
+  app.add_option("--admin-token-file", f->admin_token_file, "bearer token that makes a gRPC caller an admin");
+}
+
+// How the service behaves and how much the HTTP server holds at once.
+void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
+  HttpServerOptions& http = f->http;
+  app.add_option("--log-level", f->log_level,
+                 "info: start-up, sync and errors; debug: also one line per filter and bind")
       ->check(CLI::IsMember({"info", "debug"}));
-  app.add_option("--reservation-ttl", reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
+  app.add_option("--reservation-ttl", f->reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
       ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--candidate-cache", candidate_cache,
+  app.add_option("--candidate-cache", f->candidate_cache,
                  "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--max-body-bytes", http.max_body_bytes, "largest request body accepted (413 beyond)")
@@ -88,129 +97,215 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(100, 600000));
   app.add_option("--idle-timeout-ms", http.idle_timeout_ms, "close a keep-alive connection idle this long")
       ->check(CLI::Range(1000, 3600000));
+}
+
+// Loads and compiles the description; nullopt (the reason logged) when either step fails.
+std::optional<Topology> LoadCluster(const std::string& path, v1::ClusterDescription* description) {
+  Diagnostics diagnostics;
+  absl::StatusOr<v1::ClusterDescription> loaded = LoadClusterDescription(path, &diagnostics);
+  if (!loaded.ok()) {
+    for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    if (diagnostics.empty()) Log(std::string(loaded.status().message()));
+    return std::nullopt;
+  }
+  *description = std::move(*loaded);
+  absl::StatusOr<Topology> topology = Topology::Build(*description);
+  if (!topology.ok()) {
+    Log(absl::StrCat(path, ": ", topology.status().message()));
+    return std::nullopt;
+  }
+  Log(absl::StrCat("cluster ", topology->cluster_name(), ": ", topology->nodes().size(), " nodes, ",
+                   topology->racks().size(), " racks, ", topology->domains().size(), " NVLink domains, ",
+                   topology->total_gpus(), " GPUs"));
+  return std::move(*topology);
+}
+
+// The API-server client, or null in standalone mode (no credentials found); false (logged) when the
+// credentials found cannot be used, which must stop the start rather than silently run standalone.
+bool ConnectApiServer(const std::string& kubeconfig, std::unique_ptr<KubeClient>* client) {
+  absl::StatusOr<std::optional<KubeConfig>> kube = ResolveKubeConfig(kubeconfig);
+  if (!kube.ok()) {
+    Log(absl::StrCat("API server credentials: ", kube.status().message()));
+    return false;
+  }
+  if (!kube->has_value()) {
+    Log("standalone: no in-cluster credentials and no --kubeconfig; the ledger holds only what this extender "
+        "binds itself, and bindings are not posted to any API server");
+    return true;
+  }
+  absl::StatusOr<std::unique_ptr<KubeClient>> c = KubeClient::Create(**kube);
+  if (!c.ok()) {
+    Log(absl::StrCat("API server client: ", c.status().message()));
+    return false;
+  }
+  *client = std::move(*c);
+  Log(absl::StrCat("API server ", (*kube)->host, ":", (*kube)->port, " (", (*kube)->source,
+                   "); rebuilding the ledger before answering filter"));
+  return true;
+}
+
+// Puts back the operator state saved by an earlier run; false (logged) when the file cannot be used.
+bool RestoreOperatorState(const ExtenderFlags& flags, const v1::ClusterDescription& description,
+                          ExtenderService* service) {
+  const std::string state_file = flags.state_file.empty() ? DefaultStateFile(flags.cluster) : flags.state_file;
+  absl::StatusOr<v1::ClusterState> restored = AttachStateFile(state_file, description, service);
+  if (!restored.ok()) {
+    Log(absl::StrCat("operator state ", state_file, ": ", restored.status().message()));
+    return false;
+  }
+  Log(absl::StrCat("operator state ", state_file, ": ", restored->allocations_size(), " allocations, ",
+                   restored->nodes_size(), " node overrides, ", restored->caps_size(), " caps restored"));
+  return true;
+}
+
+// The network faces of the service. Members are stopped and destroyed in reverse order of declaration.
+struct Servers {
+  std::unique_ptr<ExtenderHttpServer> verbs;
+  std::unique_ptr<ExtenderHttpServer> metrics;  // plain-HTTP probes and metrics; null without --metrics-listen
+#ifdef RACKWISE_HAVE_GRPC
+  std::unique_ptr<GrpcServer> placement;  // null with an empty --grpc-listen
+#endif
+};
+
+// The extender verbs (and probes) on --listen. Returns an exit code: 0 when serving.
+int StartVerbServer(ExtenderFlags& flags, bool api_server, ExtenderService* service, Servers* servers) {
+  HttpServerOptions& http = flags.http;
+  if (!SplitHostPort(flags.listen, &http.host, &http.port)) {
+    Log(absl::StrCat("--listen ", flags.listen, ": expected HOST:PORT"));
+    return 2;
+  }
+  http.cert_file = flags.tls_cert;
+  http.key_file = flags.tls_key;
+  http.client_ca_file = flags.client_ca;
+  http.mode = api_server ? "api-server" : "standalone";
+  if (flags.log_level == "debug") http.decision_log = Log;
+  servers->verbs = std::make_unique<ExtenderHttpServer>(service, http);
+  if (absl::Status s = servers->verbs->Start(); !s.ok()) {
+    Log(std::string(s.message()));
+    return 1;
+  }
+  Log(absl::StrCat("extender verbs on ", servers->verbs->https() ? "https://" : "http://", http.host, ":",
+                   servers->verbs->port()));
+  return 0;
+}
+
+// Probes and metrics without client certificates, so kubelet and Prometheus need none. An exit code.
+int StartMetricsServer(const ExtenderFlags& flags, ExtenderService* service, Servers* servers) {
+  if (flags.metrics_listen.empty()) return 0;
+  HttpServerOptions plain;
+  if (!SplitHostPort(flags.metrics_listen, &plain.host, &plain.port)) {
+    Log(absl::StrCat("--metrics-listen ", flags.metrics_listen, ": expected HOST:PORT"));
+    return 2;
+  }
+  plain.serve_verbs = false;
+  plain.threads = 1;
+  plain.max_connections = 64;
+  plain.mode = flags.http.mode;
+  servers->metrics = std::make_unique<ExtenderHttpServer>(service, plain);
+  if (absl::Status s = servers->metrics->Start(); !s.ok()) {
+    Log(std::string(s.message()));
+    return 1;
+  }
+  Log(absl::StrCat("/healthz, /readyz and /metrics on http://", plain.host, ":", servers->metrics->port()));
+  return 0;
+}
+
+#ifdef RACKWISE_HAVE_GRPC
+// rackwise.v1.Placement; callers are admins by bearer token or client certificate. An exit code.
+int StartPlacementServer(const ExtenderFlags& flags, ExtenderService* service, Servers* servers) {
+  if (flags.grpc_listen.empty()) return 0;
+  AdminAuthConfig auth;
+  if (!flags.admin_token_file.empty()) {
+    if (absl::Status s = LoadAdminToken(flags.admin_token_file, &auth.token); !s.ok()) {
+      Log(std::string(s.message()));
+      return 1;
+    }
+  }
+  auth.client_certs = !flags.grpc_admin_ca.empty();
+  auth.common_names = flags.admin_cns;
+  GrpcServerOptions g;
+  g.address = flags.grpc_listen;
+  g.cert_file = flags.grpc_cert;
+  g.key_file = flags.grpc_key;
+  g.admin_ca_file = flags.grpc_admin_ca;
+  servers->placement = std::make_unique<GrpcServer>(service, auth, g);
+  if (absl::Status s = servers->placement->Start(); !s.ok()) {
+    Log(std::string(s.message()));
+    return 1;
+  }
+  Log(absl::StrCat("gRPC rackwise.v1.Placement on port ", servers->placement->port(),
+                   auth.token.empty() && !auth.client_certs ? " (read-only: no admin credential configured)" : ""));
+  return 0;
+}
+#endif
+
+// Starts every configured server, in the order their addresses are logged. An exit code: 0 when all serve.
+int StartServers(ExtenderFlags& flags, bool api_server, ExtenderService* service, Servers* servers) {
+  if (int rc = StartVerbServer(flags, api_server, service, servers); rc != 0) return rc;
+  if (int rc = StartMetricsServer(flags, service, servers); rc != 0) return rc;
+#ifdef RACKWISE_HAVE_GRPC
+  if (int rc = StartPlacementServer(flags, service, servers); rc != 0) return rc;
+#endif
+  return 0;
+}
+
+// Blocks until SIGINT or SIGTERM; a closed peer (SIGPIPE) must not end the process.
+void WaitForStopSignal() {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  while (!g_stop) {
+    struct timespec ts = {0, 200'000'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+// Stops the background work first (nothing new reaches the service), then the servers, then the timer.
+void StopAll(telemetry::TelemetryPoller* poller, KubeSync* sync, Servers& servers, ReservationTimer& timer) {
+  if (poller) poller->Stop();
+  if (sync) sync->Stop();
+#ifdef RACKWISE_HAVE_GRPC
+  if (servers.placement) servers.placement->Stop();
+#endif
+  servers.verbs->Stop();
+  if (servers.metrics) servers.metrics->Stop();
+  timer.Stop();
+}
+
+int RunExtender(int argc, char** argv) {
+  CLI::App app{"rackwise-extender: kube-scheduler extender and gRPC placement service"};
+  ExtenderFlags flags;
+  app.set_version_flag("--version", ExtenderVersion());
+  AddEndpointFlags(app, &flags);
+  AddTuningFlags(app, &flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
 
-  Diagnostics diagnostics;
-  absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(cluster, &diagnostics);
-  if (!description.ok()) {
-    for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
-    if (diagnostics.empty()) Log(std::string(description.status().message()));
-    return 1;
-  }
-  absl::StatusOr<Topology> topology = Topology::Build(*description);
-  if (!topology.ok()) {
-    Log(absl::StrCat(cluster, ": ", topology.status().message()));
-    return 1;
-  }
-  Log(absl::StrCat("cluster ", topology->cluster_name(), ": ", topology->nodes().size(), " nodes, ",
-                   topology->racks().size(), " racks, ", topology->domains().size(), " NVLink domains, ",
-                   topology->total_gpus(), " GPUs"));
-
-  absl::StatusOr<std::optional<KubeConfig>> kube = ResolveKubeConfig(kubeconfig);
-  if (!kube.ok()) {
-    Log(absl::StrCat("API server credentials: ", kube.status().message()));
-    return 1;
-  }
+  v1::ClusterDescription description;
+  std::optional<Topology> topology = LoadCluster(flags.cluster, &description);
+  if (!topology) return 1;
   std::unique_ptr<KubeClient> client;
-  if (kube->has_value()) {
-    absl::StatusOr<std::unique_ptr<KubeClient>> c = KubeClient::Create(**kube);
-    if (!c.ok()) {
-      Log(absl::StrCat("API server client: ", c.status().message()));
-      return 1;
-    }
-    client = std::move(*c);
-    Log(absl::StrCat("API server ", (*kube)->host, ":", (*kube)->port, " (", (*kube)->source,
-                     "); rebuilding the ledger before answering filter"));
-  } else {
-    Log("standalone: no in-cluster credentials and no --kubeconfig; the ledger holds only what this extender "
-        "binds itself, and bindings are not posted to any API server");
-  }
+  if (!ConnectApiServer(flags.kubeconfig, &client)) return 1;
 
   ExtenderMetrics metrics;
   ExtenderOptions options;
-  options.reservation_ttl_ms = static_cast<int64_t>(reservation_ttl_s * 1000);
-  options.candidate_cache_entries = candidate_cache;
+  options.reservation_ttl_ms = static_cast<int64_t>(flags.reservation_ttl_s * 1000);
+  options.candidate_cache_entries = flags.candidate_cache;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
-  if (state_file.empty()) state_file = DefaultStateFile(cluster);
-  absl::StatusOr<v1::ClusterState> restored = AttachStateFile(state_file, *description, &service);
-  if (!restored.ok()) {
-    Log(absl::StrCat("operator state ", state_file, ": ", restored.status().message()));
-    return 1;
-  }
-  Log(absl::StrCat("operator state ", state_file, ": ", restored->allocations_size(), " allocations, ",
-                   restored->nodes_size(), " node overrides, ", restored->caps_size(), " caps restored"));
+  if (!RestoreOperatorState(flags, description, &service)) return 1;
+  // Without an API server there is nothing to catch up on: the ledger is complete as restored.
   if (!client) service.SetSynced(true);
   ReservationTimer reservation_timer(&service, SteadyNowMs);
   reservation_timer.Start();
 
-  if (!k8s::SplitHostPort(listen, &http.host, &http.port)) {
-    Log(absl::StrCat("--listen ", listen, ": expected HOST:PORT"));
-    return 2;
-  }
-  http.cert_file = tls_cert;
-  http.key_file = tls_key;
-  http.client_ca_file = client_ca;
-  http.mode = client ? "api-server" : "standalone";
-  if (log_level == "debug") http.decision_log = Log;
-  ExtenderHttpServer server(&service, http);
-  if (absl::Status s = server.Start(); !s.ok()) {
-    Log(std::string(s.message()));
-    return 1;
-  }
-  Log(absl::StrCat("extender verbs on ", server.https() ? "https://" : "http://", http.host, ":", server.port()));
-  std::unique_ptr<ExtenderHttpServer> metrics_server;
-  if (!metrics_listen.empty()) {
-    HttpServerOptions plain;
-    if (!SplitHostPort(metrics_listen, &plain.host, &plain.port)) {
-      Log(absl::StrCat("--metrics-listen ", metrics_listen, ": expected HOST:PORT"));
-      return 2;
-    }
-    plain.serve_verbs = false;
-    plain.threads = 1;
-    plain.max_connections = 64;
-    plain.mode = http.mode;
-    metrics_server = std::make_unique<ExtenderHttpServer>(&service, plain);
-    if (absl::Status s = metrics_server->Start(); !s.ok()) {
-      Log(std::string(s.message()));
-      return 1;
-    }
-    Log(absl::StrCat("/healthz, /readyz and /metrics on http://", plain.host, ":", metrics_server->port()));
-  }
-
-#ifdef RACKWISE_HAVE_GRPC
-  std::unique_ptr<GrpcServer> placement_server;
-  if (!grpc_listen.empty()) {
-    AdminAuthConfig auth;
-    if (!admin_token_file.empty()) {
-      if (absl::Status s = LoadAdminToken(admin_token_file, &auth.token); !s.ok()) {
-        Log(std::string(s.message()));
-        return 1;
-      }
-    }
-    auth.client_certs = !grpc_admin_ca.empty();
-    auth.common_names = admin_cns;
-    GrpcServerOptions g;
-    g.address = grpc_listen;
-    g.cert_file = grpc_cert;
-    g.key_file = grpc_key;
-    g.admin_ca_file = grpc_admin_ca;
-    placement_server = std::make_unique<GrpcServer>(&service, auth, g);
-    if (absl::Status s = placement_server->Start(); !s.ok()) {
-      Log(std::string(s.message()));
-      return 1;
-    }
-    Log(absl::StrCat("gRPC rackwise.v1.Placement on port ", placement_server->port(),
-                     auth.token.empty() && !auth.client_certs ? " (read-only: no admin credential configured)" : ""));
-  }
-#endif
+  Servers servers;
+  if (int rc = StartServers(flags, client != nullptr, &service, &servers); rc != 0) return rc;
 
   // Measured power: polled in the background, applied under the service's lock.
-  std::unique_ptr<telemetry::TelemetryPoller> poller = StartTelemetry(*description, &service, Log);
-
+  std::unique_ptr<telemetry::TelemetryPoller> poller = StartTelemetry(description, &service, Log);
   std::unique_ptr<KubeSync> sync;
   if (client) {
     SyncOptions so;
@@ -219,23 +314,15 @@ int main(int argc, char** argv) {
     sync->Start();
   }
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  while (!g_stop) {
-    struct timespec ts = {0, 200'000'000};
-    nanosleep(&ts, nullptr);
-  }
+  WaitForStopSignal();
   Log("stopping");
-  if (poller) poller->Stop();
-  if (sync) sync->Stop();
-#ifdef RACKWISE_HAVE_GRPC
-  if (placement_server) placement_server->Stop();
-#endif
-  server.Stop();
-  if (metrics_server) metrics_server->Stop();
-  reservation_timer.Stop();
+  StopAll(poller.get(), sync.get(), servers, reservation_timer);
   // Nothing is left to flush (the ledger lives in the API server's pods).
   std::fflush(stderr);
   std::_Exit(0);
 }
+
+}  // namespace
+}  // namespace rackwise::k8s
+
+int main(int argc, char** argv) { return rackwise::k8s::RunExtender(argc, argv); }

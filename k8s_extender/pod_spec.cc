@@ -70,6 +70,100 @@ absl::StatusOr<int64_t> ListGpus(const Json& spec, absl::string_view field, bool
   return total;
 }
 
+// `parent[name]` when it is an object, else an empty object: a Pod missing metadata or spec still parses.
+const Json& ObjectField(const Json& parent, const char* name) {
+  static const Json kEmpty = Json::object();
+  const Json* field = FindField(parent, name);
+  return field != nullptr && field->is_object() ? *field : kEmpty;
+}
+
+// The GPUs Kubernetes charges the pod: init containers run one at a time, regular containers together.
+absl::StatusOr<int> PodGpus(const Json& spec) {
+  absl::StatusOr<int64_t> regular = ListGpus(spec, "containers", true);
+  if (!regular.ok()) return regular.status();
+  absl::StatusOr<int64_t> init = ListGpus(spec, "initContainers", false);
+  if (!init.ok()) return init.status();
+  int64_t gpus = std::max(*regular, *init);
+  if (gpus > 1'000'000) return absl::InvalidArgumentError("spec.containers: too many GPUs");
+  return static_cast<int>(gpus);
+}
+
+// rackwise.io/nvlink and rackwise.io/gpu-watts, when set.
+absl::Status ReadPlacementAnnotations(const Json& meta, PodInfo* info) {
+  if (std::string v = MetaValue(meta, kNvlinkAnnotation); !v.empty()) {
+    info->locality = ParseLocality(v);
+    if (!info->locality) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata.annotations[", kNvlinkAnnotation, "]: \"", v, "\" is not one of ", kLocalityChoices));
+    }
+  }
+  if (std::string v = MetaValue(meta, kGpuWattsAnnotation); !v.empty()) {
+    absl::StatusOr<double> w = ParseWattsPerGpu(v);
+    if (!w.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata.annotations[", kGpuWattsAnnotation, "]: ", w.status().message()));
+    }
+    info->watts_per_gpu = *w;
+  }
+  return absl::OkStatus();
+}
+
+// A JobSet replicated job's pods: replicas x pods per job, each 1 when its label is missing.
+absl::StatusOr<std::string> JobSetGroupSize(const Json& meta) {
+  std::string replicas = MetaValue(meta, kJobSetReplicasLabel, false);
+  std::string per_job = MetaValue(meta, kPodsPerJobKey);
+  int r = 1, p = 1;
+  if (!replicas.empty()) {
+    absl::StatusOr<int> v = PositiveInt(replicas, kJobSetReplicasLabel, kMaxGroupSize);
+    if (!v.ok()) return v.status();
+    r = *v;
+  }
+  if (!per_job.empty()) {
+    absl::StatusOr<int> v = PositiveInt(per_job, kPodsPerJobKey, kMaxGroupSize);
+    if (!v.ok()) return v.status();
+    p = *v;
+  }
+  if (static_cast<int64_t>(r) * p > kMaxGroupSize) {
+    return absl::InvalidArgumentError(absl::StrCat("JobSet group of ", r, " x ", p, " pods is too large"));
+  }
+  return std::to_string(r * p);
+}
+
+// The pod's group and its size, from the first source that names one (see pod_spec.h for the precedence).
+// A group of one is no group: the pod is placed on its own.
+absl::Status ReadGroup(const Json& meta, PodInfo* info) {
+  std::string size_text = MetaValue(meta, kGroupSizeKey);
+  if (std::string g = MetaValue(meta, kGroupKey); !g.empty()) {
+    if (size_text.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("metadata: ", kGroupKey, " \"", g, "\" needs ", kGroupSizeKey));
+    }
+    info->group = absl::StrCat(info->namespace_, "/group/", g);
+  } else if (std::string js = MetaValue(meta, kJobSetNameLabel, false); !js.empty()) {
+    std::string rj = MetaValue(meta, kJobSetReplicatedJobLabel, false);
+    info->group = absl::StrCat(info->namespace_, "/jobset/", js, rj.empty() ? "" : "/", rj);
+    if (size_text.empty()) {
+      absl::StatusOr<std::string> size = JobSetGroupSize(meta);
+      if (!size.ok()) return size.status();
+      size_text = *size;
+    }
+  } else {
+    std::string pg = MetaValue(meta, kPodGroupLabel, false);
+    if (pg.empty()) pg = MetaValue(meta, kPodGroupLegacyLabel, false);
+    if (!pg.empty()) {
+      info->group = absl::StrCat(info->namespace_, "/podgroup/", pg);
+      if (size_text.empty()) size_text = MetaValue(meta, kPodGroupMinMemberKey);
+      if (size_text.empty()) size_text = "1";  // minMember unknown to us: the pod is placed alone
+    }
+  }
+  if (!info->group.empty()) {
+    absl::StatusOr<int> size = PositiveInt(size_text, "group size", kMaxGroupSize);
+    if (!size.ok()) return size.status();
+    info->group_size = *size;
+    if (info->group_size == 1) info->group.clear();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> ParseWholeQuantity(const Json& value) {
@@ -101,87 +195,21 @@ absl::StatusOr<int64_t> ParseWholeQuantity(const Json& value) {
 absl::StatusOr<PodInfo> ParsePod(const Json& pod) {
   if (!pod.is_object()) return absl::InvalidArgumentError("Pod: expected an object");
   PodInfo info;
-  static const Json kEmpty = Json::object();
-  const Json* meta_ptr = FindField(pod, "metadata");
-  const Json& meta = meta_ptr != nullptr && meta_ptr->is_object() ? *meta_ptr : kEmpty;
+  const Json& meta = ObjectField(pod, "metadata");
   info.name = StringField(meta, "name");
   info.namespace_ = StringField(meta, "namespace");
   if (info.namespace_.empty()) info.namespace_ = "default";
   info.uid = StringField(meta, "uid");
   info.deleting = FindField(meta, "deletionTimestamp") != nullptr;
-  const Json* spec_ptr = FindField(pod, "spec");
-  const Json& spec = spec_ptr != nullptr && spec_ptr->is_object() ? *spec_ptr : kEmpty;
+  const Json& spec = ObjectField(pod, "spec");
   info.node_name = StringField(spec, "nodeName");
   if (const Json* status = FindField(pod, "status")) info.phase = StringField(*status, "phase");
 
-  absl::StatusOr<int64_t> regular = ListGpus(spec, "containers", true);
-  if (!regular.ok()) return regular.status();
-  absl::StatusOr<int64_t> init = ListGpus(spec, "initContainers", false);
-  if (!init.ok()) return init.status();
-  int64_t gpus = std::max(*regular, *init);
-  if (gpus > 1'000'000) return absl::InvalidArgumentError("spec.containers: too many GPUs");
-  info.gpus = static_cast<int>(gpus);
-
-  if (std::string v = MetaValue(meta, kNvlinkAnnotation); !v.empty()) {
-    info.locality = ParseLocality(v);
-    if (!info.locality) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metadata.annotations[", kNvlinkAnnotation, "]: \"", v, "\" is not one of ", kLocalityChoices));
-    }
-  }
-  if (std::string v = MetaValue(meta, kGpuWattsAnnotation); !v.empty()) {
-    absl::StatusOr<double> w = ParseWattsPerGpu(v);
-    if (!w.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metadata.annotations[", kGpuWattsAnnotation, "]: ", w.status().message()));
-    }
-    info.watts_per_gpu = *w;
-  }
-
-  // Groups.
-  std::string size_text = MetaValue(meta, kGroupSizeKey);
-  if (std::string g = MetaValue(meta, kGroupKey); !g.empty()) {
-    if (size_text.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("metadata: ", kGroupKey, " \"", g, "\" needs ", kGroupSizeKey));
-    }
-    info.group = absl::StrCat(info.namespace_, "/group/", g);
-  } else if (std::string js = MetaValue(meta, kJobSetNameLabel, false); !js.empty()) {
-    std::string rj = MetaValue(meta, kJobSetReplicatedJobLabel, false);
-    info.group = absl::StrCat(info.namespace_, "/jobset/", js, rj.empty() ? "" : "/", rj);
-    if (size_text.empty()) {
-      std::string replicas = MetaValue(meta, kJobSetReplicasLabel, false);
-      std::string per_job = MetaValue(meta, kPodsPerJobKey);
-      int r = 1, p = 1;
-      if (!replicas.empty()) {
-        absl::StatusOr<int> v = PositiveInt(replicas, kJobSetReplicasLabel, kMaxGroupSize);
-        if (!v.ok()) return v.status();
-        r = *v;
-      }
-      if (!per_job.empty()) {
-        absl::StatusOr<int> v = PositiveInt(per_job, kPodsPerJobKey, kMaxGroupSize);
-        if (!v.ok()) return v.status();
-        p = *v;
-      }
-      if (static_cast<int64_t>(r) * p > kMaxGroupSize) {
-        return absl::InvalidArgumentError(absl::StrCat("JobSet group of ", r, " x ", p, " pods is too large"));
-      }
-      size_text = std::to_string(r * p);
-    }
-  } else {
-    std::string pg = MetaValue(meta, kPodGroupLabel, false);
-    if (pg.empty()) pg = MetaValue(meta, kPodGroupLegacyLabel, false);
-    if (!pg.empty()) {
-      info.group = absl::StrCat(info.namespace_, "/podgroup/", pg);
-      if (size_text.empty()) size_text = MetaValue(meta, kPodGroupMinMemberKey);
-      if (size_text.empty()) size_text = "1";  // minMember unknown to us: the pod is placed alone
-    }
-  }
-  if (!info.group.empty()) {
-    absl::StatusOr<int> size = PositiveInt(size_text, "group size", kMaxGroupSize);
-    if (!size.ok()) return size.status();
-    info.group_size = *size;
-    if (info.group_size == 1) info.group.clear();
-  }
+  absl::StatusOr<int> gpus = PodGpus(spec);
+  if (!gpus.ok()) return gpus.status();
+  info.gpus = *gpus;
+  if (absl::Status s = ReadPlacementAnnotations(meta, &info); !s.ok()) return s;
+  if (absl::Status s = ReadGroup(meta, &info); !s.ok()) return s;
   return info;
 }
 

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -26,12 +27,13 @@
 #include "node_power/power_limit_leases.h"
 #include "pod_resources_client.h"
 
+namespace rackwise::node_agent {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
-void Log(const std::string& line) { rackwise::k8s::LogLine("rackwise-node-agent", line); }
+void Log(const std::string& line) { k8s::LogLine("rackwise-node-agent", line); }
 
 // Sleeps `seconds` in small steps so that a signal ends the wait at once.
 void Wait(double seconds) {
@@ -41,88 +43,97 @@ void Wait(double seconds) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace rackwise;
-  using namespace rackwise::node_agent;
-  CLI::App app{"rackwise-node-agent: enforces rackwise.io/gpu-watts as NVML power limits on this node"};
-  app.set_version_flag("--version", absl::StrCat("rackwise-node-agent ", RACKWISE_VERSION));
-  const char* env_node = std::getenv("NODE_NAME");
-  std::string node = env_node ? env_node : "", kubeconfig, listen = "0.0.0.0:9842";
+// Everything the command line sets; the defaults are the ones --help shows.
+struct AgentFlags {
+  std::string node, kubeconfig, listen = "0.0.0.0:9842";
   std::string endpoint = kDefaultPodResourcesEndpoint, nvml_library = node_power::kDefaultNvmlLibrary;
   std::string state_file = "/var/lib/rackwise/node-agent/power-limits", resource = kNvidiaGpuResource;
   double interval_s = 10;
-  app.add_option("--node-name", node, "this node's name (default: $NODE_NAME)");
-  app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster credentials)");
-  app.add_option("--pod-resources", endpoint, "the kubelet's PodResources socket")->capture_default_str();
-  app.add_option("--nvml-library", nvml_library, "NVML library to dlopen")->capture_default_str();
-  app.add_option("--state-file", state_file, "where the limits set and the ones they replaced are kept")
+  // --listen split up, once the flags are checked.
+  std::string host;
+  int port = 0;
+};
+
+void AddFlags(CLI::App& app, AgentFlags* f) {
+  app.add_option("--node-name", f->node, "this node's name (default: $NODE_NAME)");
+  app.add_option("--kubeconfig", f->kubeconfig, "kubeconfig file (default: in-cluster credentials)");
+  app.add_option("--pod-resources", f->endpoint, "the kubelet's PodResources socket")->capture_default_str();
+  app.add_option("--nvml-library", f->nvml_library, "NVML library to dlopen")->capture_default_str();
+  app.add_option("--state-file", f->state_file, "where the limits set and the ones they replaced are kept")
       ->capture_default_str();
-  app.add_option("--resource-name", resource, "extended resource of the GPUs")->capture_default_str();
-  app.add_option("--interval", interval_s, "seconds between reconcile rounds")
+  app.add_option("--resource-name", f->resource, "extended resource of the GPUs")->capture_default_str();
+  app.add_option("--interval", f->interval_s, "seconds between reconcile rounds")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();
-  app.add_option("--listen", listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (node.empty()) {
+  app.add_option("--listen", f->listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
+}
+
+// What CLI11 cannot check: a node name from either source, and --listen's shape. An exit code: 0 when usable.
+int CheckFlags(AgentFlags* f) {
+  if (f->node.empty()) {
     Log("no node name: pass --node-name or set NODE_NAME (the DaemonSet sets it from spec.nodeName)");
     return 2;
   }
-  std::string host;
-  int port = 0;
-  if (!k8s::SplitHostPort(listen, &host, &port)) {
-    Log(absl::StrCat("--listen ", listen, ": expected HOST:PORT"));
+  if (!k8s::SplitHostPort(f->listen, &f->host, &f->port)) {
+    Log(absl::StrCat("--listen ", f->listen, ": expected HOST:PORT"));
     return 2;
   }
+  return 0;
+}
 
-  std::error_code mkdir_error;
-  std::filesystem::create_directories(std::filesystem::path(state_file).parent_path(), mkdir_error);
-  if (mkdir_error) {
-    Log(absl::StrCat("--state-file ", state_file, ": cannot create its directory: ", mkdir_error.message()));
-    return 1;
-  }
-  absl::StatusOr<std::unique_ptr<node_power::GpuPowerControl>> nvml = node_power::OpenNvml(nvml_library);
-  if (!nvml.ok()) {
-    Log(absl::StrCat("NVML: ", nvml.status().message()));
-    return 1;
-  }
+// What the agent reads and drives. Destroyed in reverse order of declaration.
+struct AgentDependencies {
+  std::unique_ptr<node_power::GpuPowerControl> nvml;
+  std::unique_ptr<k8s::KubeClient> api_server;
+  std::unique_ptr<PodResourcesClient> kubelet;
+};
+
+// The API-server client; the agent has no standalone mode, so missing credentials are an error. Null (logged)
+// when there is none.
+std::unique_ptr<k8s::KubeClient> ConnectApiServer(const std::string& kubeconfig) {
   absl::StatusOr<std::optional<k8s::KubeConfig>> kube = k8s::ResolveKubeConfig(kubeconfig);
   if (!kube.ok() || !kube->has_value()) {
     Log(kube.ok() ? "no API server: pass --kubeconfig or run in a pod with a service account"
                   : absl::StrCat("API server credentials: ", kube.status().message()));
-    return 1;
+    return nullptr;
   }
   absl::StatusOr<std::unique_ptr<k8s::KubeClient>> client = k8s::KubeClient::Create(**kube);
   if (!client.ok()) {
     Log(absl::StrCat("API server client: ", client.status().message()));
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+// Prepares the state file's directory and opens NVML, the API server and the kubelet, logging the first
+// that fails. An exit code: 0 when all are open.
+int OpenDependencies(const AgentFlags& f, AgentDependencies* deps) {
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(std::filesystem::path(f.state_file).parent_path(), mkdir_error);
+  if (mkdir_error) {
+    Log(absl::StrCat("--state-file ", f.state_file, ": cannot create its directory: ", mkdir_error.message()));
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<PodResourcesClient>> kubelet = PodResourcesClient::Create(endpoint);
+  absl::StatusOr<std::unique_ptr<node_power::GpuPowerControl>> nvml = node_power::OpenNvml(f.nvml_library);
+  if (!nvml.ok()) {
+    Log(absl::StrCat("NVML: ", nvml.status().message()));
+    return 1;
+  }
+  deps->nvml = std::move(*nvml);
+  deps->api_server = ConnectApiServer(f.kubeconfig);
+  if (!deps->api_server) return 1;
+  absl::StatusOr<std::unique_ptr<PodResourcesClient>> kubelet = PodResourcesClient::Create(f.endpoint);
   if (!kubelet.ok()) {
     Log(std::string(kubelet.status().message()));
     return 2;
   }
+  deps->kubelet = std::move(*kubelet);
+  return 0;
+}
 
-  node_power::PowerLimitLeases leases(nvml->get(), state_file);
-  LeaseLimits limits(&leases);
-  AgentMetrics metrics;
-  AgentHttpServer http(&metrics, host, port, static_cast<int64_t>((3 * interval_s + 60) * 1000));
-  if (absl::Status s = http.Start(); !s.ok()) {
-    Log(std::string(s.message()));
-    return 1;
-  }
-  Log(absl::StrCat("node ", node, ": /metrics and /healthz on http://", host, ":", http.port(), "; PodResources ",
-                   endpoint, "; state ", state_file));
-  AgentSources sources;
-  sources.annotated_pods = [&] { return ListAnnotatedPods(client->get(), node); };
-  sources.pod_devices = [&] { return (*kubelet)->ListDevices(resource); };
-  NodeAgent agent(std::move(sources), nvml->get(), &limits, &metrics, Log);
-
+// Reconciles every `interval_s` until SIGINT or SIGTERM. An error is logged when it changes, not every round,
+// so a kubelet that stays down does not flood the log.
+void ReconcileUntilStopped(NodeAgent& agent, AgentHttpServer& http, double interval_s) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
@@ -135,9 +146,49 @@ int main(int argc, char** argv) {
     last_error = error;
     Wait(interval_s);
   }
+}
+
+int RunAgent(int argc, char** argv) {
+  CLI::App app{"rackwise-node-agent: enforces rackwise.io/gpu-watts as NVML power limits on this node"};
+  app.set_version_flag("--version", absl::StrCat("rackwise-node-agent ", RACKWISE_VERSION));
+  AgentFlags flags;
+  const char* env_node = std::getenv("NODE_NAME");
+  flags.node = env_node ? env_node : "";
+  AddFlags(app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (int rc = CheckFlags(&flags); rc != 0) return rc;
+  AgentDependencies deps;
+  if (int rc = OpenDependencies(flags, &deps); rc != 0) return rc;
+
+  node_power::PowerLimitLeases leases(deps.nvml.get(), flags.state_file);
+  LeaseLimits limits(&leases);
+  AgentMetrics metrics;
+  // /healthz fails after three missed rounds (plus a minute's grace), so a wedged agent gets restarted.
+  AgentHttpServer http(&metrics, flags.host, flags.port, static_cast<int64_t>((3 * flags.interval_s + 60) * 1000));
+  if (absl::Status s = http.Start(); !s.ok()) {
+    Log(std::string(s.message()));
+    return 1;
+  }
+  Log(absl::StrCat("node ", flags.node, ": /metrics and /healthz on http://", flags.host, ":", http.port(),
+                   "; PodResources ", flags.endpoint, "; state ", flags.state_file));
+  AgentSources sources;
+  sources.annotated_pods = [&] { return ListAnnotatedPods(deps.api_server.get(), flags.node); };
+  sources.pod_devices = [&] { return deps.kubelet->ListDevices(flags.resource); };
+  NodeAgent agent(std::move(sources), deps.nvml.get(), &limits, &metrics, Log);
+
+  ReconcileUntilStopped(agent, http, flags.interval_s);
   // Limits stay in force: the pods still run (a DaemonSet rollout must not lift them); the next agent finds
   // them in the state file and restores those whose pods ended meanwhile.
   Log("stopping; limits in force stay, recorded in the state file");
   http.Stop();
   return 0;
 }
+
+}  // namespace
+}  // namespace rackwise::node_agent
+
+int main(int argc, char** argv) { return rackwise::node_agent::RunAgent(argc, argv); }

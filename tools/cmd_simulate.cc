@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,97 +159,115 @@ int RunPolicies(const Topology& topology, const std::vector<TraceJob>& jobs, Sim
   return kExitOk;
 }
 
-int RunSimulate(int argc, char** argv) {
-  CLI::App app{"Replay a job trace (FIFO + EASY backfill) under a placement policy", "simulate"};
+// Everything the command line sets. Negative preferred_wait and reclaim_pct mean "not given".
+struct SimulateFlags {
   std::string cluster_path = DefaultClusterPath(), trace_path, policy_name = "rackwise", placements;
   bool json = false, no_backfill = false, telemetry = false;
   double reclaim_pct = -1;
   int depth = 500;
   double slowdown = 0;
-  app.add_option("--cluster", cluster_path, "cluster description (default: the built-in demo)");
-  app.add_option("--trace", trace_path, "trace CSV: " + std::string(kTraceHeader))->required();
-  app.add_option("--policy", policy_name,
-                 "rackwise | first-fit | spread | tree-bestfit | static-cap | capped-first-fit | all");
-  app.add_flag("--json", json, "print JSON");
-  app.add_option("--placements", placements,
-                 "write every placement as JSONL (with --policy all: one file per policy, FILE.<policy>.jsonl)");
   double preferred_wait = -1;
-  app.add_option("--preferred-wait-s", preferred_wait,
+};
+
+void AddSimulateFlags(CLI::App& app, SimulateFlags* f) {
+  app.add_option("--cluster", f->cluster_path, "cluster description (default: the built-in demo)");
+  app.add_option("--trace", f->trace_path, "trace CSV: " + std::string(kTraceHeader))->required();
+  app.add_option("--policy", f->policy_name,
+                 "rackwise | first-fit | spread | tree-bestfit | static-cap | capped-first-fit | all");
+  app.add_flag("--json", f->json, "print JSON");
+  app.add_option("--placements", f->placements,
+                 "write every placement as JSONL (with --policy all: one file per policy, FILE.<policy>.jsonl)");
+  app.add_option("--preferred-wait-s", f->preferred_wait,
                  "seconds a preferred job holds out for its fewest NVLink domains (overrides the description's "
                  "policy.preferred_wait_s; BENCHMARKS.md uses 900)")
       ->check(CLI::Range(0.0, 1e9));
-  app.add_flag("--no-backfill", no_backfill, "plain FIFO");
-  app.add_option("--backfill-depth", depth, "queued jobs tried per backfill pass (500)");
-  app.add_option("--spread-slowdown", slowdown,
+  app.add_flag("--no-backfill", f->no_backfill, "plain FIFO");
+  app.add_option("--backfill-depth", f->depth, "queued jobs tried per backfill pass (500)");
+  app.add_option("--spread-slowdown", f->slowdown,
                  "a job outside its fewest NVLink domains runs this much longer, 0..10 (0.2 = 20%; default 0)")
       ->check(CLI::Range(0.0, 10.0));
-  app.add_flag("--telemetry", telemetry,
+  app.add_flag("--telemetry", f->telemetry,
                "replay the trace's measured_watts_per_gpu as fresh telemetry before each decision: placements count "
                "max(estimate, measured) per rack and power domain");
-  app.add_option("--reclaim-pct", reclaim_pct,
+  app.add_option("--reclaim-pct", f->reclaim_pct,
                  "with --telemetry: share of (estimate - measured) placements may use, 0..50 (default: the "
                  "description's telemetry.reclaim_pct, else 0)")
       ->check(CLI::Range(0.0, 50.0));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+}
+
+// --policy as the list of policies to replay ("all": every one, side by side); nullopt (said) when unknown.
+std::optional<std::vector<SimPolicy>> ParsePolicies(const std::string& name) {
+  if (name == "all") return AllSimPolicies();
+  absl::StatusOr<SimPolicy> p = ParseSimPolicy(name);
+  if (!p.ok()) {
+    std::fprintf(stderr, "rackwise simulate: --policy: %s\n", std::string(p.status().message()).c_str());
+    return std::nullopt;
   }
-  if (reclaim_pct >= 0 && !telemetry) {
-    std::fprintf(stderr, "rackwise simulate: --reclaim-pct needs --telemetry\n");
-    return kExitUsage;
-  }
-  std::vector<SimPolicy> policies;
-  if (policy_name == "all") {
-    policies = AllSimPolicies();
-  } else {
-    absl::StatusOr<SimPolicy> p = ParseSimPolicy(policy_name);
-    if (!p.ok()) {
-      std::fprintf(stderr, "rackwise simulate: --policy: %s\n", std::string(p.status().message()).c_str());
-      return kExitUsage;
-    }
-    policies.push_back(*p);
-  }
+  return std::vector<SimPolicy>{*p};
+}
+
+// Prints why a file did not load: its diagnostics (FILE:LINE: message), else the status alone.
+void PrintLoadError(const Diagnostics& diags, const absl::Status& status) {
+  for (const Diagnostic& d : diags) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+  if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
+}
+
+// The cluster and the trace to replay, as loaded from the flags.
+struct SimulateInputs {
+  v1::ClusterDescription description;
+  std::optional<Topology> topology;
+  std::vector<TraceJob> jobs;
+};
+
+// Loads the description (with --preferred-wait-s applied before it is compiled) and the trace; false when
+// either is invalid, with the reasons on stderr.
+bool LoadInputs(const SimulateFlags& flags, SimulateInputs* in) {
   Diagnostics diags;
-  absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(cluster_path, &diags);
+  absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(flags.cluster_path, &diags);
   if (!description.ok()) {
-    for (const Diagnostic& d : diags) std::fprintf(stderr, "%s\n", d.ToString().c_str());
-    if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(description.status().message()).c_str());
-    return kExitInvalidInput;
+    PrintLoadError(diags, description.status());
+    return false;
   }
-  if (preferred_wait >= 0) description->mutable_policy()->set_preferred_wait_s(preferred_wait);
-  absl::StatusOr<Topology> topology = Topology::Build(*description);
+  in->description = std::move(*description);
+  if (flags.preferred_wait >= 0) in->description.mutable_policy()->set_preferred_wait_s(flags.preferred_wait);
+  absl::StatusOr<Topology> topology = Topology::Build(in->description);
   if (!topology.ok()) {
-    std::fprintf(stderr, "%s: %s\n", cluster_path.c_str(), std::string(topology.status().message()).c_str());
-    return kExitInvalidInput;
+    std::fprintf(stderr, "%s: %s\n", flags.cluster_path.c_str(), std::string(topology.status().message()).c_str());
+    return false;
   }
+  in->topology = std::move(*topology);
   diags.clear();
-  absl::StatusOr<std::vector<TraceJob>> jobs = LoadTrace(trace_path, &diags);
+  absl::StatusOr<std::vector<TraceJob>> jobs = LoadTrace(flags.trace_path, &diags);
   if (!jobs.ok()) {
-    for (const Diagnostic& d : diags) std::fprintf(stderr, "%s\n", d.ToString().c_str());
-    if (diags.empty()) std::fprintf(stderr, "%s\n", std::string(jobs.status().message()).c_str());
-    return kExitInvalidInput;
+    PrintLoadError(diags, jobs.status());
+    return false;
   }
-  const double reclaim =
-      reclaim_pct >= 0 ? reclaim_pct / 100 : TelemetrySettings::FromDescription(*description).reclaim_fraction;
+  in->jobs = std::move(*jobs);
+  return true;
+}
+
+// The replay settings shared by every policy; the reclaim share defaults to the description's.
+SimOptions BaseSimOptions(const SimulateFlags& flags, const v1::ClusterDescription& description) {
   SimOptions base;
-  base.backfill = !no_backfill;
-  base.backfill_depth = depth;
-  base.spread_slowdown = slowdown;
-  base.record_placements = !placements.empty();
-  base.telemetry = telemetry;
-  base.reclaim_fraction = reclaim;
-  std::vector<Run> runs;
-  if (int rc = RunPolicies(*topology, *jobs, base, policies, placements, &runs); rc != kExitOk) return rc;
-  // A trace made for another cluster (GPUs per node, sizes it can never hold) is said so, not only counted.
-  const TraceFit fit = CheckTraceFits(*topology, *jobs);
-  WarnTraceMisfits(fit, "rackwise simulate", cluster_path);
+  base.backfill = !flags.no_backfill;
+  base.backfill_depth = flags.depth;
+  base.spread_slowdown = flags.slowdown;
+  base.record_placements = !flags.placements.empty();
+  base.telemetry = flags.telemetry;
+  base.reclaim_fraction = flags.reclaim_pct >= 0 ? flags.reclaim_pct / 100
+                                                 : TelemetrySettings::FromDescription(description).reclaim_fraction;
+  return base;
+}
+
+// The runs as JSON (one object, or an array for several policies) or as a table under a header.
+void PrintReport(const SimulateFlags& flags, const SimulateInputs& in, const SimOptions& base,
+                 const std::vector<Run>& runs, const TraceFit& fit) {
   auto to_json = [&](const Run& r) {
     nlohmann::ordered_json j = ToJson(r);
     if (fit.misfit_jobs > 0) j["trace_misfits"] = TraceMisfitsJson(fit);
     return j;
   };
-  if (json) {
+  if (flags.json) {
     if (runs.size() == 1) {
       std::printf("%s\n", to_json(runs[0]).dump(2).c_str());
     } else {
@@ -256,14 +275,38 @@ int RunSimulate(int argc, char** argv) {
       for (const Run& r : runs) all.push_back(to_json(r));
       std::printf("%s\n", all.dump(2).c_str());
     }
-  } else {
-    std::printf("cluster %s (%d GPUs), trace %s (%zu jobs)\n", topology->cluster_name().c_str(), topology->total_gpus(),
-                trace_path.c_str(), jobs->size());
-    if (slowdown > 0) std::printf("a job outside its fewest NVLink domains runs %g%% longer\n", 100 * slowdown);
-    if (telemetry)
-      std::printf("telemetry: measured draw replayed before each decision, reclaim_pct %g\n", 100 * reclaim);
-    PrintTable(runs, slowdown > 0);
+    return;
   }
+  std::printf("cluster %s (%d GPUs), trace %s (%zu jobs)\n", in.topology->cluster_name().c_str(),
+              in.topology->total_gpus(), flags.trace_path.c_str(), in.jobs.size());
+  if (flags.slowdown > 0)
+    std::printf("a job outside its fewest NVLink domains runs %g%% longer\n", 100 * flags.slowdown);
+  if (flags.telemetry)
+    std::printf("telemetry: measured draw replayed before each decision, reclaim_pct %g\n",
+                100 * base.reclaim_fraction);
+  PrintTable(runs, flags.slowdown > 0);
+}
+
+int RunSimulate(int argc, char** argv) {
+  CLI::App app{"Replay a job trace (FIFO + EASY backfill) under a placement policy", "simulate"};
+  SimulateFlags flags;
+  AddSimulateFlags(app, &flags);
+  if (std::optional<int> rc = ParseCommandFlags(app, argc, argv)) return *rc;
+  if (flags.reclaim_pct >= 0 && !flags.telemetry) {
+    std::fprintf(stderr, "rackwise simulate: --reclaim-pct needs --telemetry\n");
+    return kExitUsage;
+  }
+  std::optional<std::vector<SimPolicy>> policies = ParsePolicies(flags.policy_name);
+  if (!policies) return kExitUsage;
+  SimulateInputs in;
+  if (!LoadInputs(flags, &in)) return kExitInvalidInput;
+  const SimOptions base = BaseSimOptions(flags, in.description);
+  std::vector<Run> runs;
+  if (int rc = RunPolicies(*in.topology, in.jobs, base, *policies, flags.placements, &runs); rc != kExitOk) return rc;
+  // A trace made for another cluster (GPUs per node, sizes it can never hold) is said so, not only counted.
+  const TraceFit fit = CheckTraceFits(*in.topology, in.jobs);
+  WarnTraceMisfits(fit, "rackwise simulate", flags.cluster_path);
+  PrintReport(flags, in, base, runs, fit);
   return kExitOk;
 }
 

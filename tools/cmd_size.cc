@@ -142,86 +142,104 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return true;
 }
 
-int RunSize(int argc, char** argv) {
-  CLI::App app{"Size a cluster: servers, racks, NVLink domains, scalable units, fabric, power, cooling", "size"};
+// Everything the command line sets. The overrides keep the system's default when zero or negative (each as
+// ApplyOverrides reads it).
+struct SizeFlags {
   std::string system_name;
   int gpus = 0;
   bool json = false;
   std::string emit, svg, name;
-  // Overrides; a negative or zero value keeps the system's default.
   int nodes_per_rack = 0, su_nodes = 0, radix = 0, racks_per_row = -1;
   double pue = 0, switch_watts = -1, air_limit = 0, rack_cap = 0, row_pct = 100, hall_pct = 100;
   double node_watts = 0, idle_watts = -1, gpu_watts = 0;
-  app.add_option("--system", system_name, "h100 | b200 | gb200-nvl72")->required();
-  app.add_option("--gpus", gpus, "GPUs wanted (rounded up to whole nodes, or whole racks for NVL72)")->required();
-  app.add_flag("--json", json, "print JSON instead of the table");
-  app.add_option("--emit-cluster", emit, "write the design as a cluster description (YAML)");
-  app.add_option("--svg", svg, "write an SVG of the racks coloured by power");
-  app.add_option("--name", name, "cluster name in the description (default <system>-<gpus>)");
-  app.add_option("--nodes-per-rack", nodes_per_rack, "servers (or NVL72 trays) per rack");
-  app.add_option("--su-nodes", su_nodes, "nodes per scalable unit (32 HGX nodes; 144 NVL72 trays)");
-  app.add_option("--switch-radix", radix, "ports per fabric switch (64)");
-  app.add_option("--switch-watts", switch_watts, "watts per fabric switch with optics (1500)");
-  app.add_option("--pue", pue, "PUE (default 1.5 air, 1.2 liquid)");
-  app.add_option("--air-limit-kw", air_limit, "rack kW above which the design must be liquid cooled (60)");
-  app.add_option("--node-watts", node_watts, "node power at full load");
-  app.add_option("--idle-watts", idle_watts, "node power idle");
-  app.add_option("--gpu-watts", gpu_watts, "GPU nameplate power (informational)");
-  app.add_option("--rack-cap-kw", rack_cap, "rack cap in the emitted description (default: full load, rounded up)");
-  app.add_option("--racks-per-row", racks_per_row, "racks per row power domain (default: one SU's racks)");
-  app.add_option("--row-cap-pct", row_pct, "row cap as % of its racks' caps (100)");
-  app.add_option("--hall-cap-pct", hall_pct, "hall cap as % of the rows' caps (100)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+};
+
+void AddSizeFlags(CLI::App& app, SizeFlags* f) {
+  app.add_option("--system", f->system_name, "h100 | b200 | gb200-nvl72")->required();
+  app.add_option("--gpus", f->gpus, "GPUs wanted (rounded up to whole nodes, or whole racks for NVL72)")->required();
+  app.add_flag("--json", f->json, "print JSON instead of the table");
+  app.add_option("--emit-cluster", f->emit, "write the design as a cluster description (YAML)");
+  app.add_option("--svg", f->svg, "write an SVG of the racks coloured by power");
+  app.add_option("--name", f->name, "cluster name in the description (default <system>-<gpus>)");
+  app.add_option("--nodes-per-rack", f->nodes_per_rack, "servers (or NVL72 trays) per rack");
+  app.add_option("--su-nodes", f->su_nodes, "nodes per scalable unit (32 HGX nodes; 144 NVL72 trays)");
+  app.add_option("--switch-radix", f->radix, "ports per fabric switch (64)");
+  app.add_option("--switch-watts", f->switch_watts, "watts per fabric switch with optics (1500)");
+  app.add_option("--pue", f->pue, "PUE (default 1.5 air, 1.2 liquid)");
+  app.add_option("--air-limit-kw", f->air_limit, "rack kW above which the design must be liquid cooled (60)");
+  app.add_option("--node-watts", f->node_watts, "node power at full load");
+  app.add_option("--idle-watts", f->idle_watts, "node power idle");
+  app.add_option("--gpu-watts", f->gpu_watts, "GPU nameplate power (informational)");
+  app.add_option("--rack-cap-kw", f->rack_cap, "rack cap in the emitted description (default: full load, rounded up)");
+  app.add_option("--racks-per-row", f->racks_per_row, "racks per row power domain (default: one SU's racks)");
+  app.add_option("--row-cap-pct", f->row_pct, "row cap as % of its racks' caps (100)");
+  app.add_option("--hall-cap-pct", f->hall_pct, "hall cap as % of the rows' caps (100)");
+}
+
+// The system's defaults with the flags that were given laid over them.
+SizingParams ApplyOverrides(SizingSystem system, const SizeFlags& f) {
+  SizingParams p = DefaultSizingParams(system);
+  p.gpus = f.gpus;
+  p.cluster_name = f.name;
+  if (f.nodes_per_rack) p.nodes_per_rack = f.nodes_per_rack;
+  if (f.su_nodes) p.su_nodes = f.su_nodes;
+  if (f.radix) p.switch_radix = f.radix;
+  if (f.switch_watts >= 0) p.switch_watts = f.switch_watts;
+  if (f.pue) p.pue = f.pue;
+  if (f.air_limit) p.air_limit_kw = f.air_limit;
+  if (f.node_watts) p.node_watts = f.node_watts;
+  if (f.idle_watts >= 0) p.idle_watts = f.idle_watts;
+  if (f.gpu_watts) p.gpu_watts = f.gpu_watts;
+  if (f.racks_per_row >= 0) p.racks_per_row = f.racks_per_row;
+  p.rack_cap_kw = f.rack_cap;
+  p.row_cap_pct = f.row_pct;
+  p.hall_cap_pct = f.hall_pct;
+  return p;
+}
+
+// Writes --emit-cluster and --svg. Both are checked first: a file that `rackwise validate` would refuse is not
+// written at all. The YAML starts with the command that made it, so it can be made again. An exit code.
+int WriteDesignFiles(const SizeFlags& f, const SizingParams& p, const SizingResult& r, const v1::ClusterDescription& d,
+                     int argc, char** argv) {
+  if (f.emit.empty() && f.svg.empty()) return kExitOk;
+  Diagnostics diags;
+  if (!ValidateClusterDescription(d, f.emit.empty() ? f.svg : f.emit, &diags)) {
+    for (const Diagnostic& diag : diags) std::fprintf(stderr, "%s\n", diag.ToString().c_str());
+    std::fprintf(stderr, "rackwise size: the design does not make a valid description (caps below idle draw?)\n");
+    return kExitInvalidInput;
   }
-  absl::StatusOr<SizingSystem> system = ParseSizingSystem(system_name);
+  if (!f.emit.empty()) {
+    std::string command = "rackwise";
+    for (int i = 0; i < argc; ++i) command += std::string(" ") + argv[i];
+    std::string yaml = absl::StrFormat(
+        "# Generated by: %s\n# %d racks of %s, %.1f kW per rack at full load, %d scalable units, %d rows.\n", command,
+        r.racks, p.node_type, r.rack_kw, r.scalable_units, r.rows);
+    yaml += ClusterDescriptionToYaml(d);
+    if (!WriteFile(f.emit, yaml)) return kExitInvalidInput;
+  }
+  if (!f.svg.empty() && !WriteFile(f.svg, Svg(p, r, d))) return kExitInvalidInput;
+  return kExitOk;
+}
+
+int RunSize(int argc, char** argv) {
+  CLI::App app{"Size a cluster: servers, racks, NVLink domains, scalable units, fabric, power, cooling", "size"};
+  SizeFlags flags;
+  AddSizeFlags(app, &flags);
+  if (std::optional<int> rc = ParseCommandFlags(app, argc, argv)) return *rc;
+  absl::StatusOr<SizingSystem> system = ParseSizingSystem(flags.system_name);
   if (!system.ok()) {
     std::fprintf(stderr, "rackwise size: --system: %s\n", std::string(system.status().message()).c_str());
     return kExitUsage;
   }
-  SizingParams p = DefaultSizingParams(*system);
-  p.gpus = gpus;
-  p.cluster_name = name;
-  if (nodes_per_rack) p.nodes_per_rack = nodes_per_rack;
-  if (su_nodes) p.su_nodes = su_nodes;
-  if (radix) p.switch_radix = radix;
-  if (switch_watts >= 0) p.switch_watts = switch_watts;
-  if (pue) p.pue = pue;
-  if (air_limit) p.air_limit_kw = air_limit;
-  if (node_watts) p.node_watts = node_watts;
-  if (idle_watts >= 0) p.idle_watts = idle_watts;
-  if (gpu_watts) p.gpu_watts = gpu_watts;
-  if (racks_per_row >= 0) p.racks_per_row = racks_per_row;
-  p.rack_cap_kw = rack_cap;
-  p.row_cap_pct = row_pct;
-  p.hall_cap_pct = hall_pct;
+  const SizingParams p = ApplyOverrides(*system, flags);
   absl::StatusOr<SizingResult> r = SizeCluster(p);
   if (!r.ok()) {
     std::fprintf(stderr, "rackwise size: %s\n", std::string(r.status().message()).c_str());
     return kExitUsage;
   }
-  v1::ClusterDescription d = SizingToClusterDescription(p, *r);
-  if (!emit.empty() || !svg.empty()) {
-    Diagnostics diags;
-    if (!ValidateClusterDescription(d, emit.empty() ? svg : emit, &diags)) {
-      for (const Diagnostic& diag : diags) std::fprintf(stderr, "%s\n", diag.ToString().c_str());
-      std::fprintf(stderr, "rackwise size: the design does not make a valid description (caps below idle draw?)\n");
-      return kExitInvalidInput;
-    }
-  }
-  if (!emit.empty()) {
-    std::string command = "rackwise";
-    for (int i = 0; i < argc; ++i) command += std::string(" ") + argv[i];
-    std::string yaml = absl::StrFormat(
-        "# Generated by: %s\n# %d racks of %s, %.1f kW per rack at full load, %d scalable units, %d rows.\n", command,
-        r->racks, p.node_type, r->rack_kw, r->scalable_units, r->rows);
-    yaml += ClusterDescriptionToYaml(d);
-    if (!WriteFile(emit, yaml)) return kExitInvalidInput;
-  }
-  if (!svg.empty() && !WriteFile(svg, Svg(p, *r, d))) return kExitInvalidInput;
-  if (json) {
+  const v1::ClusterDescription d = SizingToClusterDescription(p, *r);
+  if (int rc = WriteDesignFiles(flags, p, *r, d, argc, argv); rc != kExitOk) return rc;
+  if (flags.json) {
     std::printf("%s\n", ToJson(p, *r).dump(2).c_str());
   } else {
     PrintTable(p, *r);

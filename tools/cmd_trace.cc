@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -44,88 +45,105 @@ int EmitChecked(const std::vector<TraceJob>& jobs, const std::string& output, co
   return Emit(jobs, output);
 }
 
-int RunTrace(int argc, char** argv) {
-  CLI::App app{"Generate or convert job traces (CSV: " + std::string(kTraceHeader) + ")", "trace"};
-  app.require_subcommand(1);
-  std::string output;
-  app.add_option("-o,--output", output, "write here instead of stdout");
-
-  CLI::App* gen = app.add_subcommand("generate", "a synthetic trace with a documented mix");
+// Everything either subcommand's flags set; `--cluster` and `--output` serve both.
+struct TraceFlags {
+  std::string output, cluster_path;
   std::string mix_name = "research";
-  TraceGeneratorParams gp;
-  gen->add_option("--mix", mix_name, "training | research | inference")->required();
+  TraceGeneratorParams generate;
+  CLI::Option* node_gpus = nullptr;  // to tell --node-gpus given from its default
+  std::string format, input;
+  PhillyConvertParams convert;
+};
+
+CLI::App* AddGenerateCommand(CLI::App& app, TraceFlags* f) {
+  CLI::App* gen = app.add_subcommand("generate", "a synthetic trace with a documented mix");
+  TraceGeneratorParams& gp = f->generate;
+  gen->add_option("--mix", f->mix_name, "training | research | inference")->required();
   gen->add_option("--jobs", gp.jobs, "number of jobs")->required();
   gen->add_option("--seed", gp.seed, "random seed (same seed, same trace)")->required();
   gen->add_option("--gpus-cluster", gp.cluster_gpus,
                   "GPUs of the target cluster (caps sizes, sets the rate; default: --cluster's)");
-  CLI::Option* node_gpus = gen->add_option("--node-gpus", gp.node_gpus,
-                                           "GPUs per node of the target cluster (8 HGX, 4 NVL72; default: "
-                                           "--cluster's largest node, else 8)");
-  std::string cluster_path;
-  gen->add_option("--cluster", cluster_path, "warn about jobs this cluster description can never run");
+  f->node_gpus = gen->add_option("--node-gpus", gp.node_gpus,
+                                 "GPUs per node of the target cluster (8 HGX, 4 NVL72; default: "
+                                 "--cluster's largest node, else 8)");
+  gen->add_option("--cluster", f->cluster_path, "warn about jobs this cluster description can never run");
   gen->add_option("--load", gp.load, "offered load: GPU-seconds asked / (cluster GPUs x span), default 0.9");
   gen->add_option("--watts-fraction", gp.watts_fraction, "share of jobs that declare watts_per_gpu (0..1)");
   gen->add_option("--watts-per-gpu", gp.watts_per_gpu, "what those jobs declare");
+  return gen;
+}
 
+void AddConvertCommand(CLI::App& app, TraceFlags* f) {
   CLI::App* conv = app.add_subcommand("convert", "convert a public trace to the rackwise CSV");
-  std::string format, input;
-  PhillyConvertParams pp;
-  conv->add_option("--format", format, "philly")->required();
-  conv->add_option("input", input, "the source file")->required();
-  conv->add_option("--node-gpus", pp.node_gpus, "GPUs per node of the target cluster (8)");
-  conv->add_option("--virtual-cluster", pp.virtual_cluster, "keep only this Philly virtual cluster");
-  conv->add_option("--max-jobs", pp.max_jobs, "keep the first N jobs by submit time");
-  conv->add_option("--cluster", cluster_path, "warn about jobs this cluster description can never run");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
-  }
-  std::optional<Session> cluster;
-  if (!cluster_path.empty()) {
-    cluster = LoadSession(SessionFlags{cluster_path, "", false});
-    if (!cluster) return kExitInvalidInput;
-  }
-  if (gen->parsed()) {
-    if (cluster && gp.cluster_gpus == 0) gp.cluster_gpus = cluster->topology->total_gpus();
-    if (cluster && node_gpus->count() == 0) gp.node_gpus = cluster->topology->max_gpus_per_node();
-    if (gp.cluster_gpus == 0) {
-      std::fprintf(stderr, "rackwise trace generate: --gpus-cluster or --cluster is required\n");
-      return kExitUsage;
-    }
-    absl::StatusOr<TraceMix> mix = ParseTraceMix(mix_name);
-    if (!mix.ok()) {
-      std::fprintf(stderr, "rackwise trace generate: --mix: %s\n", std::string(mix.status().message()).c_str());
-      return kExitUsage;
-    }
-    gp.mix = *mix;
-    absl::StatusOr<std::vector<TraceJob>> jobs = GenerateTrace(gp);
-    if (!jobs.ok()) {
-      std::fprintf(stderr, "rackwise trace generate: %s\n", std::string(jobs.status().message()).c_str());
-      return kExitUsage;
-    }
-    return EmitChecked(*jobs, output, cluster, cluster_path, "rackwise trace generate");
-  }
-  if (format != "philly") {
-    std::fprintf(stderr, "rackwise trace convert: --format: unknown format '%s' (philly)\n", format.c_str());
+  conv->add_option("--format", f->format, "philly")->required();
+  conv->add_option("input", f->input, "the source file")->required();
+  conv->add_option("--node-gpus", f->convert.node_gpus, "GPUs per node of the target cluster (8)");
+  conv->add_option("--virtual-cluster", f->convert.virtual_cluster, "keep only this Philly virtual cluster");
+  conv->add_option("--max-jobs", f->convert.max_jobs, "keep the first N jobs by submit time");
+  conv->add_option("--cluster", f->cluster_path, "warn about jobs this cluster description can never run");
+}
+
+// `trace generate`: the cluster's size and node shape, when given, fill in what the flags left out.
+int Generate(TraceFlags& f, const std::optional<Session>& cluster) {
+  TraceGeneratorParams& gp = f.generate;
+  if (cluster && gp.cluster_gpus == 0) gp.cluster_gpus = cluster->topology->total_gpus();
+  if (cluster && f.node_gpus->count() == 0) gp.node_gpus = cluster->topology->max_gpus_per_node();
+  if (gp.cluster_gpus == 0) {
+    std::fprintf(stderr, "rackwise trace generate: --gpus-cluster or --cluster is required\n");
     return kExitUsage;
   }
-  std::ifstream in(input, std::ios::binary);
+  absl::StatusOr<TraceMix> mix = ParseTraceMix(f.mix_name);
+  if (!mix.ok()) {
+    std::fprintf(stderr, "rackwise trace generate: --mix: %s\n", std::string(mix.status().message()).c_str());
+    return kExitUsage;
+  }
+  gp.mix = *mix;
+  absl::StatusOr<std::vector<TraceJob>> jobs = GenerateTrace(gp);
+  if (!jobs.ok()) {
+    std::fprintf(stderr, "rackwise trace generate: %s\n", std::string(jobs.status().message()).c_str());
+    return kExitUsage;
+  }
+  return EmitChecked(*jobs, f.output, cluster, f.cluster_path, "rackwise trace generate");
+}
+
+// `trace convert`: a public trace (Philly's is the one format so far) into the rackwise CSV.
+int Convert(const TraceFlags& f, const std::optional<Session>& cluster) {
+  if (f.format != "philly") {
+    std::fprintf(stderr, "rackwise trace convert: --format: unknown format '%s' (philly)\n", f.format.c_str());
+    return kExitUsage;
+  }
+  std::ifstream in(f.input, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "%s: cannot open the trace file\n", input.c_str());
+    std::fprintf(stderr, "%s: cannot open the trace file\n", f.input.c_str());
     return kExitInvalidInput;
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
   Diagnostics diags;
-  absl::StatusOr<std::vector<TraceJob>> jobs = ConvertPhillyTrace(buffer.str(), input, pp, &diags);
+  absl::StatusOr<std::vector<TraceJob>> jobs = ConvertPhillyTrace(buffer.str(), f.input, f.convert, &diags);
   if (!jobs.ok()) {
     for (const Diagnostic& d : diags) std::fprintf(stderr, "%s\n", d.ToString().c_str());
     if (diags.empty())
       std::fprintf(stderr, "rackwise trace convert: %s\n", std::string(jobs.status().message()).c_str());
     return kExitInvalidInput;
   }
-  return EmitChecked(*jobs, output, cluster, cluster_path, "rackwise trace convert");
+  return EmitChecked(*jobs, f.output, cluster, f.cluster_path, "rackwise trace convert");
+}
+
+int RunTrace(int argc, char** argv) {
+  CLI::App app{"Generate or convert job traces (CSV: " + std::string(kTraceHeader) + ")", "trace"};
+  app.require_subcommand(1);
+  TraceFlags flags;
+  app.add_option("-o,--output", flags.output, "write here instead of stdout");
+  CLI::App* gen = AddGenerateCommand(app, &flags);
+  AddConvertCommand(app, &flags);
+  if (std::optional<int> rc = ParseCommandFlags(app, argc, argv)) return *rc;
+  std::optional<Session> cluster;
+  if (!flags.cluster_path.empty()) {
+    cluster = LoadSession(SessionFlags{flags.cluster_path, "", false});
+    if (!cluster) return kExitInvalidInput;
+  }
+  return gen->parsed() ? Generate(flags, cluster) : Convert(flags, cluster);
 }
 
 }  // namespace

@@ -3,8 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace rackwise::cli {
 
@@ -30,6 +35,10 @@ struct CommandRegistrar {
 
 #define RACKWISE_REGISTER_COMMAND(var, ...) \
   static ::rackwise::cli::CommandRegistrar var##_registrar(::rackwise::cli::Command{__VA_ARGS__})
+
+// Parses a command's flags with `app`. Returns the exit code when parsing already ends the command (--help or
+// --version printed: kExitOk; a bad flag, said on stderr: kExitUsage), else nullopt: the command goes on.
+std::optional<int> ParseCommandFlags(CLI::App& app, int argc, char** argv);
 
 // The built-in example description (examples/demo.yaml), for commands run without --cluster.
 std::string DefaultClusterPath();

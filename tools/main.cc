@@ -7,6 +7,8 @@
 #include <exception>
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
+
 #include "command.h"
 
 namespace rackwise::cli {
@@ -25,6 +27,15 @@ std::string DefaultClusterPath() {
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return source_tree;
   return (exe.parent_path().parent_path() / "share/doc/rackwise/examples/demo.yaml").string();
+}
+
+std::optional<int> ParseCommandFlags(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  return std::nullopt;
 }
 
 namespace {
