@@ -3,6 +3,7 @@
 
 #include "kube_config.h"
 #include "rackwise/named_request.h"
+#include "rackwise/power_view.h"
 
 #include <bit>
 #include <chrono>
@@ -168,6 +169,21 @@ grpc::Status PlacementGrpcService::ClusterState(grpc::ServerContext*, const v1::
   resp->set_reservations(s.reservations);
   resp->set_free_reserved_slots(s.free_reserved_slots);
   resp->set_synced(service_->synced());
+  for (const PowerViewRow& row : service_->WithLedger([](const Ledger& l) { return BuildPowerView(l); })) {
+    v1::PowerRow* p = resp->add_power();
+    p->set_kind(row.kind == PowerViewRow::Kind::kRack ? "rack" : "power_domain");
+    p->set_name(row.name);
+    p->set_parent(row.parent);
+    p->set_draw_watts(MilliwattsToWatts(row.draw));
+    p->set_counted_watts(MilliwattsToWatts(row.counted));
+    if (row.measured) p->set_measured_watts(MilliwattsToWatts(*row.measured));
+    p->set_cap_watts(MilliwattsToWatts(row.cap));
+    p->set_usable_cap_watts(MilliwattsToWatts(row.usable_cap));
+    p->set_headroom_watts(MilliwattsToWatts(row.headroom));
+    p->set_jobs(row.jobs);
+    p->set_used_gpus(row.used_gpus);
+    p->set_gpus(row.gpus);
+  }
   return grpc::Status::OK;
 }
 

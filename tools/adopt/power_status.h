@@ -3,12 +3,14 @@
 // state file, e.g. the one the Slurm plugin keeps in StateSaveLocation) or from the extender's ClusterState.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "rackwise/ledger.h"
+#include "rackwise/power_view.h"
 #include "rackwise/v1/placement_service.pb.h"
 
 namespace rackwise::adopt {
@@ -16,8 +18,10 @@ namespace rackwise::adopt {
 struct PowerRow {
   std::string kind;  // "rack" or "power_domain"
   std::string name;
-  std::string parent;  // the rack's power domain or the domain's parent; empty at a root
-  double draw_watts = 0;
+  std::string parent;                    // the rack's power domain or the domain's parent; empty at a root
+  double draw_watts = 0;                 // the estimate: idle draw plus the allocations' declared watts
+  double counted_watts = 0;              // what decisions count (the measured draw where telemetry is on)
+  std::optional<double> measured_watts;  // racks with a fresh reading
   double cap_watts = 0;
   double usable_cap_watts = 0;
   double headroom_watts = 0;  // racks: the least room over the rack and every domain above it
@@ -32,7 +36,9 @@ struct PowerStatus {
   std::vector<PowerRow> rows;  // power domains root first, each followed by its racks
 };
 
+// From the core's power view (rackwise/power_view.h) of a ledger, or of the extender's ledger over gRPC.
 PowerStatus StatusFromLedger(const Ledger& ledger);
+// An extender older than the `power` rows: racks only, without jobs or a measured draw.
 PowerStatus StatusFromClusterState(const v1::ClusterStateResponse& state);
 
 // A fixed-width table, `top` style: one line per row, children indented under their domain.

@@ -26,7 +26,7 @@ wait_published() {
   return 1
 }
 
-# One rack's row of the table: NAME DRAW CAP USABLE HEADROOM USE% JOBS GPUS.
+# One rack's row of the table: NAME DRAW MEASURED CAP USABLE HEADROOM USE% JOBS GPUS.
 rack_row() { "$RACKWISE_CLI" status --cluster "$cluster" --state "$state" | awk -v r="$1" '$1 == r'; }
 
 job=$(rw_submit -N1 --gres=gpu:8 -p all)
@@ -36,7 +36,7 @@ rack=$(rw_job_racks "$job")
 wait_published yes "$job" || exit 1
 row=$(rack_row "$rack")
 # Two idle nodes (2 x 2.5 kW) + 8 GPUs at (10200 - 2500) / 8 W = 12.7 kW; one job; 8 of 16 GPUs.
-read -r _ draw _ _ _ _ jobs gpus <<<"$row"
+read -r _ draw _ _ _ _ _ jobs gpus <<<"$row"
 if [[ $draw == "12.7" && $jobs == "1" && $gpus == "8/16" ]]; then
   rw_ok "status while job $job runs: $row"
 else
@@ -47,7 +47,7 @@ fi
 
 scancel "$job"
 wait_published no "$job" || exit 1
-read -r _ draw _ _ _ _ jobs gpus <<<"$(rack_row "$rack")"
+read -r _ draw _ _ _ _ _ jobs gpus <<<"$(rack_row "$rack")"
 if [[ $draw == "5.0" && $jobs == "0" ]]; then rw_ok "after scancel: $rack back to idle"; else
   rw_fail "after scancel: want 5.0 kW and no job on $rack, got draw $draw jobs $jobs"; fi
 ((RW_FAILS == 0))
