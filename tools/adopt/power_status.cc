@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "rackwise/power_view.h"
 
 namespace rackwise::adopt {
 namespace {

@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "rackwise/ledger.h"
-#include "rackwise/power_view.h"
 #include "rackwise/v1/placement_service.pb.h"
 
 namespace rackwise::adopt {

@@ -95,20 +95,26 @@ void AnchorScoresOnPlace(const Ledger& ledger, const PlacementRequest& request, 
   if (among.allowed_nodes.empty()) return;  // (empty would mean every node)
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger, among);
   const PlacementDecision* decision = outcome.ok() ? std::get_if<PlacementDecision>(&*outcome) : nullptr;
-  std::vector<char> picked(t.nodes().size(), 0), in_domain(t.domains().size(), 0);
+  // Sorted lists of the decision's nodes and domains (one node for a pod), not masks over the whole cluster built
+  // on every prioritize call.
+  std::vector<NodeId> picked;
+  std::vector<DomainId> picked_domains;
   if (decision != nullptr) {
     for (const NodeGpus& ng : decision->nodes) {
-      picked[ng.node] = 1;
-      in_domain[t.nodes()[ng.node].domain] = 1;
+      picked.push_back(ng.node);
+      picked_domains.push_back(t.nodes()[ng.node].domain);
     }
   }
+  std::sort(picked.begin(), picked.end());
+  std::sort(picked_domains.begin(), picked_domains.end());
+  auto contains = [](const auto& list, auto value) { return std::binary_search(list.begin(), list.end(), value); };
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (blocks[i]) continue;
     int& score = (*scores)[i];
-    if (picked[nodes[i]]) {
+    if (contains(picked, nodes[i])) {
       score = kMaxScore;
     } else {
-      score = std::min(score, in_domain[t.nodes()[nodes[i]].domain] ? kMaxScore - 1 : kMaxScore - 2);
+      score = std::min(score, contains(picked_domains, t.nodes()[nodes[i]].domain) ? kMaxScore - 1 : kMaxScore - 2);
     }
   }
 }

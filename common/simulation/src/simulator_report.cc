@@ -1,5 +1,4 @@
 // Policy names and the placements-file line of the simulator (docs/design.md).
-#include <bit>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
