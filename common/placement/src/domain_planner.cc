@@ -5,6 +5,7 @@
 #include <bit>
 
 #include "fewest_domains.h"
+#include "rail_set.h"
 
 namespace rackwise::internal {
 namespace {
@@ -14,6 +15,9 @@ namespace {
 constexpr int kExaminePerBucket = 32;
 // How many candidates past "enough GPUs" the multi-domain search keeps, to find ones that share a rack or SU.
 constexpr int kExtraCandidates = 512;
+// How many scopes the multi-domain search checks for a shared rail set (rail_set.h) before it settles for the
+// tightest.
+constexpr int kRailScopeChecks = 64;
 
 int MaxBucket(const PlacementContext& ctx) { return ctx.topology().max_domain_gpus(ctx.type()); }
 
@@ -130,7 +134,7 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool par
     if (best != kNoId) {
       DomainPlan plan;
       plan.takes.push_back({best, g});
-      plan.rail_set = ChooseRailSet(ctx, ctx.topology().domains()[best].nodes);
+      plan.rail_set = ChooseRailSet(ctx, ctx.topology().domains()[best].nodes).set;
       return plan;
     }
   }
@@ -246,6 +250,22 @@ GreedyResult PlanScope(const PlacementContext& ctx, std::vector<Candidate>* memb
   return Greedy(ctx, *members, scratch);  // every greedy order of a set reaches what the caps let it give
 }
 
+// The rail set over every node of the chosen domains (the nodes are picked inside them afterwards).
+GpuMask RailSetOfTakes(const PlacementContext& ctx, const std::vector<DomainTake>& takes) {
+  std::vector<NodeId> nodes;
+  for (const DomainTake& take : takes)
+    for (NodeId n : ctx.topology().domains()[take.domain].nodes) nodes.push_back(n);
+  return ChooseRailSet(ctx, nodes).set;
+}
+
+// Whether the nodes of node-scope domains `members` share a rail set free on as many nodes as the job needs.
+bool CanAlign(const PlacementContext& ctx, const std::vector<Candidate>& members) {
+  std::vector<NodeId> nodes;
+  nodes.reserve(members.size());
+  for (const Candidate& c : members) nodes.push_back(ctx.topology().domains()[c.domain].nodes.front());
+  return ChooseRailSet(ctx, nodes).holders >= ctx.gpus() / ctx.k();
+}
+
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
                                              PowerScratch* scratch) {
   const Topology& t = ctx.topology();
@@ -257,6 +277,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     GreedyResult r = Greedy(ctx, cands, scratch);
     if (r.got < g) return std::nullopt;
     plan.takes = std::move(r.takes);
+    plan.rail_set = RailSetOfTakes(ctx, plan.takes);
     return plan;
   }
 
@@ -266,6 +287,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     int level;  // 0 rack, 1 scalable unit, 2 cluster
     std::vector<Candidate> members;
     long long total = 0;
+    int can_align = -1;  // whether its nodes share a rail set for the job (-1: not asked yet)
   };
   std::vector<Scope> scopes;
   {
@@ -315,15 +337,33 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
 
   const bool rail = ctx.k() > 0 && ctx.k() < t.node_types()[ctx.type()].gpus &&
                     t.node_types()[ctx.type()].nvlink == NvlinkScope::kNode;
-  const Scope* best = nullptr;
+  // Objective 4 before 5: among scopes as good on domains and breadth, one whose nodes share a free rail set
+  // beats a tighter one where the job would straddle rails. Bounded, so that a decision stays cheap when
+  // hundreds of racks tie.
+  int rail_checks = 0;
+  auto can_align = [&](Scope& s) {
+    if (s.can_align < 0) {
+      ++rail_checks;
+      s.can_align = CanAlign(ctx, s.members) ? 1 : 0;
+    }
+    return s.can_align == 1;
+  };
+  Scope* best = nullptr;
   GreedyResult best_result;
   for (Scope& s : scopes) {
     if (s.level < 2) SortByCapacity(&s.members);
     GreedyResult r = PlanScope(ctx, &s.members, scratch);
     if (r.got < g) continue;
-    const bool better = best == nullptr || r.takes.size() < best_result.takes.size() ||
-                        (r.takes.size() == best_result.takes.size() &&
-                         (s.level < best->level || (s.level == best->level && s.total < best->total)));
+    bool better = best == nullptr || r.takes.size() < best_result.takes.size();
+    if (!better && r.takes.size() == best_result.takes.size()) {
+      if (s.level != best->level) {
+        better = s.level < best->level;
+      } else if (rail && rail_checks < kRailScopeChecks && can_align(s) != can_align(*best)) {
+        better = can_align(s);
+      } else {
+        better = s.total < best->total;
+      }
+    }
     if (better) {
       best = &s;
       best_result = std::move(r);
@@ -341,7 +381,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     // take again. The domain count cannot grow, since every candidate offers the same k.
     std::vector<NodeId> nodes;
     for (const Candidate& c : best->members) nodes.push_back(t.domains()[c.domain].nodes.front());
-    plan.rail_set = ChooseRailSet(ctx, nodes);
+    plan.rail_set = ChooseRailSet(ctx, nodes).set;
     std::vector<Candidate> order = best->members;
     std::stable_partition(order.begin(), order.end(), [&](const Candidate& c) {
       const GpuMask free = ctx.ledger().free_gpus(t.domains()[c.domain].nodes.front());
@@ -351,45 +391,10 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     if (r.got >= g && r.takes.size() <= best_result.takes.size()) best_result = std::move(r);
   }
   plan.takes = std::move(best_result.takes);
-  if (!rail) {
-    std::vector<NodeId> nodes;
-    for (const DomainTake& take : plan.takes)
-      for (NodeId n : t.domains()[take.domain].nodes) nodes.push_back(n);
-    plan.rail_set = ChooseRailSet(ctx, nodes);
-  }
+  if (!rail) plan.rail_set = RailSetOfTakes(ctx, plan.takes);
   return plan;
 }
 
 }  // namespace
-
-GpuMask ChooseRailSet(const PlacementContext& ctx, const std::vector<NodeId>& nodes) {
-  const int k = ctx.k();
-  const int gpus = ctx.topology().node_types()[ctx.type()].gpus;
-  if (k <= 0 || k >= gpus || ctx.gpus() <= k) return 0;
-  constexpr size_t kMaxNodes = 512;
-  std::vector<GpuMask> sets;
-  for (int start = 0; start + k <= gpus; start += k) sets.push_back(((GpuMask{1} << k) - 1) << start);
-  for (size_t i = 0; i < nodes.size() && i < 16; ++i) {
-    GpuMask free = ctx.ledger().free_gpus(nodes[i]), s = 0;
-    for (int taken = 0; free && taken < k; ++taken) {
-      const GpuMask bit = free & (~free + 1);
-      s |= bit;
-      free &= ~bit;
-    }
-    if (std::popcount(s) == k) sets.push_back(s);
-  }
-  GpuMask best = 0;
-  size_t best_count = 0;
-  for (GpuMask s : sets) {
-    size_t count = 0;
-    for (size_t i = 0; i < nodes.size() && i < kMaxNodes; ++i)
-      if (ctx.Allowed(nodes[i]) && (s & ~ctx.ledger().free_gpus(nodes[i])) == 0) ++count;
-    if (count > best_count || (count == best_count && count > 0 && s < best)) {
-      best = s;
-      best_count = count;
-    }
-  }
-  return best;
-}
 
 }  // namespace rackwise::internal

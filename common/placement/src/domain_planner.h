@@ -31,8 +31,4 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool par
 // the free, powered GPUs do not add up to the job.
 std::optional<DomainPlan> PlanMultiDomain(const PlacementContext& ctx, PowerScratch* scratch);
 
-// The K GPU indices (K = gpus_per_node) free on the most of `nodes`: what a rail-aligned job should use.
-// Returns 0 when rail alignment does not apply (no gpus_per_node, or whole nodes).
-GpuMask ChooseRailSet(const PlacementContext& ctx, const std::vector<NodeId>& nodes);
-
 }  // namespace rackwise::internal

@@ -4,17 +4,13 @@
 #include <algorithm>
 #include <bit>
 
+#include "rackwise/gpu_mask.h"
+
 namespace rackwise::internal {
 
 GpuMask PickIndices(GpuMask free, int count, GpuMask rail_set) {
   if (rail_set != 0 && std::popcount(rail_set) == count && (rail_set & ~free) == 0) return rail_set;
-  GpuMask out = 0;
-  for (int taken = 0; free != 0 && taken < count; ++taken) {
-    const GpuMask lowest = free & (~free + 1);
-    out |= lowest;
-    free &= ~lowest;
-  }
-  return out;
+  return LowestGpus(free, count);
 }
 
 bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask rail_set, std::vector<NodeGpus>* out) {

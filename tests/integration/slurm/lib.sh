@@ -467,6 +467,14 @@ rw_rack_of() {
     *) echo "?" ;;
   esac
 }
+# The nodes of a rack of cluster.yaml (the inverse of rw_rack_of).
+rw_rack_nodes() {
+  case $1 in
+    h01) echo gpu01 gpu02 gpu03 gpu04 ;;
+    h02) echo gpu05 gpu06 gpu07 gpu08 ;;
+    nvl01 | nvl02) printf "$1-t%02d " $(seq 1 18) ;;
+  esac
+}
 rw_domain_of() { case $1 in nvl*) rw_rack_of "$1" ;; *) echo "$1" ;; esac; }
 
 rw_job_racks() { local n; for n in $(rw_job_nodes "$1"); do rw_rack_of "$n"; done | sort -u; }
