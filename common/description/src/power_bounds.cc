@@ -35,12 +35,20 @@ absl::StatusOr<double> ParseWattsPerGpu(std::string_view text) {
   return watts;
 }
 
-absl::Status CheckCapKw(double kilowatts) {
+namespace {
+
+absl::Status CheckKw(double kilowatts, const char* what) {
   if (!std::isfinite(kilowatts) || kilowatts < 0 || kilowatts > kMaxCapKw)
-    return absl::InvalidArgumentError(absl::StrCat("a power cap must be a number of kW between 0 and ",
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be a number of kW between 0 and ",
                                                    static_cast<int64_t>(kMaxCapKw), ", got ", kilowatts));
   return absl::OkStatus();
 }
+
+}  // namespace
+
+absl::Status CheckCapKw(double kilowatts) { return CheckKw(kilowatts, "a power cap"); }
+
+absl::Status CheckMeasuredKw(double kilowatts) { return CheckKw(kilowatts, "a measured draw"); }
 
 double IdleShareWattsPerGpu(int gpus, double idle_watts, double node_watts, double gpu_watts) {
   if (gpus < 1 || !(node_watts > 0)) return kMinWattsPerGpu;

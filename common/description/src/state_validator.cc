@@ -40,6 +40,10 @@ struct Fields {
   int failed_gpus = FieldIndex<v1::NodeStatus>(v1::NodeStatus::kFailedGpusFieldNumber);
   int cap_name = FieldIndex<v1::CapOverride>(v1::CapOverride::kNameFieldNumber);
   int cap_kw = FieldIndex<v1::CapOverride>(v1::CapOverride::kPowerCapKwFieldNumber);
+  int measured = FieldIndex<v1::ClusterState>(v1::ClusterState::kMeasuredFieldNumber);
+  int reclaim = FieldIndex<v1::ClusterState>(v1::ClusterState::kMeasuredReclaimPctFieldNumber);
+  int reading_rack = FieldIndex<v1::RackReading>(v1::RackReading::kRackFieldNumber);
+  int reading_kw = FieldIndex<v1::RackReading>(v1::RackReading::kMeasuredKwFieldNumber);
 };
 
 struct KnownNode {
@@ -55,7 +59,8 @@ class StateChecker {
     for (const DescribedNode& n : DescribedNodes(d)) {
       nodes_.try_emplace(n.name, KnownNode{static_cast<uint32_t>(nodes_.size()), n.gpus});
     }
-    for (const v1::Rack& r : d.racks()) cap_names_.insert(r.name());
+    for (const v1::Rack& r : d.racks()) rack_names_.insert(r.name());
+    cap_names_ = rack_names_;
     for (const v1::PowerDomain& pd : d.power_domains()) cap_names_.insert(pd.name());
   }
 
@@ -66,6 +71,7 @@ class StateChecker {
     for (int a = 0; a < s_.allocations_size(); ++a) CheckAllocation(a);
     CheckNodes();
     CheckCaps();
+    CheckMeasured();
     return out_->size() == before;
   }
 
@@ -177,32 +183,69 @@ class StateChecker {
     }
   }
 
-  void CheckCaps() {
+  // A list of {name, kW} entries (cap overrides, measured draws): each names one of `known`, once, with a kW
+  // figure that `check` accepts.
+  struct NamedKwList {
+    int list_field, name_field, kw_field;
+    const char* key;       // "caps"
+    const char* entry;     // "cap override"
+    const char* name_key;  // "name"
+    const char* names;     // "rack or power domain"
+    const char* kw_key;    // "power_cap_kw"
+    const char* twice;     // "is overridden twice"
+    const absl::flat_hash_set<std::string>* known;
+    absl::Status (*check)(double);
+  };
+
+  void CheckNamedKw(const NamedKwList& list, int size,
+                    absl::FunctionRef<std::pair<const std::string&, double>(int)> entry_at) {
     absl::flat_hash_map<std::string, int> seen;
-    for (int i = 0; i < s_.caps_size(); ++i) {
-      const v1::CapOverride& cap = s_.caps(i);
-      Ref ref = lines_.Child(lines_.Root(), f_.caps, i);
-      int name_line = lines_.FieldLine(ref, f_.cap_name);
-      int kw_line = lines_.FieldLine(ref, f_.cap_kw);
-      if (cap.name().empty()) {
-        if (!lines_.Rejected(ref, f_.cap_name)) {
-          Report(lines_.Line(ref), absl::StrCat("caps[", i, "]: missing 'name' (a rack or power domain)"));
+    for (int i = 0; i < size; ++i) {
+      const auto [name, kw] = entry_at(i);
+      Ref ref = lines_.Child(lines_.Root(), list.list_field, i);
+      const int name_line = lines_.FieldLine(ref, list.name_field);
+      if (name.empty()) {
+        if (!lines_.Rejected(ref, list.name_field)) {
+          Report(lines_.Line(ref),
+                 absl::StrCat(list.key, "[", i, "]: missing '", list.name_key, "' (a ", list.names, ")"));
         }
-      } else if (!cap_names_.contains(cap.name())) {
-        Report(name_line, absl::StrCat("cap override: unknown rack or power domain '", cap.name(), "'"));
-      } else if (auto [it, inserted] = seen.try_emplace(cap.name(), i); !inserted) {
-        Report(name_line, absl::StrCat("cap override: '", cap.name(), "' is overridden twice (first on line ",
-                                       lines_.Line(lines_.Child(lines_.Root(), f_.caps, it->second)), ")"));
+      } else if (!list.known->contains(name)) {
+        Report(name_line, absl::StrCat(list.entry, ": unknown ", list.names, " '", name, "'"));
+      } else if (auto [it, inserted] = seen.try_emplace(name, i); !inserted) {
+        Report(name_line, absl::StrCat(list.entry, ": '", name, "' ", list.twice, " (first on line ",
+                                       lines_.Line(lines_.Child(lines_.Root(), list.list_field, it->second)), ")"));
       }
-      if (!lines_.Has(ref, f_.cap_kw)) {
-        Report(lines_.Line(ref), absl::StrCat("cap override '", cap.name(), "': missing 'power_cap_kw'"));
-      } else if (!std::isfinite(cap.power_cap_kw()) || cap.power_cap_kw() < 0) {
-        Report(kw_line,
-               absl::StrCat("cap override '", cap.name(), "': power_cap_kw must be a finite number, not negative, got ",
-                            cap.power_cap_kw()));
-      } else if (absl::Status bad = CheckCapKw(cap.power_cap_kw()); !bad.ok()) {
-        Report(kw_line, absl::StrCat("cap override '", cap.name(), "': ", bad.message()));
+      const int kw_line = lines_.FieldLine(ref, list.kw_field);
+      if (!lines_.Has(ref, list.kw_field)) {
+        Report(lines_.Line(ref), absl::StrCat(list.entry, " '", name, "': missing '", list.kw_key, "'"));
+      } else if (!std::isfinite(kw) || kw < 0) {
+        Report(kw_line, absl::StrCat(list.entry, " '", name, "': ", list.kw_key,
+                                     " must be a finite number, not negative, got ", kw));
+      } else if (absl::Status bad = list.check(kw); !bad.ok()) {
+        Report(kw_line, absl::StrCat(list.entry, " '", name, "': ", bad.message()));
       }
+    }
+  }
+
+  void CheckCaps() {
+    const NamedKwList caps{
+        f_.caps,        f_.cap_name,           f_.cap_kw,   "caps",     "cap override", "name", "rack or power domain",
+        "power_cap_kw", "is overridden twice", &cap_names_, &CheckCapKw};
+    CheckNamedKw(caps, s_.caps_size(), [&](int i) -> std::pair<const std::string&, double> {
+      return {s_.caps(i).name(), s_.caps(i).power_cap_kw()};
+    });
+  }
+
+  void CheckMeasured() {
+    const NamedKwList measured{f_.measured, f_.reading_rack, f_.reading_kw,     "measured",   "measured draw", "rack",
+                               "rack",      "measured_kw",   "is listed twice", &rack_names_, &CheckMeasuredKw};
+    CheckNamedKw(measured, s_.measured_size(), [&](int i) -> std::pair<const std::string&, double> {
+      return {s_.measured(i).rack(), s_.measured(i).measured_kw()};
+    });
+    const double reclaim = s_.measured_reclaim_pct();
+    if (!std::isfinite(reclaim) || reclaim < 0 || reclaim > 50) {
+      Report(lines_.FieldLine(lines_.Root(), f_.reclaim),
+             absl::StrCat("measured_reclaim_pct must be a number from 0 to 50, got ", reclaim));
     }
   }
 
@@ -212,7 +255,7 @@ class StateChecker {
   Diagnostics* out_;
   const Fields f_;
   absl::flat_hash_map<std::string, KnownNode> nodes_;
-  absl::flat_hash_set<std::string> cap_names_;
+  absl::flat_hash_set<std::string> rack_names_, cap_names_;
   absl::flat_hash_map<std::string_view, int> ids_;  // id -> allocation index (views into s_)
   absl::flat_hash_map<uint64_t, int> gpu_owner_;    // node index << 32 | GPU -> allocation index
   absl::flat_hash_set<uint32_t> nodes_seen_, own_;  // of the allocation / node being checked

@@ -2,6 +2,9 @@
 #include "rackwise/cluster_state.h"
 
 #include <bit>
+#include <cmath>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "rackwise/power_bounds.h"
@@ -24,6 +27,29 @@ v1::NodeHealth NodeHealthToProto(NodeHealth h) {
   }
   return v1::NODE_HEALTH_UP;
 }
+
+namespace {
+
+// The writer's readings as one reading that holds every allocation (applied after them).
+absl::Status ApplyMeasured(const v1::ClusterState& state, Ledger* ledger) {
+  if (state.measured().empty()) return absl::OkStatus();
+  const Topology& t = ledger->topology();
+  const double reclaim = state.measured_reclaim_pct();
+  if (!std::isfinite(reclaim) || reclaim < 0 || reclaim > 50)
+    return absl::InvalidArgumentError(absl::StrCat("measured_reclaim_pct must be 0..50, got ", reclaim));
+  std::vector<std::optional<Milliwatts>> racks(t.racks().size());
+  for (const v1::RackReading& reading : state.measured()) {
+    std::optional<RackId> r = t.FindRack(reading.rack());
+    if (!r) return absl::InvalidArgumentError(absl::StrCat("measured draw of unknown rack '", reading.rack(), "'"));
+    if (absl::Status s = CheckMeasuredKw(reading.measured_kw()); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("rack ", reading.rack(), ": ", s.message()));
+    racks[*r] = WattsToMilliwatts(reading.measured_kw() * 1000.0);
+  }
+  ledger->SetMeasuredDraw(racks, reclaim / 100, /*count_recent=*/false);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
   const Topology& t = ledger->topology();
@@ -69,7 +95,7 @@ absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
     }
     if (absl::Status s = ledger->Commit(out, CommitMode::kRecover); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  return ApplyMeasured(state, ledger);
 }
 
 v1::ClusterState CaptureClusterState(const Ledger& ledger) {
@@ -104,6 +130,14 @@ v1::ClusterState CaptureClusterState(const Ledger& ledger) {
     c->set_name(t.power_domains()[p].name);
     c->set_power_cap_kw(static_cast<double>(ledger.power_domain_cap(p)) / 1e6);
   }
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const std::optional<Milliwatts> now = ledger.measured_rack_draw_now(r);
+    if (!now) continue;
+    v1::RackReading* reading = out.add_measured();
+    reading->set_rack(t.racks()[r].name);
+    reading->set_measured_kw(static_cast<double>(*now) / 1e6);
+  }
+  if (out.measured_size() > 0) out.set_measured_reclaim_pct(ledger.reclaim_fraction() * 100);
   return out;
 }
 

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 #include "rackwise/synthetic_cluster.h"
 
 namespace rackwise {
@@ -36,6 +39,57 @@ TEST(ClusterStateTest, CaptureThenApplyRebuildsTheSameLedger) {
   }
   EXPECT_EQ(*a.Find("j1"), *b.Find("j1"));
   EXPECT_TRUE(b.CheckInvariants().ok());
+}
+
+TEST(ClusterStateTest, MeasuredDrawTravelsWithTheStateAndCountsTheSame) {
+  // What the writer counted (a reading, placements since, reclaim) is what a reader of its state file counts,
+  // through the YAML text too: `rackwise status` on the Slurm plugin's file shows the plugin's view.
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 3, 4, 0, 8, 3, 0});
+  auto t = Topology::Build(BuildSyntheticCluster(spec));
+  ASSERT_TRUE(t.ok());
+  Ledger a(*t);
+  ASSERT_TRUE(a.Commit({"j1", {{0, 0xff}, {1, 0xff}}, 0}).ok());
+  a.SetMeasuredDraw({a.rack_draw(0) / 2, std::nullopt, a.rack_draw(2) + 3'000'000}, 0.25,
+                    /*count_recent=*/false);
+  ASSERT_TRUE(a.Commit({"j2", {{8, 0x0f}}, 0}).ok());  // placed after rack 2's reading: counts on top of it
+  const v1::ClusterState state = CaptureClusterState(a);
+  ASSERT_EQ(state.measured_size(), 2);
+  EXPECT_DOUBLE_EQ(state.measured_reclaim_pct(), 25);
+
+  Diagnostics diagnostics;
+  absl::StatusOr<v1::ClusterState> parsed =
+      ParseClusterState(ClusterStateToYaml(state), "state.yaml", BuildSyntheticCluster(spec), &diagnostics);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << (diagnostics.empty() ? "" : diagnostics[0].message);
+  Ledger b(*t);
+  ASSERT_TRUE(ApplyClusterState(*parsed, &b).ok());
+  for (RackId r = 0; r < 3; ++r) {
+    SCOPED_TRACE(r);
+    EXPECT_EQ(a.measured_rack_draw_now(r), b.measured_rack_draw_now(r));
+    EXPECT_EQ(a.counted_rack_draw(r), b.counted_rack_draw(r));
+  }
+  EXPECT_FALSE(b.measured_rack_draw_now(1).has_value());
+  EXPECT_LT(b.counted_rack_draw(0), b.rack_draw(0));  // reclaimed below the estimate
+  EXPECT_EQ(b.counted_power_domain_draw(0), a.counted_power_domain_draw(0));
+}
+
+TEST(ClusterStateTest, MeasuredDrawOfAnUnknownRackOrOutOfRangeIsAnError) {
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 1, 4, 0, 8, 0, 0});
+  auto t = Topology::Build(BuildSyntheticCluster(spec));
+  ASSERT_TRUE(t.ok());
+  for (auto [rack, kw, reclaim] : {std::tuple<std::string, double, double>{"nope", 10, 0},
+                                   {t->racks()[0].name, -1, 0},
+                                   {t->racks()[0].name, 1e300, 0},
+                                   {t->racks()[0].name, 10, 60}}) {
+    v1::ClusterState s;
+    v1::RackReading* reading = s.add_measured();
+    reading->set_rack(rack);
+    reading->set_measured_kw(kw);
+    s.set_measured_reclaim_pct(reclaim);
+    Ledger l(*t);
+    EXPECT_EQ(ApplyClusterState(s, &l).code(), absl::StatusCode::kInvalidArgument) << rack << " " << kw;
+  }
 }
 
 TEST(ClusterStateTest, RecordsRunningWorkEvenOverALoweredCap) {

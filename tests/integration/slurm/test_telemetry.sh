@@ -5,13 +5,14 @@
 # slurmctld logs the fresh source; stopping the page makes the source stale (logged once) and the job starts on
 # estimates. Every wait is on a state (target up, a query's value, a job state or reason), bounded.
 # Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_METRICS_PAGE=<build>/.../rackwise_test_metrics_page \
+#        RACKWISE_CLI=<build>/tools/rackwise \
 #        test_telemetry.sh   (exit 77: skipped, see lib.sh)
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 rw_require
-if ! command -v prometheus >/dev/null || [[ ! -x ${RW_METRICS_PAGE:-} ]]; then
-  [[ -n ${CI:-} ]] && { echo "FAIL: needs prometheus and RW_METRICS_PAGE" >&2; exit 1; }
-  echo "SKIP: needs prometheus (scripts/install-deps.sh) and RW_METRICS_PAGE" >&2
+if ! command -v prometheus >/dev/null || [[ ! -x ${RW_METRICS_PAGE:-} || ! -x ${RACKWISE_CLI:-} ]]; then
+  [[ -n ${CI:-} ]] && { echo "FAIL: needs prometheus, RW_METRICS_PAGE and RACKWISE_CLI" >&2; exit 1; }
+  echo "SKIP: needs prometheus (scripts/install-deps.sh), RW_METRICS_PAGE and RACKWISE_CLI" >&2
   exit 77
 fi
 
@@ -126,6 +127,15 @@ else
 fi
 grep -q 'rackwise: telemetry: fresh (2 of 2 racks measured)' "$RW_TMP/log/slurmctld.log" &&
   rw_ok "slurmctld logged the fresh source" || rw_fail "no 'telemetry: fresh' line in slurmctld.log"
+# The ledger the plugin publishes carries the readings: `rackwise status` on it shows h02's measured draw
+# (row: NAME DRAW MEASURED CAP ...), as the plugin counts it.
+h02_row() {
+  "$RACKWISE_CLI" status --cluster "$RW_TMP/etc/rackwise.yaml" --state "$RW_TMP/state/rackwise_state.yaml" 2>&1 |
+    awk '$1 == "h02"'
+}
+h02_measured() { [[ $(h02_row | awk '{print $3}') == 27.5 ]]; }
+wait_for 30 h02_measured && rw_ok "rackwise status on the published state: $(h02_row)" ||
+  rw_fail "rackwise status does not show h02 measured at 27.5 kW: $(h02_row)"
 
 # The exporter goes away: its series go stale in Prometheus, the plugin falls back to estimates and says so.
 kill -TERM "$page_pid" 2>/dev/null

@@ -54,6 +54,8 @@ absl::StatusOr<double> ParseWattsPerGpu(std::string_view text);
 // A power cap in kilowatts: finite, 0..kMaxCapKw. A run-time cap of 0 stops new placements under it; a
 // described cap must also be above 0 (the description validator says so).
 absl::Status CheckCapKw(double kilowatts);
+// A measured draw in kilowatts (a state file's rack readings): the same range as a cap.
+absl::Status CheckMeasuredKw(double kilowatts);
 
 // The least a job may declare per GPU on a node type when the policy says nothing higher: the GPU's share of
 // the node's idle draw. A GPU limited to W watts still draws its own idle power, so declaring less than that

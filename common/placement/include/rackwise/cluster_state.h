@@ -13,15 +13,16 @@ namespace rackwise {
 
 // Applies health, failed GPUs and cap overrides, then records every allocation with CommitMode::kRecover (what
 // runs is recorded even if a cap was lowered since). Names must exist (ParseClusterState checks them); an
-// unknown name or a GPU held twice is an error, and then the ledger may hold part of the state.
+// unknown name or a GPU held twice is an error, and then the ledger may hold part of the state. Measured rack
+// draws, when the state has them, are applied last as one reading that already holds every allocation.
 absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger);
 
 // The schema's health as the ledger's (unspecified is up) and back.
 NodeHealth NodeHealthFromProto(v1::NodeHealth health);
 v1::NodeHealth NodeHealthToProto(NodeHealth health);
 
-// The ledger's state: allocations (sorted by id), nodes that are not up or have failed GPUs, and caps that
-// differ from the description.
+// The ledger's state: allocations (sorted by id), nodes that are not up or have failed GPUs, caps that differ
+// from the description, and each rack's measured draw where telemetry has a fresh reading.
 v1::ClusterState CaptureClusterState(const Ledger& ledger);
 
 }  // namespace rackwise

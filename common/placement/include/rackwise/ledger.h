@@ -123,6 +123,8 @@ class Ledger {
   void SetMeasuredDraw(const std::vector<std::optional<Milliwatts>>& rack_watts, double reclaim_fraction,
                        bool count_recent = true);
   void ClearMeasuredDraw();
+  // The reclaim fraction of the last SetMeasuredDraw (0 when none).
+  double reclaim_fraction() const { return reclaim_fraction_; }
 
   // What the ledger charges for one GPU of `allocation` on `node`: the declared watts (never below the node
   // type's floor: no job is free), else the node type's draw. The simulator meters real draw against it.
