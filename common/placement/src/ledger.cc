@@ -93,6 +93,23 @@ Milliwatts Ledger::PerGpu(const Allocation& allocation, NodeId node) const {
   return allocation.per_gpu > 0 ? std::max(allocation.per_gpu, type.min_per_gpu) : type.per_gpu;
 }
 
+namespace {
+
+// "allocation J: rack R would need A, B left", naming the usable cap when a reserve applies.
+absl::Status CapRefusal(const std::string& id, const std::string& what, Milliwatts add, Milliwatts room, Milliwatts cap,
+                        double reserve_fraction, bool measured) {
+  std::string text = absl::StrCat("allocation ", id, ": ", what, " would need ", Kw(add), ", ",
+                                  Kw(std::max<Milliwatts>(0, room)), " left");
+  if (reserve_fraction > 0) {
+    absl::StrAppend(&text, " under its usable cap ", Kw(UsableCap(cap, reserve_fraction)), " (cap ", Kw(cap),
+                    " less the ", absl::StrFormat("%g", reserve_fraction * 100), "% reserve)");
+  }
+  if (measured) absl::StrAppend(&text, " (measured)");
+  return absl::FailedPreconditionError(text);
+}
+
+}  // namespace
+
 absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
   if (const Allocation* existing = Find(a.id); existing != nullptr && *existing == a) return absl::OkStatus();
   if (absl::Status s = Check(a, mode); !s.ok()) return s;
@@ -101,7 +118,7 @@ absl::Status Ledger::Commit(const Allocation& a, CommitMode mode) {
   return absl::OkStatus();
 }
 
-absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
+absl::Status Ledger::Check(const Allocation& a, CommitMode mode, double reserve_fraction) const {
   if (a.id.empty()) return absl::InvalidArgumentError("allocation has no id");
   if (a.nodes.empty()) return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id, " holds no node"));
   // Bounded here, where run-time values enter the milliwatt sums (see power_bounds.h for why they cannot overflow).
@@ -114,7 +131,6 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
   }
   const auto& nodes = topology_->nodes();
   // Validate every node before touching anything, so that an error changes nothing.
-  // Ordered by id, so that the first rack or power domain named in a refusal does not depend on hashing.
   std::map<RackId, Milliwatts> rack_add;
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const NodeGpus& ng = a.nodes[i];
@@ -149,20 +165,18 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode) const {
     rack_add[node.rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
   }
   if (mode == CommitMode::kEnforce) {
+    // Ordered by id, so that the first rack or power domain named in a refusal does not depend on hashing.
     std::map<PowerDomainId, Milliwatts> pd_add;
     for (const auto& [rack, add] : rack_add) {
-      if (counted_rack_draw(rack) + add > rack_cap_[rack])
-        return absl::FailedPreconditionError(
-            absl::StrCat("allocation ", a.id, ": rack ", topology_->racks()[rack].name, " would need ", Kw(add), ", ",
-                         Kw(std::max<Milliwatts>(0, rack_cap_[rack] - counted_rack_draw(rack))), " left",
-                         rack_measured_[rack] ? " (measured)" : ""));
+      if (RackRoom(rack, reserve_fraction) < add)
+        return CapRefusal(a.id, "rack " + topology_->racks()[rack].name, add, RackRoom(rack, reserve_fraction),
+                          rack_cap_[rack], reserve_fraction, rack_measured_[rack].has_value());
       for (PowerDomainId p : topology_->racks()[rack].power_chain) pd_add[p] += add;
     }
     for (const auto& [pd, add] : pd_add) {
-      if (counted_power_domain_draw(pd) + add > pd_cap_[pd])
-        return absl::FailedPreconditionError(absl::StrCat(
-            "allocation ", a.id, ": power domain ", topology_->power_domains()[pd].name, " would need ", Kw(add), ", ",
-            Kw(std::max<Milliwatts>(0, pd_cap_[pd] - counted_power_domain_draw(pd))), " left"));
+      if (PowerDomainRoom(pd, reserve_fraction) < add)
+        return CapRefusal(a.id, "power domain " + topology_->power_domains()[pd].name, add,
+                          PowerDomainRoom(pd, reserve_fraction), pd_cap_[pd], reserve_fraction, false);
     }
   }
   return absl::OkStatus();

@@ -44,8 +44,10 @@ class Ledger {
   // is not up, a cap would be exceeded; each with the rack, domain or node named). Nothing changes on error.
   absl::Status Commit(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce);
   // Whether Commit would accept the allocation now, with the same error it would return; changes nothing.
-  // Answers "would this fit?" without committing and releasing a probe.
-  absl::Status Check(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce) const;
+  // Answers "would this fit?" without committing and releasing a probe. With `reserve_fraction`, caps are
+  // checked less that reserve (the policy's usable caps: what a face must hold before it starts a job).
+  absl::Status Check(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce,
+                     double reserve_fraction = 0) const;
   // Releases the old allocation with this id (if any) and commits the new one; on error the old one stays.
   absl::Status Replace(const Allocation& allocation, CommitMode mode = CommitMode::kEnforce);
   // Returns false if the id is unknown (which is not an error).

@@ -11,9 +11,9 @@
 namespace rackwise {
 
 // Commits `allocation` if it passes the ledger's own checks and keeps every rack and power domain it touches
-// at or under cap * (1 - power_reserve_fraction). On refusal nothing changes and the status names the rack or
-// power domain, its draw with the job and its usable cap. An id already held with the same content is a
-// no-op (as Ledger::Commit).
+// at or under cap * (1 - power_reserve_fraction) (Ledger::Check with the policy's reserve). On refusal nothing
+// changes and the status names the rack or power domain, what the job needs, the room left and the usable cap.
+// An id already held with the same content is a no-op (as Ledger::Commit).
 absl::Status CommitWithinUsableCaps(Ledger& ledger, const Allocation& allocation);
 
 // The same test, read-only (before the job is handed to the scheduler). AlreadyExists if the id is held.
