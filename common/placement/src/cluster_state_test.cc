@@ -11,9 +11,15 @@
 namespace rackwise {
 namespace {
 
-TEST(ClusterStateTest, CaptureThenApplyRebuildsTheSameLedger) {
+// Uncapped HGX racks of `nodes` nodes, `racks_per_row` racks per row power domain (0: none).
+SyntheticClusterSpec HgxRacks(int racks, int nodes, int racks_per_row) {
   SyntheticClusterSpec spec;
-  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 0, 8, 2, 0});
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, racks, nodes, 0, 8, racks_per_row, 0});
+  return spec;
+}
+
+TEST(ClusterStateTest, CaptureThenApplyRebuildsTheSameLedger) {
+  const SyntheticClusterSpec spec = HgxRacks(2, 4, 2);
   auto t = Topology::Build(BuildSyntheticCluster(spec));
   ASSERT_TRUE(t.ok());
   Ledger a(*t);
@@ -44,8 +50,7 @@ TEST(ClusterStateTest, CaptureThenApplyRebuildsTheSameLedger) {
 TEST(ClusterStateTest, MeasuredDrawTravelsWithTheStateAndCountsTheSame) {
   // What the writer counted (a reading, placements since, reclaim) is what a reader of its state file counts,
   // through the YAML text too: `rackwise status` on the Slurm plugin's file shows the plugin's view.
-  SyntheticClusterSpec spec;
-  spec.blocks.push_back({ReferenceSystem::kHgxH100, 3, 4, 0, 8, 3, 0});
+  const SyntheticClusterSpec spec = HgxRacks(3, 4, 3);
   auto t = Topology::Build(BuildSyntheticCluster(spec));
   ASSERT_TRUE(t.ok());
   Ledger a(*t);
@@ -74,8 +79,7 @@ TEST(ClusterStateTest, MeasuredDrawTravelsWithTheStateAndCountsTheSame) {
 }
 
 TEST(ClusterStateTest, MeasuredDrawOfAnUnknownRackOrOutOfRangeIsAnError) {
-  SyntheticClusterSpec spec;
-  spec.blocks.push_back({ReferenceSystem::kHgxH100, 1, 4, 0, 8, 0, 0});
+  const SyntheticClusterSpec spec = HgxRacks(1, 4, 0);
   auto t = Topology::Build(BuildSyntheticCluster(spec));
   ASSERT_TRUE(t.ok());
   for (auto [rack, kw, reclaim] : {std::tuple<std::string, double, double>{"nope", 10, 0},
@@ -93,8 +97,7 @@ TEST(ClusterStateTest, MeasuredDrawOfAnUnknownRackOrOutOfRangeIsAnError) {
 }
 
 TEST(ClusterStateTest, RecordsRunningWorkEvenOverALoweredCap) {
-  SyntheticClusterSpec spec;
-  spec.blocks.push_back({ReferenceSystem::kHgxH100, 1, 4, 0, 8, 0, 0});
+  const SyntheticClusterSpec spec = HgxRacks(1, 4, 0);
   auto t = Topology::Build(BuildSyntheticCluster(spec));
   ASSERT_TRUE(t.ok());
   v1::ClusterState s;
@@ -113,8 +116,7 @@ TEST(ClusterStateTest, RecordsRunningWorkEvenOverALoweredCap) {
 }
 
 TEST(ClusterStateTest, UnknownNamesAndDoubleBookingsAreErrors) {
-  SyntheticClusterSpec spec;
-  spec.blocks.push_back({ReferenceSystem::kHgxH100, 1, 2, 0, 8, 0, 0});
+  const SyntheticClusterSpec spec = HgxRacks(1, 2, 0);
   auto t = Topology::Build(BuildSyntheticCluster(spec));
   ASSERT_TRUE(t.ok());
   v1::ClusterState s;
