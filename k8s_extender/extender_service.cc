@@ -275,6 +275,40 @@ absl::StatusOr<std::vector<int>> ExtenderService::Prioritize(const ExtenderArgs&
   return out;
 }
 
+std::string ExtenderService::BookLocked(const std::string& key, const PodInfo& pod, NodeId node, int64_t now_ms,
+                                        PodRecord* record) {
+  const std::string& node_name = topology_->nodes()[node].name;
+  if (!pod.group.empty()) {
+    if (!gangs_.Assign(pod.group, key, node, now_ms, options_.reservation_ttl_ms))
+      return absl::StrCat("rackwise: group ", pod.group, " holds no free slot on ", node_name);
+    record->group = pod.group;
+    return "";
+  }
+  PlacementRequest request = SinglePodRequest(pod);
+  request.allowed_nodes = {node};
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
+  if (!outcome.ok()) return absl::StrCat("rackwise: ", outcome.status().message());
+  if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome))
+    return absl::StrCat("rackwise: pod ", key, " no longer fits on ", node_name, ": ", refusal->Message());
+  if (absl::Status s = ledger_.Commit(std::get<PlacementDecision>(*outcome).ToAllocation(request.id)); !s.ok())
+    return absl::StrCat("rackwise: ", s.message());
+  record->allocation_id = request.id;
+  return "";
+}
+
+void ExtenderService::UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end() || it->second.confirmed) return;  // the API server's watch got there first
+  if (!group.empty()) {
+    gangs_.Unassign(group, key);
+  } else {
+    ledger_.Release(allocation_id);
+  }
+  uid_to_key_.erase(it->second.uid);
+  pods_.erase(it);
+}
+
 std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
   const std::string key = absl::StrCat(args.pod_namespace, "/", args.pod_name);
   std::string group, allocation_id;
@@ -305,30 +339,9 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
     record.uid = args.pod_uid.empty() ? pod.uid : args.pod_uid;
     record.node = node;
     record.booked_ms = now_ms;
-    if (!pod.group.empty()) {
-      std::optional<GangSlot> slot = gangs_.Assign(pod.group, key, node, now_ms, options_.reservation_ttl_ms);
-      if (!slot) {
-        metrics_->CountDecision(Verb::kBind, "refused");
-        return absl::StrCat("rackwise: group ", pod.group, " holds no free slot on ", args.node);
-      }
-      record.group = pod.group;
-    } else {
-      PlacementRequest request = SinglePodRequest(pod);
-      request.allowed_nodes = {node};
-      absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
-      if (!outcome.ok()) {
-        metrics_->CountDecision(Verb::kBind, "refused");
-        return absl::StrCat("rackwise: ", outcome.status().message());
-      }
-      if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-        metrics_->CountDecision(Verb::kBind, "refused");
-        return absl::StrCat("rackwise: pod ", key, " no longer fits on ", args.node, ": ", refusal->Message());
-      }
-      record.allocation_id = request.id;
-      if (absl::Status s = ledger_.Commit(std::get<PlacementDecision>(*outcome).ToAllocation(request.id)); !s.ok()) {
-        metrics_->CountDecision(Verb::kBind, "refused");
-        return absl::StrCat("rackwise: ", s.message());
-      }
+    if (std::string refused = BookLocked(key, pod, node, now_ms, &record); !refused.empty()) {
+      metrics_->CountDecision(Verb::kBind, "refused");
+      return refused;
     }
     group = record.group;
     allocation_id = record.allocation_id;
@@ -339,17 +352,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
   // The binding goes to the API server without holding the lock; on failure the booking is undone.
   if (binder_ != nullptr) {
     if (absl::Status s = binder_->BindPod(args); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = pods_.find(key);
-      if (it != pods_.end() && !it->second.confirmed) {
-        if (!group.empty()) {
-          gangs_.Unassign(group, key);
-        } else {
-          ledger_.Release(allocation_id);
-        }
-        uid_to_key_.erase(it->second.uid);
-        pods_.erase(it);
-      }
+      UndoBooking(key, group, allocation_id);
       metrics_->CountDecision(Verb::kBind, "api_error");
       return absl::StrCat("rackwise: binding ", key, " to ", args.node, " failed: ", s.message());
     }

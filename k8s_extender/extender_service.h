@@ -168,6 +168,11 @@ class ExtenderService {
   };
 
   PlacementRequest SinglePodRequest(const PodInfo& pod) const;
+  // Books a pod's GPUs on `node` for bind: its gang slot, or a placement of the pod alone on that node
+  // (committed). Returns the refusal to send back, or "" with `record`'s group or allocation id set.
+  std::string BookLocked(const std::string& key, const PodInfo& pod, NodeId node, int64_t now_ms, PodRecord* record);
+  // Undoes a booking whose binding the API server refused (unless its watch already confirmed the pod).
+  void UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id);
   void Remember(const PodInfo& pod, int64_t now_ms);
   void ReleaseRecord(const std::string& key);
   void ApplyPodLocked(const PodInfo& pod, int64_t now_ms);
