@@ -59,6 +59,8 @@ HttpAnswer ExtenderRoutes::Handle(absl::string_view method, absl::string_view ta
   return answer;
 }
 
+bool ExtenderRoutes::MayBlock(absl::string_view target) { return VerbOf(target.substr(0, target.find('?'))) == "bind"; }
+
 HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view path, absl::string_view body) {
   if (absl::string_view verb = VerbOf(path); !verb.empty()) {
     if (!serve_verbs_) {

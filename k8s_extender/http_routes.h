@@ -37,6 +37,9 @@ class ExtenderRoutes {
 
   // `target` is the request target (path and optional query). Never throws for anything a client sends.
   HttpAnswer Handle(absl::string_view method, absl::string_view target, absl::string_view body);
+  // Whether answering may wait on another server (a bind goes to the API server): the HTTP front end answers
+  // such requests off its I/O threads, so that a slow API server cannot stall filter or the probes.
+  static bool MayBlock(absl::string_view target);
 
   // One line per filter and bind decision (`--log-level debug`): the pod, the outcome and the first reason.
   // Unset (the default): no per-decision lines.

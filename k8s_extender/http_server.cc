@@ -21,7 +21,10 @@ class ExtenderHttpServer::Impl {
  public:
   // Declaration order is destruction order reversed: the I/O context (and with it every connection) goes
   // before the TLS context and the shared front end they use.
-  Impl(ExtenderService* service, const HttpServerOptions& options) : front_(service, options) {}
+  Impl(ExtenderService* service, const HttpServerOptions& options)
+      : front_(service, options), blocking_(static_cast<size_t>(std::max(1, options.blocking_threads))) {
+    if (options.blocking_threads > 0) front_.blocking = &blocking_;
+  }
   ~Impl() { Stop(); }
 
   absl::Status Start(int* port) {
@@ -39,7 +42,8 @@ class ExtenderHttpServer::Impl {
     if (ec) return absl::UnavailableError(absl::StrCat("cannot bind ", o.host, ":", o.port, ": ", ec.message()));
     *port = acceptor_.local_endpoint().port();
     Accept();
-    for (int i = 0; i < std::max(1, o.threads); ++i) threads_.emplace_back([this] { ioc_.run(); });
+    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
     return absl::OkStatus();
   }
 
@@ -53,6 +57,9 @@ class ExtenderHttpServer::Impl {
     ioc_.stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
+    // Binds in flight finish (the API client's own timeouts bound them); what they post back to the stopped
+    // context is destroyed with it, after this.
+    blocking_.join();
   }
 
   HttpServerStats stats() const {
@@ -124,6 +131,8 @@ class ExtenderHttpServer::Impl {
   tcp::acceptor acceptor_{asio::make_strand(ioc_)};
   asio::steady_timer retry_{acceptor_.get_executor()};
   std::vector<std::thread> threads_;
+  // Joined in Stop, before the I/O context goes: its tasks hold connections of that context.
+  asio::thread_pool blocking_;
   bool stopped_ = false;
 };
 

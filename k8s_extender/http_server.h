@@ -41,7 +41,10 @@ struct HttpServerOptions {
   // kube-scheduler never sends a POST on a connection the server is closing.
   int idle_timeout_ms = 120'000;
   size_t max_connections = 512;
-  int threads = 4;  // I/O threads; requests are decoded and answered on them
+  int threads = 0;  // I/O threads (requests are decoded and answered on them); 0: one per core
+  // Threads for requests that wait on the API server (binds; see ExtenderRoutes::MayBlock), so that I/O threads
+  // never wait on the network and one per core is enough. At most this many binds are in flight at once.
+  int blocking_threads = 4;
   // False: only GET /healthz, /readyz and /metrics (the plain --metrics-listen port for probes and
   // Prometheus, which carry no client certificate).
   bool serve_verbs = true;

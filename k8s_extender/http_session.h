@@ -14,6 +14,7 @@
 
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -41,6 +42,7 @@ struct FrontEnd {
   }
   const HttpServerOptions& options;
   ExtenderRoutes routes;
+  asio::thread_pool* blocking = nullptr;  // where requests that may block are answered (null: on the I/O thread)
   ConnectionSlots slots;
   BodyBudget budget;
   ExtenderMetrics* metrics;
@@ -158,13 +160,29 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
     deadline_.cancel();
     http::request<http::string_body> request = parser_->release();
     parser_.reset();
+    const auto target = request.target();
+    if (front_->blocking != nullptr && ExtenderRoutes::MayBlock(absl::string_view(target.data(), target.size()))) {
+      // Answered on the blocking pool, written back on this connection's strand. The connection reads nothing
+      // meanwhile (answers stay in order), and holds no I/O thread.
+      asio::post(*front_->blocking, [self = this->shared_from_this(), request = std::move(request)]() mutable {
+        const bool keep_alive = request.keep_alive();
+        HttpAnswer answer = self->Answer(std::move(request));
+        asio::post(self->stream_.get_executor(), [self, answer = std::move(answer), keep_alive]() mutable {
+          self->Write(std::move(answer), keep_alive);
+        });
+      });
+      return;
+    }
+    const bool keep_alive = request.keep_alive();
+    Write(Answer(std::move(request)), keep_alive);
+  }
+
+  // The routes' answer; the body's memory goes back before the answer is written.
+  HttpAnswer Answer(http::request<http::string_body> request) {
     const auto method = request.method_string();
     const auto target = request.target();
-    HttpAnswer answer = front_->routes.Handle(absl::string_view(method.data(), method.size()),
-                                              absl::string_view(target.data(), target.size()), request.body());
-    const bool keep_alive = request.keep_alive();
-    request = {};  // the body's memory goes back before the answer is written
-    Write(std::move(answer), keep_alive);
+    return front_->routes.Handle(absl::string_view(method.data(), method.size()),
+                                 absl::string_view(target.data(), target.size()), request.body());
   }
 
   // 413, from the declared length (Beast refuses it with the headers) or once a chunked body grows past it.

@@ -90,7 +90,11 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
   app.add_option("--max-connections", http.max_connections,
                  "open HTTP connections; when full the longest-idle one is closed for a newcomer")
       ->check(CLI::Range(8, 65536));
-  app.add_option("--threads", http.threads, "HTTP I/O threads (no connection holds one while it waits)")
+  app.add_option("--threads", http.threads,
+                 "HTTP I/O threads (no connection holds one while it waits; default: one per core)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--bind-threads", http.blocking_threads,
+                 "threads for binds, which wait on the API server (default 4: at most 4 binds in flight)")
       ->check(CLI::Range(1, 256));
   app.add_option("--request-timeout-ms", http.request_timeout_ms,
                  "a request must arrive whole this long after its first byte (408 beyond)")
@@ -199,6 +203,7 @@ int StartMetricsServer(const ExtenderFlags& flags, ExtenderService* service, Ser
   }
   plain.serve_verbs = false;
   plain.threads = 1;
+  plain.blocking_threads = 0;  // probes and /metrics never block
   plain.max_connections = 64;
   plain.mode = flags.http.mode;
   servers->metrics = std::make_unique<ExtenderHttpServer>(service, plain);

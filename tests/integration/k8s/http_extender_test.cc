@@ -3,6 +3,7 @@
 // the ledger.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -303,6 +304,82 @@ TEST_F(HttpExtenderTest, RequeueNewestEvictsTheNewestPodOfAnOverdrawnRackOnce) {
   service_->ApplyPowerReadings(settings, readings);  // still over: the same overdraw acts once
   std::lock_guard<std::mutex> lock(binder.mu);
   EXPECT_EQ(binder.evicted.size(), 1u);
+}
+
+// A binder whose API server hangs until released; counts the binds waiting in it.
+class StuckBinder : public PodBinder {
+ public:
+  absl::Status BindPod(const BindingArgs&) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    most_ = std::max(most_, ++in_flight_);
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+    --in_flight_;
+    return absl::OkStatus();
+  }
+  absl::Status EvictPod(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  bool WaitInFlight(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return in_flight_ >= n; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  int most() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int in_flight_ = 0, most_ = 0;
+  bool released_ = false;
+};
+
+// Binds wait on the API server off the I/O threads: with one I/O thread and two binds hanging in the API
+// server, /filter and /healthz still answer (answered on the I/O thread, they would wait for the API server,
+// here for ever). At most --bind-threads binds are in flight; the third waits its turn and then succeeds.
+TEST_F(HttpExtenderTest, BindsWaitingOnTheApiServerDoNotStallOtherRequests) {
+  StuckBinder binder;
+  HttpServerOptions http;
+  http.threads = 1;
+  http.blocking_threads = 2;
+  StartExtender(true, &binder, http);
+  std::vector<std::string> bind_bodies;
+  for (int i = 0; i < 3; ++i) {
+    const Json pod = MakePod(absl::StrCat("p", i), 1);
+    const std::string node = absl::StrCat("b0-r0000-n0", i + 1);
+    ASSERT_EQ(Post("/filter", FilterBody(pod, {node}))["NodeNames"].size(), 1u);
+    bind_bodies.push_back(Json({{"PodName", pod["metadata"]["name"]},
+                                {"PodNamespace", "ml"},
+                                {"PodUID", pod["metadata"]["uid"]},
+                                {"Node", node}})
+                              .dump());
+  }
+  std::vector<std::string> answers(3);
+  std::vector<std::thread> binds;
+  for (int i = 0; i < 3; ++i) {
+    binds.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", server_->port());
+      c.set_read_timeout(30, 0);
+      auto res = c.Post("/bind", bind_bodies[i], "application/json");
+      answers[i] = res ? absl::StrCat(res->status, " ", res->body) : "no answer";
+    });
+  }
+  const bool two_waiting = binder.WaitInFlight(2);
+  EXPECT_TRUE(two_waiting) << "the binds never reached the API server";
+  if (two_waiting) {
+    EXPECT_EQ(Post("/filter", FilterBody(MakePod("q", 1), {"b0-r0001-n01"}))["NodeNames"].size(), 1u);
+    auto health = client_->Get("/healthz");
+    EXPECT_TRUE(health && health->status == 200);
+  }
+  binder.Release();
+  for (std::thread& t : binds) t.join();
+  for (const std::string& answer : answers) EXPECT_EQ(answer, "200 {\"Error\":\"\"}");
+  EXPECT_EQ(binder.most(), 2);
 }
 
 // --log-level debug: one line per filter and per bind decision, naming the pod, the outcome and a reason.
