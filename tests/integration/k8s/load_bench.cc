@@ -151,14 +151,17 @@ PhaseResult RunPhase(const std::string& name, int port, const std::vector<std::s
 
 int Main(int argc, char** argv) {
   CLI::App app{"rackwise-extender loopback load test (filter + prioritize per pod)"};
-  int nodes = 5000, clients = 2, threads = 4, warmup = 200, slices = 10;
+  int nodes = 5000, clients = 2, threads = 0, warmup = 200, slices = 10;
   size_t pods = 5000;
   double max_seconds = 60, fill = 0.5;
   bool smoke = false, json = false, no_cache = false;
   app.add_option("--nodes", nodes, "node names per call (HGX H100 nodes, 8 per rack)")->check(CLI::Range(8, 100000));
   app.add_option("--pods", pods, "pods per phase");
   app.add_option("--clients", clients, "concurrent keep-alive clients")->check(CLI::Range(1, 64));
-  app.add_option("--threads", threads, "server worker threads")->check(CLI::Range(1, 64));
+  app.add_option("--threads", threads,
+                 "server threads: the extender's I/O threads and the no-op server's workers (default: one per core, "
+                 "the extender's default)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--max-seconds", max_seconds, "stop a phase after this long");
   app.add_option("--slices", slices, "the phases alternate in this many slices each (a shared machine drifts)")
       ->check(CLI::Range(1, 1000));
@@ -257,6 +260,7 @@ int Main(int argc, char** argv) {
                 t_prio / kBreakdownRounds, t_enc_p / kBreakdownRounds);
   }
 
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   HttpServerOptions http;
   http.threads = threads;
   ExtenderHttpServer server(&service, http);
