@@ -3,6 +3,7 @@
 #include "http_server.h"
 
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -19,10 +20,12 @@ using tcp = asio::ip::tcp;
 
 class ExtenderHttpServer::Impl {
  public:
-  // Declaration order is destruction order reversed: the I/O context (and with it every connection) goes
+  // Declaration order is destruction order reversed: the I/O contexts (and with them every connection) go
   // before the TLS context and the shared front end they use.
   Impl(ExtenderService* service, const HttpServerOptions& options)
-      : front_(service, options), blocking_(static_cast<size_t>(std::max(1, options.blocking_threads))) {
+      : front_(service, options),
+        iocs_(MakeContexts(options.threads)),
+        blocking_(static_cast<size_t>(std::max(1, options.blocking_threads))) {
     if (options.blocking_threads > 0) front_.blocking = &blocking_;
   }
   ~Impl() { Stop(); }
@@ -42,8 +45,10 @@ class ExtenderHttpServer::Impl {
     if (ec) return absl::UnavailableError(absl::StrCat("cannot bind ", o.host, ":", o.port, ": ", ec.message()));
     *port = acceptor_.local_endpoint().port();
     Accept();
-    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    for (auto& ioc : iocs_) {
+      guards_.push_back(asio::make_work_guard(*ioc));  // a context without connections keeps its thread
+      threads_.emplace_back([ioc = ioc.get()] { ioc->run(); });
+    }
     return absl::OkStatus();
   }
 
@@ -54,9 +59,10 @@ class ExtenderHttpServer::Impl {
       beast::error_code ec;
       acceptor_.close(ec);
     });
-    ioc_.stop();
+    for (auto& ioc : iocs_) ioc->stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
+    guards_.clear();
     // Binds in flight finish (the API client's own timeouts bound them); what they post back to the stopped
     // context is destroyed with it, after this.
     blocking_.join();
@@ -93,7 +99,10 @@ class ExtenderHttpServer::Impl {
   }
 
   void Accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    // Connections go to the I/O threads in turn and stay there: no handler of a connection ever wakes another
+    // thread (one shared context made every completion a cross-thread hand-off on a 2-core machine).
+    asio::io_context& next = *iocs_[next_ioc_++ % iocs_.size()];
+    acceptor_.async_accept(asio::make_strand(next), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       if (ec) {
         // Out of file descriptors, most likely: try again shortly instead of spinning.
@@ -122,13 +131,24 @@ class ExtenderHttpServer::Impl {
       front_.metrics->CountHttpError(503);
       return;  // the socket closes with the session
     }
-    session->Start(slot);
+    // Started on its own I/O thread, so that every step of the connection runs there.
+    asio::post(session->executor(), [session, slot] { session->Start(slot); });
+  }
+
+  // One single-threaded I/O context per I/O thread (`threads`, 0: one per core).
+  static std::vector<std::unique_ptr<asio::io_context>> MakeContexts(int threads) {
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::unique_ptr<asio::io_context>> out;
+    for (int i = 0; i < threads; ++i) out.push_back(std::make_unique<asio::io_context>(1));
+    return out;
   }
 
   FrontEnd front_;
   std::optional<asio::ssl::context> tls_;
-  asio::io_context ioc_;
-  tcp::acceptor acceptor_{asio::make_strand(ioc_)};
+  std::vector<std::unique_ptr<asio::io_context>> iocs_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  size_t next_ioc_ = 0;  // touched only by the acceptor's handler
+  tcp::acceptor acceptor_{asio::make_strand(*iocs_[0])};
   asio::steady_timer retry_{acceptor_.get_executor()};
   std::vector<std::thread> threads_;
   // Joined in Stop, before the I/O context goes: its tasks hold connections of that context.

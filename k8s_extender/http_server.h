@@ -1,7 +1,8 @@
 // The HTTP(S) front end of the extender (Boost.Beast on Asio): reads requests, hands them to ExtenderRoutes
 // (http_routes.h), writes the answers. Built so that no client can hold it up:
 // - asynchronous: a connection that is idle, slow or pipelining holds no thread, only a socket and a small
-//   buffer; a few I/O threads serve every connection;
+//   buffer; one I/O thread per core serves the connections given to it, and binds and large bodies are
+//   answered on a worker pool so that they never hold an I/O thread;
 // - deadlines: a connection waiting between requests closes after idle_timeout_ms; once a request's first
 //   byte arrives, the whole request (headers and body) must arrive within request_timeout_ms, else 408 and
 //   close; an answer must be taken within write_timeout_ms;
@@ -41,9 +42,11 @@ struct HttpServerOptions {
   // kube-scheduler never sends a POST on a connection the server is closing.
   int idle_timeout_ms = 120'000;
   size_t max_connections = 512;
-  int threads = 0;  // I/O threads (requests are decoded and answered on them); 0: one per core
-  // Threads for requests that wait on the API server (binds; see ExtenderRoutes::MayBlock), so that I/O threads
-  // never wait on the network and one per core is enough. At most this many binds are in flight at once.
+  // I/O threads, each with its own connections (requests are decoded and answered there); 0: one per core.
+  int threads = 0;
+  // Worker threads for requests that would hold an I/O thread, and with it that thread's other connections:
+  // binds (they wait on the API server; ExtenderRoutes::MayBlock) and bodies of 1 MiB or more (milliseconds of
+  // decoding). At most this many are answered at once. 0: answered on the I/O threads.
   int blocking_threads = 4;
   // False: only GET /healthz, /readyz and /metrics (the plain --metrics-listen port for probes and
   // Prometheus, which carry no client certificate).

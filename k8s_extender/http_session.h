@@ -65,6 +65,8 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
     front_->slots.Leave(slot_);
   }
 
+  auto executor() { return stream_.get_executor(); }
+
   void Start(uint64_t slot) {
     slot_ = slot;
     if constexpr (kTls) {
@@ -161,9 +163,12 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
     http::request<http::string_body> request = parser_->release();
     parser_.reset();
     const auto target = request.target();
-    if (front_->blocking != nullptr && ExtenderRoutes::MayBlock(absl::string_view(target.data(), target.size()))) {
-      // Answered on the blocking pool, written back on this connection's strand. The connection reads nothing
-      // meanwhile (answers stay in order), and holds no I/O thread.
+    const bool long_running = ExtenderRoutes::MayBlock(absl::string_view(target.data(), target.size())) ||
+                              request.body().size() >= kSmallBody;
+    if (front_->blocking != nullptr && long_running) {
+      // A bind (it waits on the API server) or a large body (milliseconds of decoding) is answered on the worker
+      // pool and written back on this connection's strand: the I/O thread, which serves other connections too,
+      // never waits for it. The connection reads nothing meanwhile (answers stay in order).
       asio::post(*front_->blocking, [self = this->shared_from_this(), request = std::move(request)]() mutable {
         const bool keep_alive = request.keep_alive();
         HttpAnswer answer = self->Answer(std::move(request));

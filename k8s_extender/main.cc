@@ -94,7 +94,7 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
                  "HTTP I/O threads (no connection holds one while it waits; default: one per core)")
       ->check(CLI::Range(1, 256));
   app.add_option("--bind-threads", http.blocking_threads,
-                 "threads for binds, which wait on the API server (default 4: at most 4 binds in flight)")
+                 "worker threads for binds (they wait on the API server) and bodies of 1 MiB or more (default 4)")
       ->check(CLI::Range(1, 256));
   app.add_option("--request-timeout-ms", http.request_timeout_ms,
                  "a request must arrive whole this long after its first byte (408 beyond)")
