@@ -8,6 +8,7 @@
 #include "domain_planner.h"
 #include "node_picker.h"
 #include "placement_context.h"
+#include "rail_set.h"
 #include "refusal_builder.h"
 #include "request_setup.h"
 #include "type_minimum.h"
@@ -28,6 +29,7 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan, 
   d.min_domains = d.domains == 1 ? 1 : std::min(fewest, d.domains);
   for (const internal::DomainTake& take : plan.takes)
     internal::PickNodes(ctx, take.domain, take.gpus, plan.rail_set, &d.nodes);
+  if (ctx.k() == 0) internal::ShareRails(ctx.ledger(), &d.nodes);
   std::sort(d.nodes.begin(), d.nodes.end(), [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
   for (const NodeGpus& ng : d.nodes) {
     const RackId r = t.nodes()[ng.node].rack;

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "rackwise/gpu_mask.h"
 #include "rackwise/placer.h"
 #include "rackwise/synthetic_cluster.h"
 
@@ -95,6 +96,50 @@ TEST(RailAlignmentPropertyTest, PartialNodeJobIsAlignedWheneverItsRackCouldAlign
   // Not vacuous: many decisions, and many where alignment was possible but not trivially so.
   EXPECT_GT(one_rack_decisions, 1000);
   EXPECT_GT(could_align, 500);
+}
+
+// Any split (no gpus_per_node): every smaller share uses the largest share's GPU indices as far as its node's
+// free GPUs allow. Checked against the free GPUs before the decision, share by share.
+TEST(RailAlignmentPropertyTest, AnySplitSharesUseTheLargestSharesRails) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int multi_node = 0, moved = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    SyntheticClusterSpec spec;
+    spec.blocks.push_back({ReferenceSystem::kHgxH100, pick(1, 2), pick(2, 6), 0, 8, 0, 0});
+    absl::StatusOr<Topology> topo = Topology::Build(BuildSyntheticCluster(spec));
+    ASSERT_TRUE(topo.ok()) << topo.status();
+    const Ledger l = RandomLedger(rng, *topo);
+    PlacementRequest r;
+    r.id = "job";
+    r.gpus = pick(3, 20);
+    r.locality = std::vector<std::optional<Locality>>{std::nullopt, Locality::kRequired, Locality::kPreferred,
+                                                      Locality::kNone}[pick(0, 3)];
+    SCOPED_TRACE(testing::Message() << "trial " << trial << ": " << r.gpus << " GPUs");
+    absl::StatusOr<PlacementOutcome> out = Placer::Place(l, r);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const auto* d = std::get_if<PlacementDecision>(&*out);
+    if (d == nullptr || d->nodes.size() < 2) continue;
+    ++multi_node;
+    GpuMask rails = 0;
+    int widest = 0;
+    for (const NodeGpus& ng : d->nodes) {
+      if (std::popcount(ng.gpus) > widest) {
+        widest = std::popcount(ng.gpus);
+        rails = ng.gpus;
+      }
+    }
+    for (const NodeGpus& ng : d->nodes) {
+      const GpuMask free = l.free_gpus(ng.node);
+      const int count = std::popcount(ng.gpus);
+      ASSERT_EQ(ng.gpus & ~free, 0u);
+      EXPECT_EQ(std::popcount(ng.gpus & rails), std::min(count, std::popcount(free & rails)))
+          << topo->nodes()[ng.node].name << " could use more of the largest share's rails";
+      if (std::popcount(LowestGpus(free, count) & ~rails) > 0 && (ng.gpus & ~rails) == 0) ++moved;
+    }
+  }
+  EXPECT_GT(multi_node, 500);
+  EXPECT_GT(moved, 50);  // shares the lowest free GPUs would have put off the rails
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Chooses a rail set. See rail_set.h.
 #include "rail_set.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 
@@ -53,6 +54,23 @@ RailChoice ChooseRailSet(const PlacementContext& ctx, const std::vector<NodeId>&
   const int width = ctx.topology().node_types()[ctx.type()].gpus;
   if (k <= 0 || k >= width || ctx.gpus() <= k) return {};
   return width <= kExactRailWidth ? ExactRailSet(ctx, nodes, k, width) : SampledRailSet(ctx, nodes, k, width);
+}
+
+void ShareRails(const Ledger& ledger, std::vector<NodeGpus>* shares) {
+  if (shares->size() < 2) return;
+  // The largest share, the lowest node id among equals (so that the choice does not depend on the order).
+  auto largest = std::max_element(shares->begin(), shares->end(), [](const NodeGpus& a, const NodeGpus& b) {
+    const int ca = std::popcount(a.gpus), cb = std::popcount(b.gpus);
+    return ca != cb ? ca < cb : a.node > b.node;
+  });
+  const GpuMask rails = largest->gpus;
+  for (NodeGpus& share : *shares) {
+    if ((share.gpus & ~rails) == 0) continue;
+    const int count = std::popcount(share.gpus);
+    const GpuMask free = ledger.free_gpus(share.node);
+    const GpuMask on_rails = LowestGpus(free & rails, count);
+    share.gpus = on_rails | LowestGpus(free & ~rails, count - std::popcount(on_rails));
+  }
 }
 
 }  // namespace rackwise::internal
