@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "rackwise/power_bounds.h"
+#include "rackwise/testing/watts_texts.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -52,31 +55,9 @@ TEST(PodSpec, Annotations) {
 // The annotation goes through the core's bounds (rackwise/power_bounds.h): extreme, tiny and malformed watts
 // are refused naming the annotation; what passes is a sane number of watts, never a free job.
 TEST(PodSpec, GpuWattsAnnotationIsBounded) {
-  for (const char* text : {"0",
-                           "0.001",
-                           "4.9e-324",
-                           "1e-310",
-                           "-0",
-                           "nan",
-                           "inf",
-                           "-inf",
-                           "1e300",
-                           "-5",
-                           "1e17",
-                           "9223372036854775807",
-                           "18446744073709551616",
-                           "99999999999999999999999999",
-                           "1e999",
-                           "10000.001",
-                           "100000",
-                           "0x10",
-                           "700W",
-                           "",
-                           " ",
-                           "1",
-                           "700",
-                           " 450.5 ",
-                           "10000"}) {
+  std::vector<const char*> texts(::rackwise::testing::kWattsTexts.begin(), ::rackwise::testing::kWattsTexts.end());
+  texts.push_back("");  // an empty annotation is no declaration
+  for (const char* text : texts) {
     auto p = ParsePod(Pod(absl::StrCat(R"(,"annotations":{"rackwise.io/gpu-watts":")", text, "\"}"),
                           R"([{"resources":{"limits":{"nvidia.com/gpu":"8"}}}])"));
     if (!p.ok()) {

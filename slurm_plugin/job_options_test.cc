@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rackwise/testing/watts_texts.h"
+
 namespace rackwise::slurm {
 namespace {
 
@@ -38,30 +40,7 @@ TEST(ParseGpuWatts, RejectsNonsense) {
 // --gpu-watts goes through the core's bounds (rackwise/power_bounds.h), as the pod annotation does: extreme,
 // tiny and malformed values are refused naming the option; what passes is sane, never a free job.
 TEST(ParseGpuWatts, ExtremesAreRefusedBothAtSubmitAndInSlurmctld) {
-  for (const char* text : {"0",
-                           "0.001",
-                           "4.9e-324",
-                           "1e-310",
-                           "-0",
-                           "nan",
-                           "inf",
-                           "-inf",
-                           "1e300",
-                           "-5",
-                           "1e17",
-                           "9223372036854775807",
-                           "18446744073709551616",
-                           "99999999999999999999999999",
-                           "1e999",
-                           "10000.001",
-                           "100000",
-                           "0x10",
-                           "700W",
-                           " ",
-                           "1",
-                           "700",
-                           " 450.5 ",
-                           "10000"}) {
+  for (const char* text : ::rackwise::testing::kWattsTexts) {
     absl::StatusOr<double> watts = ParseGpuWatts(text);
     const std::string entry = std::string("RACKWISE_GPU_WATTS=") + text;
     absl::StatusOr<JobOptions> env = ParseJobEnv({entry});
