@@ -328,52 +328,63 @@ void ExpectSameRefusals(const Ledger& l, const PlacementRequest& r) {
   }
 }
 
-TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
-  for (uint64_t seed = 7000; seed < 7300; ++seed) {
+// Random clusters, one per seed in [first, last), each taking `steps` random requests in turn against its own
+// ledger: `step(rng, ledger, request)` checks one and may change the ledger. Stops at the first fatal failure;
+// each ledger must keep its invariants.
+template <typename Step>
+void OverRandomRequests(uint64_t first, uint64_t last, int steps, Step step) {
+  for (uint64_t seed = first; seed < last; ++seed) {
     std::mt19937_64 rng(seed);
-    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     auto topo = Topology::Build(RandomCluster(rng));
     ASSERT_TRUE(topo.ok());
-    const Topology& t = *topo;
-    Ledger l(t);
-    for (int i = 0; i < 40; ++i) {
+    Ledger l(*topo);
+    for (int i = 0; i < steps; ++i) {
       SCOPED_TRACE(testing::Message() << "seed " << seed << " step " << i);
-      PlacementRequest r = RandomRequest(rng, t, i);
-      if (pick(0, 1)) r.allowed_nodes.clear();
-      ExpectSameRefusals(l, r);
+      PlacementRequest r = RandomRequest(rng, *topo, i);
+      step(rng, l, r);
       if (::testing::Test::HasFatalFailure()) return;
-      // A list of every node restricts nothing: the same answer as no list.
-      PlacementRequest all = r;
-      all.allowed_nodes.clear();
-      for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) all.allowed_nodes.push_back(n);
-      all.excluded_nodes.clear();
-      PlacementRequest none = all;
-      none.allowed_nodes.clear();
-      ASSERT_TRUE(internal::SetUpRequest(t, all)->allowed.empty());
-      auto x = Placer::Place(l, all);
-      auto y = Placer::Place(l, none);
-      ASSERT_TRUE(x.ok() && y.ok());
-      ASSERT_EQ(x->index(), y->index());
-      if (const auto* d = std::get_if<PlacementDecision>(&*x)) {
-        ASSERT_EQ(d->nodes, std::get<PlacementDecision>(*y).nodes);
-        if (pick(0, 2)) {
-          ASSERT_TRUE(l.Commit(d->ToAllocation(r.id)).ok());
-        }
-      } else {
-        ASSERT_EQ(std::get<PlacementRefusal>(*x).Message(), std::get<PlacementRefusal>(*y).Message());
-      }
-      if (pick(0, 5) == 0) {
-        const NodeId n = pick(0, static_cast<int>(t.nodes().size()) - 1);
-        l.SetNodeHealth(n, static_cast<NodeHealth>(pick(0, 2)));
-        if (pick(0, 1)) l.SetGpuFailed(n, pick(0, t.nodes()[n].gpus - 1), pick(0, 1));
-      }
-      if (pick(0, 5) == 0) {
-        const RackId rk = pick(0, static_cast<int>(t.racks().size()) - 1);
-        l.SetRackCap(rk, t.racks()[rk].cap * pick(50, 110) / 100);
-      }
     }
     ASSERT_TRUE(l.CheckInvariants().ok()) << l.CheckInvariants();
   }
+}
+
+TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
+  OverRandomRequests(7000, 7300, 40, [](std::mt19937_64& rng, Ledger& l, PlacementRequest& r) {
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const Topology& t = l.topology();
+    if (pick(0, 1)) r.allowed_nodes.clear();
+    ExpectSameRefusals(l, r);
+    if (::testing::Test::HasFatalFailure()) return;
+    // A list of every node restricts nothing: the same answer as no list.
+    PlacementRequest all = r;
+    all.allowed_nodes.clear();
+    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) all.allowed_nodes.push_back(n);
+    all.excluded_nodes.clear();
+    PlacementRequest none = all;
+    none.allowed_nodes.clear();
+    ASSERT_TRUE(internal::SetUpRequest(t, all)->allowed.empty());
+    auto x = Placer::Place(l, all);
+    auto y = Placer::Place(l, none);
+    ASSERT_TRUE(x.ok() && y.ok());
+    ASSERT_EQ(x->index(), y->index());
+    if (const auto* d = std::get_if<PlacementDecision>(&*x)) {
+      ASSERT_EQ(d->nodes, std::get<PlacementDecision>(*y).nodes);
+      if (pick(0, 2)) {
+        ASSERT_TRUE(l.Commit(d->ToAllocation(r.id)).ok());
+      }
+    } else {
+      ASSERT_EQ(std::get<PlacementRefusal>(*x).Message(), std::get<PlacementRefusal>(*y).Message());
+    }
+    if (pick(0, 5) == 0) {
+      const NodeId n = pick(0, static_cast<int>(t.nodes().size()) - 1);
+      l.SetNodeHealth(n, static_cast<NodeHealth>(pick(0, 2)));
+      if (pick(0, 1)) l.SetGpuFailed(n, pick(0, t.nodes()[n].gpus - 1), pick(0, 1));
+    }
+    if (pick(0, 5) == 0) {
+      const RackId rk = pick(0, static_cast<int>(t.racks().size()) - 1);
+      l.SetRackCap(rk, t.racks()[rk].cap * pick(50, 110) / 100);
+    }
+  });
 }
 
 // kube-scheduler binds a pod to the node its prioritize verb scores best (the extender's weight dominates). That
@@ -382,57 +393,49 @@ TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
 // decision no node scores 10. Nodes FilterNode rejects score 0.
 TEST(PlacerPropertyTest, PrioritizeBestNodeIsWherePlacePutsThePod) {
   int anchored = 0;
-  for (uint64_t seed = 9000; seed < 9200; ++seed) {
-    std::mt19937_64 rng(seed);
+  OverRandomRequests(9000, 9200, 30, [&anchored](std::mt19937_64& rng, Ledger& l, PlacementRequest& r) {
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-    auto topo = Topology::Build(RandomCluster(rng));
-    ASSERT_TRUE(topo.ok());
-    const Topology& t = *topo;
-    Ledger l(t);
-    for (int i = 0; i < 30; ++i) {
-      SCOPED_TRACE(testing::Message() << "seed " << seed << " step " << i);
-      PlacementRequest r = RandomRequest(rng, t, i);
-      r.allowed_nodes.clear();
-      if (pick(0, 1)) r.gpus_per_node = r.gpus;  // a pod: all of it on one node, as the extender asks
-      std::vector<NodeId> candidates;
-      for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-        if (pick(0, 3) != 0) candidates.push_back(n);
-      if (candidates.empty()) continue;  // (an empty allowed_nodes would mean every node to Place)
-      if (pick(0, 2) == 0) candidates.push_back(candidates.front());  // a repeat
-      std::vector<int> scores;
-      Placer::ScoreNodes(l, r, candidates, &scores);
-      PlacementRequest among = r;
-      among.allowed_nodes = candidates;
-      auto outcome = Placer::Place(l, among);
-      if (!outcome.ok()) continue;  // a malformed request: every score is 0 (checked in placer_test)
-      const auto* decision = std::get_if<PlacementDecision>(&*outcome);
-      std::set<NodeId> chosen;
-      if (decision != nullptr)
-        for (const NodeGpus& ng : decision->nodes) chosen.insert(ng.node);
-      const int best = scores.empty() ? 0 : *std::max_element(scores.begin(), scores.end());
-      for (size_t c = 0; c < candidates.size(); ++c) {
-        const bool rejected = Placer::FilterNode(l, r, candidates[c]).has_value();
-        if (rejected) {
-          ASSERT_EQ(scores[c], 0) << t.nodes()[candidates[c]].name;
-        }
-        if (scores[c] == 0) {
-          ASSERT_TRUE(rejected || Placer::ScoreNode(l, r, candidates[c]) == 0);
-        }
-        if (decision == nullptr) {
-          ASSERT_LT(scores[c], 10);
-        } else if (scores[c] == best) {
-          ASSERT_TRUE(chosen.count(candidates[c])) << t.nodes()[candidates[c]].name << " scores " << best;
-        }
+    const Topology& t = l.topology();
+    r.allowed_nodes.clear();
+    if (pick(0, 1)) r.gpus_per_node = r.gpus;  // a pod: all of it on one node, as the extender asks
+    std::vector<NodeId> candidates;
+    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
+      if (pick(0, 3) != 0) candidates.push_back(n);
+    if (candidates.empty()) return;  // (an empty allowed_nodes would mean every node to Place)
+    if (pick(0, 2) == 0) candidates.push_back(candidates.front());  // a repeat
+    std::vector<int> scores;
+    Placer::ScoreNodes(l, r, candidates, &scores);
+    PlacementRequest among = r;
+    among.allowed_nodes = candidates;
+    auto outcome = Placer::Place(l, among);
+    if (!outcome.ok()) return;  // a malformed request: every score is 0 (checked in placer_test)
+    const auto* decision = std::get_if<PlacementDecision>(&*outcome);
+    std::set<NodeId> chosen;
+    if (decision != nullptr)
+      for (const NodeGpus& ng : decision->nodes) chosen.insert(ng.node);
+    const int best = scores.empty() ? 0 : *std::max_element(scores.begin(), scores.end());
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const bool rejected = Placer::FilterNode(l, r, candidates[c]).has_value();
+      if (rejected) {
+        ASSERT_EQ(scores[c], 0) << t.nodes()[candidates[c]].name;
       }
-      if (decision != nullptr) {
-        ++anchored;
-        ASSERT_EQ(best, 10);
-        if (pick(0, 1)) {
-          ASSERT_TRUE(l.Commit(decision->ToAllocation(r.id)).ok());
-        }
+      if (scores[c] == 0) {
+        ASSERT_TRUE(rejected || Placer::ScoreNode(l, r, candidates[c]) == 0);
+      }
+      if (decision == nullptr) {
+        ASSERT_LT(scores[c], 10);
+      } else if (scores[c] == best) {
+        ASSERT_TRUE(chosen.count(candidates[c])) << t.nodes()[candidates[c]].name << " scores " << best;
       }
     }
-  }
+    if (decision != nullptr) {
+      ++anchored;
+      ASSERT_EQ(best, 10);
+      if (pick(0, 1)) {
+        ASSERT_TRUE(l.Commit(decision->ToAllocation(r.id)).ok());
+      }
+    }
+  });
   EXPECT_GT(anchored, 1000);  // the property was exercised, not vacuous
 }
 
