@@ -25,9 +25,9 @@ RailChoice ChooseRailSet(const PlacementContext& ctx, const std::vector<NodeId>&
 inline constexpr int kExactRailWidth = 8;
 
 // Any-split jobs (no gpus_per_node): the nodes' shares differ in size, so "the same indices" means the smaller
-// shares use rails the largest one (the lowest node id among equals) uses (an 8 + 4 split on rails 0-7 and 0-3 is aligned). Moves each smaller
-// share onto the largest share's indices as far as its free GPUs allow; which nodes and how many GPUs on each
-// are unchanged.
+// shares use rails the largest one (the lowest node id among equals) uses (an 8 + 4 split on rails 0-7 and 0-3 is
+// aligned). Moves each smaller share onto the largest share's indices as far as its free GPUs allow; which nodes and
+// how many GPUs on each are unchanged.
 void ShareRails(const Ledger& ledger, std::vector<NodeGpus>* shares);
 
 }  // namespace rackwise::internal
