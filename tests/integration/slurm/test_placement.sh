@@ -43,11 +43,14 @@ reconfigure_and_wait() {
   scontrol reconfigure
   rw_wait_log 'rackwise: loaded .*rackwise.yaml' 30 $((before + 1)) || rw_fail "rackwise.yaml not reloaded"
 }
+# Cancels every job and waits until the queue is empty: running jobs pass through COMPLETING until their slurmd
+# reports the end; on a loaded machine that took over 20 s once (CI, right after a reconfigure), hence 60 s.
 cancel_all() {
   scancel --user=root 2>/dev/null
   local t
-  for ((t = 0; t < 100; t++)); do [[ -z $(squeue -h) ]] && return 0; sleep 0.2; done
-  rw_fail "queue did not drain"
+  for ((t = 0; t < 300; t++)); do [[ -z $(squeue -h) ]] && return 0; sleep 0.2; done
+  rw_fail "queue did not drain in 60 s: $(squeue -h -o '%i %T %r %N' | paste -sd';')"
+  tail -15 "$RW_TMP/log/slurmctld.log" >&2
 }
 
 # --- Slurm's own tools work with the plugin installed -----------------------------------------------
