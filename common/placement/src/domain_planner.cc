@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 #include "fewest_domains.h"
 #include "rail_set.h"
@@ -258,12 +259,12 @@ GpuMask RailSetOfTakes(const PlacementContext& ctx, const std::vector<DomainTake
   return ChooseRailSet(ctx, nodes).set;
 }
 
-// Whether the nodes of node-scope domains `members` share a rail set free on as many nodes as the job needs.
-bool CanAlign(const PlacementContext& ctx, const std::vector<Candidate>& members) {
+// The rail set over the nodes of node-scope domains `members` (one node each).
+RailChoice RailSetOfMembers(const PlacementContext& ctx, const std::vector<Candidate>& members) {
   std::vector<NodeId> nodes;
   nodes.reserve(members.size());
   for (const Candidate& c : members) nodes.push_back(ctx.topology().domains()[c.domain].nodes.front());
-  return ChooseRailSet(ctx, nodes).holders >= ctx.gpus() / ctx.k();
+  return ChooseRailSet(ctx, nodes);
 }
 
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
@@ -287,7 +288,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     int level;  // 0 rack, 1 scalable unit, 2 cluster
     std::vector<Candidate> members;
     long long total = 0;
-    int can_align = -1;  // whether its nodes share a rail set for the job (-1: not asked yet)
+    std::optional<RailChoice> rails;  // its nodes' rail set, once asked (rail jobs only)
   };
   std::vector<Scope> scopes;
   {
@@ -341,13 +342,15 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
   // beats a tighter one where the job would straddle rails. Bounded, so that a decision stays cheap when
   // hundreds of racks tie.
   int rail_checks = 0;
-  auto can_align = [&](Scope& s) {
-    if (s.can_align < 0) {
+  auto rails_of = [&](Scope& s) -> const RailChoice& {
+    if (!s.rails) {
       ++rail_checks;
-      s.can_align = CanAlign(ctx, s.members) ? 1 : 0;
+      s.rails = RailSetOfMembers(ctx, s.members);
     }
-    return s.can_align == 1;
+    return *s.rails;
   };
+  // Whether the scope's nodes share a rail set free on as many nodes as the job needs.
+  auto can_align = [&](Scope& s) { return rails_of(s).holders >= g / ctx.k(); };
   Scope* best = nullptr;
   GreedyResult best_result;
   for (Scope& s : scopes) {
@@ -379,9 +382,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
   if (rail) {
     // Node-scope domains each give exactly k: put the nodes that have the job's rail set free first, then
     // take again. The domain count cannot grow, since every candidate offers the same k.
-    std::vector<NodeId> nodes;
-    for (const Candidate& c : best->members) nodes.push_back(t.domains()[c.domain].nodes.front());
-    plan.rail_set = ChooseRailSet(ctx, nodes).set;
+    plan.rail_set = rails_of(*best).set;
     std::vector<Candidate> order = best->members;
     std::stable_partition(order.begin(), order.end(), [&](const Candidate& c) {
       const GpuMask free = ctx.ledger().free_gpus(t.domains()[c.domain].nodes.front());
