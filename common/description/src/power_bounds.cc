@@ -50,6 +50,12 @@ absl::Status CheckCapKw(double kilowatts) { return CheckKw(kilowatts, "a power c
 
 absl::Status CheckMeasuredKw(double kilowatts) { return CheckKw(kilowatts, "a measured draw"); }
 
+absl::Status CheckReclaimPct(double pct) {
+  if (!std::isfinite(pct) || pct < 0 || pct > kMaxReclaimPct)
+    return absl::InvalidArgumentError(absl::StrCat("must be between 0 and ", kMaxReclaimPct, ", got ", pct));
+  return absl::OkStatus();
+}
+
 double IdleShareWattsPerGpu(int gpus, double idle_watts, double node_watts, double gpu_watts) {
   if (gpus < 1 || !(node_watts > 0)) return kMinWattsPerGpu;
   const double default_per_gpu = (node_watts - idle_watts) / gpus;

@@ -242,11 +242,8 @@ class StateChecker {
     CheckNamedKw(measured, s_.measured_size(), [&](int i) -> std::pair<const std::string&, double> {
       return {s_.measured(i).rack(), s_.measured(i).measured_kw()};
     });
-    const double reclaim = s_.measured_reclaim_pct();
-    if (!std::isfinite(reclaim) || reclaim < 0 || reclaim > 50) {
-      Report(lines_.FieldLine(lines_.Root(), f_.reclaim),
-             absl::StrCat("measured_reclaim_pct must be a number from 0 to 50, got ", reclaim));
-    }
+    if (absl::Status bad = CheckReclaimPct(s_.measured_reclaim_pct()); !bad.ok())
+      Report(lines_.FieldLine(lines_.Root(), f_.reclaim), absl::StrCat("measured_reclaim_pct ", bad.message()));
   }
 
   const v1::ClusterState& s_;

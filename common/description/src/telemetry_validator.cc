@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/power_bounds.h"
 
 namespace rackwise {
 namespace {
@@ -64,9 +65,8 @@ class TelemetryChecker {
         Report("telemetry.stale_after_s", absl::StrCat("telemetry: stale_after_s (", stale,
                                                        ") must not be shorter than interval_s (", interval, ")"));
     }
-    const double reclaim = t_.reclaim_pct();
-    if (!std::isfinite(reclaim) || reclaim < 0 || reclaim > 50)
-      Report("telemetry.reclaim_pct", absl::StrCat("telemetry: reclaim_pct must be between 0 and 50, got ", reclaim));
+    if (absl::Status bad = CheckReclaimPct(t_.reclaim_pct()); !bad.ok())
+      Report("telemetry.reclaim_pct", absl::StrCat("telemetry: reclaim_pct ", bad.message()));
     if (!v1::OverdrawAction_IsValid(t_.on_overdraw()))
       Report("telemetry.on_overdraw",
              absl::StrCat("telemetry: unknown on_overdraw value ", static_cast<int>(t_.on_overdraw())));

@@ -2,7 +2,6 @@
 #include "rackwise/cluster_state.h"
 
 #include <bit>
-#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -34,9 +33,8 @@ namespace {
 absl::Status ApplyMeasured(const v1::ClusterState& state, Ledger* ledger) {
   if (state.measured().empty()) return absl::OkStatus();
   const Topology& t = ledger->topology();
-  const double reclaim = state.measured_reclaim_pct();
-  if (!std::isfinite(reclaim) || reclaim < 0 || reclaim > 50)
-    return absl::InvalidArgumentError(absl::StrCat("measured_reclaim_pct must be 0..50, got ", reclaim));
+  if (absl::Status bad = CheckReclaimPct(state.measured_reclaim_pct()); !bad.ok())
+    return absl::InvalidArgumentError(absl::StrCat("measured_reclaim_pct ", bad.message()));
   std::vector<std::optional<Milliwatts>> racks(t.racks().size());
   for (const v1::RackReading& reading : state.measured()) {
     std::optional<RackId> r = t.FindRack(reading.rack());
@@ -45,7 +43,7 @@ absl::Status ApplyMeasured(const v1::ClusterState& state, Ledger* ledger) {
       return absl::InvalidArgumentError(absl::StrCat("rack ", reading.rack(), ": ", s.message()));
     racks[*r] = WattsToMilliwatts(reading.measured_kw() * 1000.0);
   }
-  ledger->SetMeasuredDraw(racks, reclaim / 100, /*count_recent=*/false);
+  ledger->SetMeasuredDraw(racks, state.measured_reclaim_pct() / 100, /*count_recent=*/false);
   return absl::OkStatus();
 }
 

@@ -57,6 +57,13 @@ absl::Status CheckCapKw(double kilowatts);
 // A measured draw in kilowatts (a state file's rack readings): the same range as a cap.
 absl::Status CheckMeasuredKw(double kilowatts);
 
+// The share of the gap between a rack's estimate and its lower measured draw that placements may use
+// (telemetry.reclaim_pct, and the writer's value in a state file): 0..kMaxReclaimPct. Above 50 the counted draw
+// could fall below what the rack measures. InvalidArgument "must be between 0 and 50, got X" otherwise; callers
+// prefix their field name.
+inline constexpr double kMaxReclaimPct = 50;
+absl::Status CheckReclaimPct(double pct);
+
 // The least a job may declare per GPU on a node type when the policy says nothing higher: the GPU's share of
 // the node's idle draw. A GPU limited to W watts still draws its own idle power, so declaring less than that
 // share would make the job (nearly) free to the ledger. The share is in proportion to the GPU's part of the
