@@ -186,13 +186,13 @@ class StateChecker {
   // A list of {name, kW} entries (cap overrides, measured draws): each names one of `known`, once, with a kW
   // figure that `check` accepts.
   struct NamedKwList {
-    int list_field, name_field, kw_field;
-    const char* key;       // "caps"
-    const char* entry;     // "cap override"
-    const char* name_key;  // "name"
-    const char* names;     // "rack or power domain"
-    const char* kw_key;    // "power_cap_kw"
-    const char* twice;     // "is overridden twice"
+    int list_field, name_field, kw_field;  // LineTable indices of the list and of its entries' two fields
+    const char* key;                       // "caps"
+    const char* entry;                     // "cap override"
+    const char* name_key;                  // "name"
+    const char* names;                     // "rack or power domain"
+    const char* kw_key;                    // "power_cap_kw"
+    const char* twice;                     // "is overridden twice"
     const absl::flat_hash_set<std::string>* known;
     absl::Status (*check)(double);
   };
@@ -228,17 +228,34 @@ class StateChecker {
   }
 
   void CheckCaps() {
-    const NamedKwList caps{
-        f_.caps,        f_.cap_name,           f_.cap_kw,   "caps",     "cap override", "name", "rack or power domain",
-        "power_cap_kw", "is overridden twice", &cap_names_, &CheckCapKw};
+    const NamedKwList caps{.list_field = f_.caps,
+                           .name_field = f_.cap_name,
+                           .kw_field = f_.cap_kw,
+                           .key = "caps",
+                           .entry = "cap override",
+                           .name_key = "name",
+                           .names = "rack or power domain",
+                           .kw_key = "power_cap_kw",
+                           .twice = "is overridden twice",
+                           .known = &cap_names_,
+                           .check = &CheckCapKw};
     CheckNamedKw(caps, s_.caps_size(), [&](int i) -> std::pair<const std::string&, double> {
       return {s_.caps(i).name(), s_.caps(i).power_cap_kw()};
     });
   }
 
   void CheckMeasured() {
-    const NamedKwList measured{f_.measured, f_.reading_rack, f_.reading_kw,     "measured",   "measured draw", "rack",
-                               "rack",      "measured_kw",   "is listed twice", &rack_names_, &CheckMeasuredKw};
+    const NamedKwList measured{.list_field = f_.measured,
+                               .name_field = f_.reading_rack,
+                               .kw_field = f_.reading_kw,
+                               .key = "measured",
+                               .entry = "measured draw",
+                               .name_key = "rack",
+                               .names = "rack",
+                               .kw_key = "measured_kw",
+                               .twice = "is listed twice",
+                               .known = &rack_names_,
+                               .check = &CheckMeasuredKw};
     CheckNamedKw(measured, s_.measured_size(), [&](int i) -> std::pair<const std::string&, double> {
       return {s_.measured(i).rack(), s_.measured(i).measured_kw()};
     });
