@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -23,10 +24,10 @@ class ExtenderHttpServer::Impl {
   // Declaration order is destruction order reversed: the I/O contexts (and with them every connection) go
   // before the TLS context and the shared front end they use.
   Impl(ExtenderService* service, const HttpServerOptions& options)
-      : front_(service, options),
-        iocs_(MakeContexts(options.threads)),
-        blocking_(static_cast<size_t>(std::max(1, options.blocking_threads))) {
-    if (options.blocking_threads > 0) front_.blocking = &blocking_;
+      : front_(service, options), iocs_(MakeContexts(options.threads)) {
+    if (options.blocking_threads > 0) {
+      front_.blocking = &blocking_.emplace(static_cast<size_t>(options.blocking_threads));
+    }
   }
   ~Impl() { Stop(); }
 
@@ -63,9 +64,9 @@ class ExtenderHttpServer::Impl {
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     guards_.clear();
-    // Binds in flight finish (the API client's own timeouts bound them); what they post back to the stopped
-    // context is destroyed with it, after this.
-    blocking_.join();
+    // Binds and large requests in flight finish (the API client's own timeouts bound binds); what they post
+    // back to the stopped contexts is destroyed with them, after this.
+    if (blocking_) blocking_->join();
   }
 
   HttpServerStats stats() const {
@@ -151,8 +152,9 @@ class ExtenderHttpServer::Impl {
   tcp::acceptor acceptor_{asio::make_strand(*iocs_[0])};
   asio::steady_timer retry_{acceptor_.get_executor()};
   std::vector<std::thread> threads_;
-  // Joined in Stop, before the I/O context goes: its tasks hold connections of that context.
-  asio::thread_pool blocking_;
+  // The worker pool (HttpServerOptions::blocking_threads > 0). Joined in Stop, before the I/O contexts go: its
+  // tasks hold connections of those contexts.
+  std::optional<asio::thread_pool> blocking_;
   bool stopped_ = false;
 };
 

@@ -172,7 +172,7 @@ class HttpSession : public Sheddable, public std::enable_shared_from_this<HttpSe
       asio::post(*front_->blocking, [self = this->shared_from_this(), request = std::move(request)]() mutable {
         const bool keep_alive = request.keep_alive();
         HttpAnswer answer = self->Answer(std::move(request));
-        asio::post(self->stream_.get_executor(), [self, answer = std::move(answer), keep_alive]() mutable {
+        asio::post(self->executor(), [self, answer = std::move(answer), keep_alive]() mutable {
           self->Write(std::move(answer), keep_alive);
         });
       });
