@@ -52,14 +52,25 @@ Ledger RandomLedger(std::mt19937_64& rng, const Topology& t) {
   return l;
 }
 
+// 1..max_racks uncapped HGX racks of 2..max_nodes nodes in one scalable unit.
+absl::StatusOr<Topology> RandomHgxRacks(std::mt19937_64& rng, int max_racks, int max_nodes) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, pick(1, max_racks), pick(2, max_nodes), 0, 8, 0, 0});
+  return Topology::Build(BuildSyntheticCluster(spec));
+}
+
+std::optional<Locality> RandomLocality(std::mt19937_64& rng) {
+  return std::vector<std::optional<Locality>>{std::nullopt, Locality::kRequired, Locality::kPreferred,
+                                              Locality::kNone}[std::uniform_int_distribution<int>(0, 3)(rng)];
+}
+
 TEST(RailAlignmentPropertyTest, PartialNodeJobIsAlignedWheneverItsRackCouldAlignIt) {
   std::mt19937_64 rng(20261201);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int one_rack_decisions = 0, could_align = 0;
   for (int trial = 0; trial < 3000; ++trial) {
-    SyntheticClusterSpec spec;
-    spec.blocks.push_back({ReferenceSystem::kHgxH100, pick(1, 3), pick(2, 10), 0, 8, 0, 0});
-    absl::StatusOr<Topology> topo = Topology::Build(BuildSyntheticCluster(spec));
+    absl::StatusOr<Topology> topo = RandomHgxRacks(rng, 3, 10);
     ASSERT_TRUE(topo.ok()) << topo.status();
     const Ledger l = RandomLedger(rng, *topo);
     PlacementRequest r;
@@ -67,8 +78,7 @@ TEST(RailAlignmentPropertyTest, PartialNodeJobIsAlignedWheneverItsRackCouldAlign
     r.gpus_per_node = pick(1, 7);
     const int nodes = pick(2, 5);
     r.gpus = r.gpus_per_node * nodes;
-    r.locality = std::vector<std::optional<Locality>>{std::nullopt, Locality::kRequired, Locality::kPreferred,
-                                                      Locality::kNone}[pick(0, 3)];
+    r.locality = RandomLocality(rng);
     if (pick(0, 3) == 0) r.excluded_nodes.push_back(pick(0, static_cast<int>(topo->nodes().size()) - 1));
     SCOPED_TRACE(testing::Message() << "trial " << trial << ": " << nodes << "x" << r.gpus_per_node);
     absl::StatusOr<PlacementOutcome> out = Placer::Place(l, r);
@@ -105,16 +115,13 @@ TEST(RailAlignmentPropertyTest, AnySplitSharesUseTheLargestSharesRails) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int multi_node = 0, moved = 0;
   for (int trial = 0; trial < 3000; ++trial) {
-    SyntheticClusterSpec spec;
-    spec.blocks.push_back({ReferenceSystem::kHgxH100, pick(1, 2), pick(2, 6), 0, 8, 0, 0});
-    absl::StatusOr<Topology> topo = Topology::Build(BuildSyntheticCluster(spec));
+    absl::StatusOr<Topology> topo = RandomHgxRacks(rng, 2, 6);
     ASSERT_TRUE(topo.ok()) << topo.status();
     const Ledger l = RandomLedger(rng, *topo);
     PlacementRequest r;
     r.id = "job";
     r.gpus = pick(3, 20);
-    r.locality = std::vector<std::optional<Locality>>{std::nullopt, Locality::kRequired, Locality::kPreferred,
-                                                      Locality::kNone}[pick(0, 3)];
+    r.locality = RandomLocality(rng);
     SCOPED_TRACE(testing::Message() << "trial " << trial << ": " << r.gpus << " GPUs");
     absl::StatusOr<PlacementOutcome> out = Placer::Place(l, r);
     ASSERT_TRUE(out.ok()) << out.status();
