@@ -5,8 +5,6 @@
 // diagnostics, word for word and line for line. Then what only the stream does: aliases, budgets, documents.
 #include "yaml_stream.h"
 
-#include <malloc.h>
-
 #include <optional>
 #include <random>
 #include <sstream>
@@ -19,6 +17,7 @@
 #include "proto_to_yaml.h"
 #include "rackwise/cluster_description.h"
 #include "rackwise/synthetic_cluster.h"
+#include "rackwise/testing/heap_usage.h"
 #include "rackwise/topology.h"
 #include "yaml_to_proto.h"
 
@@ -307,9 +306,7 @@ TEST(StreamYamlToProto, DeepNestingIsSkippedWithoutRecursionAndBounded) {
 // allocations and small per allocation. The yaml-cpp path kept a node tree and a string per field (~7 kB per
 // one-GPU allocation at its peak); the message plus the integer lines here stay under 1 kB.
 TEST(StreamYamlToProto, MemoryPerAllocationIsSmallAndLinear) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer replaces glibc's allocator, whose statistics this test reads";
-#endif
+  RACKWISE_SKIP_WITHOUT_HEAP_STATISTICS();
   auto bytes_per_allocation = [](int count) {
     v1::ClusterState s;
     for (int a = 0; a < count; ++a) {
@@ -321,13 +318,13 @@ TEST(StreamYamlToProto, MemoryPerAllocationIsSmallAndLinear) {
     }
     const std::string yaml = ProtoToYaml(s);
     s.Clear();
-    const size_t before = mallinfo2().uordblks;
+    const size_t before = ::rackwise::testing::HeapBytesInUse();
     auto lines = std::make_unique<LineTable>();
     auto state = std::make_unique<v1::ClusterState>();
     Diagnostics diagnostics;
     EXPECT_TRUE(StreamYamlToProto(yaml, "s.yaml", "state file", state.get(), lines.get(), &diagnostics, 1u << 30));
     EXPECT_EQ(state->allocations_size(), count);
-    return static_cast<double>(mallinfo2().uordblks - before) / count;
+    return static_cast<double>(::rackwise::testing::HeapBytesInUse() - before) / count;
   };
   const double small = bytes_per_allocation(5'000);
   const double large = bytes_per_allocation(40'000);
