@@ -59,29 +59,23 @@ absl::StatusOr<PlacementOutcome> GangReservations::Ensure(const std::string& gro
     PlacementDecision done;  // nothing to plan: the existing slots stand
     return PlacementOutcome(done);
   }
+  // One job of the missing pods' GPUs, split over nodes in whole pods: the core keeps every node's part a
+  // multiple of the pod's GPUs (share_gpus), so the plan divides into slots as it is.
   PlacementRequest request = per_pod;
   request.id = group;
   request.gpus = missing * per_pod.gpus;
   request.gpus_per_node = 0;
+  request.share_gpus = per_pod.gpus;
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*ledger_, request);
   std::vector<std::pair<NodeId, std::vector<GpuMask>>> split;
-  auto try_split = [&](const PlacementDecision& d) {
-    split.clear();
-    for (const NodeGpus& ng : d.nodes) {
+  if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome)) {
+    for (const NodeGpus& ng : std::get<PlacementDecision>(*outcome).nodes) {
       std::vector<GpuMask> chunks;
-      if (!SplitIntoPods(ng.gpus, per_pod.gpus, &chunks)) return false;
+      if (!SplitIntoPods(ng.gpus, per_pod.gpus, &chunks)) {
+        DropIfEmpty(group);
+        return absl::InternalError(absl::StrCat("group ", group, ": the core returned shares that are not whole pods"));
+      }
       split.emplace_back(ng.node, std::move(chunks));
-    }
-    return true;
-  };
-  if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome) &&
-      !try_split(std::get<PlacementDecision>(*outcome))) {
-    // The free split does not divide into whole pods: ask for pod-sized shares per node instead.
-    request.gpus_per_node = per_pod.gpus;
-    outcome = Placer::Place(*ledger_, request);
-    if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome) &&
-        !try_split(std::get<PlacementDecision>(*outcome))) {
-      return absl::InternalError(absl::StrCat("group ", group, ": the core returned shares that are not whole pods"));
     }
   }
   if (!outcome.ok() || std::holds_alternative<PlacementRefusal>(*outcome)) {

@@ -45,10 +45,10 @@ class GangReservations {
  public:
   explicit GangReservations(Ledger* ledger) : ledger_(ledger) {}
 
-  // Makes sure the group has a slot for every pod not yet bound: plans the missing ones with the core (as one
-  // job of missing x per_pod.gpus GPUs, per_pod.gpus per node where the core's split does not divide into
-  // pods) and commits them. A refusal passes through unchanged and books nothing. `per_pod` carries the
-  // locality, watts and allowed nodes; its gpus is the per-pod count.
+  // Makes sure the group has a slot for every pod not yet bound: plans the missing ones with the core as one
+  // job of missing x per_pod.gpus GPUs in whole pods per node (share_gpus) and commits them. A refusal passes
+  // through unchanged and books nothing. `per_pod` carries the locality, watts and allowed nodes; its gpus is the
+  // per-pod count.
   absl::StatusOr<PlacementOutcome> Ensure(const std::string& group, int size, const PlacementRequest& per_pod,
                                           int64_t now_ms, int64_t ttl_ms);
 

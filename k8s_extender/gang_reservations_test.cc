@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "rackwise/synthetic_cluster.h"
 
@@ -57,6 +61,40 @@ TEST_F(GangTest, SmallPodsShareNodes) {
   std::set<NodeId> nodes;
   for (const GangSlot& s : r->slots) nodes.insert(s.node);
   EXPECT_LE(nodes.size(), 2u);  // 8 one-GPU pods on 4-GPU trays
+}
+
+// Free GPUs in odd counts: the core splits the group in whole pods per node in one plan. Rack 1 is full; in
+// rack 0 one tray has 4 GPUs free, two have 3 and the rest none. Four pods of 2 fit as 4 + 2 + 2; a split that
+// ignores pods (4 + 3 + 1) does not divide into pods, and 2 on each node finds only three nodes.
+TEST_F(GangTest, OddFreeCountsAreSplitInWholePods) {
+  const Milliwatts per_gpu = topology_->node_types()[0].per_gpu;
+  auto busy = [&](NodeId node, GpuMask gpus) {
+    Allocation a;
+    a.id = "busy" + std::to_string(node);
+    a.nodes.push_back({node, gpus});
+    a.per_gpu = per_gpu;
+    ASSERT_TRUE(ledger_->Commit(a).ok());
+  };
+  const RackId full = 1, partial = 0;
+  for (NodeId n : topology_->racks()[full].nodes) busy(n, 0xF);
+  const std::vector<NodeId>& trays = topology_->racks()[partial].nodes;
+  busy(trays[1], 0x1);  // 3 free
+  busy(trays[2], 0x8);  // 3 free
+  for (size_t i = 3; i < trays.size(); ++i) busy(trays[i], 0xF);
+
+  auto outcome = gangs_->Ensure("ns/group/odd", 4, PerPod(2), 0, 1000);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_TRUE(std::holds_alternative<PlacementDecision>(*outcome)) << std::get<PlacementRefusal>(*outcome).Message();
+  const GangReservation* r = gangs_->Find("ns/group/odd");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->slots.size(), 4u);
+  std::map<NodeId, int> pods_on;
+  for (const GangSlot& s : r->slots) {
+    EXPECT_EQ(std::popcount(s.gpus), 2);
+    ++pods_on[s.node];
+  }
+  EXPECT_EQ(pods_on, (std::map<NodeId, int>{{trays[0], 2}, {trays[1], 1}, {trays[2], 1}}));
+  EXPECT_TRUE(ledger_->CheckInvariants().ok());
 }
 
 TEST_F(GangTest, AssignExpireAndRelease) {

@@ -122,7 +122,8 @@ struct Search {
     for (NodeId n : l.topology().domains()[d].nodes) {
       if (!Allowed(n) || (!empty && l.node_health(n) != NodeHealth::kUp)) continue;
       const int free = empty ? l.topology().nodes()[n].gpus : std::popcount(l.free_gpus(n));
-      gpus += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
+      const int share = ShareGranule(r);  // k, or the share size: a node gives its free GPUs in whole shares
+      gpus += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free / share * share;
     }
     return gpus;
   }
@@ -132,7 +133,7 @@ struct Search {
     const Milliwatts room = UsableCap(cap, t.policy().power_reserve_fraction) - used;
     if (per_gpu <= 0) return 1LL << 40;
     const long long g = std::max<Milliwatts>(0, room) / per_gpu;
-    const int granule = std::max(1, r.gpus_per_node);
+    const int granule = ShareGranule(r);
     return g / granule * granule;
   }
   // The most GPUs the domains in `set` can give together: each rack passes at most what its room powers, each
@@ -239,8 +240,8 @@ void FillPartly(std::mt19937_64& rng, Ledger* l) {
 TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClusters) {
   std::mt19937_64 rng(13);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  int placed_multi = 0, waited = 0, never = 0;
-  for (int round = 0; round < 400; ++round) {
+  int placed_multi = 0, waited = 0, never = 0, shared = 0;
+  for (int round = 0; round < 600; ++round) {
     auto t = Topology::Build(SmallCappedCluster(rng));
     ASSERT_TRUE(t.ok()) << t.status();
     Ledger l(*t);
@@ -254,9 +255,14 @@ TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClus
         type_nodes += n.type == type;
       }
       const int per_node = std::vector<int>{0, 0, 0, 2, 4, 8}[pick(0, 5)];
+      // Any split, half the time in whole shares (pods of 2, 3 or 4 GPUs).
+      const int share = per_node == 0 && pick(0, 1) ? pick(2, 4) : 0;
       // Mostly sizes the type could hold, some beyond.
-      const int gpus = per_node > 0 ? per_node * pick(1, type_nodes) : pick(2, std::max(2, type_gpus * 3 / 4));
+      const int gpus = per_node > 0 ? per_node * pick(1, type_nodes)
+                       : share > 0  ? share * pick(1, std::max(1, type_gpus * 3 / 4 / share))
+                                    : pick(2, std::max(2, type_gpus * 3 / 4));
       PlacementRequest r = Req(gpus, per_node, pick(0, 1) ? Locality::kRequired : Locality::kPreferred, type);
+      r.share_gpus = share;
       if (pick(0, 3) == 0) r.watts_per_gpu = pick(300, 1400);
       if (pick(0, 5) == 0)
         for (NodeId n = 0; n < static_cast<NodeId>(t->nodes().size()); ++n)
@@ -265,9 +271,16 @@ TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClus
       auto out = Placer::Place(l, r);
       ASSERT_TRUE(out.ok()) << out.status();
       const std::string what = "round " + std::to_string(round) + " job " + std::to_string(q) + ": " +
-                               std::to_string(gpus) + " GPUs, " + std::to_string(per_node) + " per node";
+                               std::to_string(gpus) + " GPUs, " + std::to_string(per_node) + " per node, shares of " +
+                               std::to_string(share);
       if (auto* d = std::get_if<PlacementDecision>(&*out)) {
         ASSERT_GT(now, 0) << what << ": placed where the exhaustive search finds nothing";
+        for (const NodeGpus& ng : d->nodes) {
+          EXPECT_EQ(std::popcount(ng.gpus) % ShareGranule(r), 0)
+              << what << ": node " << ng.node << " takes " << std::popcount(ng.gpus) << " GPUs";
+          EXPECT_EQ(ng.gpus & ~l.free_gpus(ng.node), 0u) << what << ": node " << ng.node << " given busy GPUs";
+        }
+        shared += share > 0;
         EXPECT_LE(d->domains, now) << what;
         if (*r.locality == Locality::kRequired) {
           EXPECT_EQ(d->domains, ever) << what;
@@ -291,6 +304,7 @@ TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClus
   EXPECT_GT(placed_multi, 100);
   EXPECT_GT(waited, 10);
   EXPECT_GT(never, 10);
+  EXPECT_GT(shared, 100);
 }
 
 // `required` across node types: never more domains than the best type could give on the empty cluster under

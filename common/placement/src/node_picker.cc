@@ -19,15 +19,17 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
   struct Option {
     NodeId node;
     GpuMask free;
-    int count;
+    int count;   // free GPUs
+    int usable;  // what the node can give: k, or its free GPUs in whole shares
     bool rail_ok;
   };
   std::vector<Option> options;
   options.reserve(members.size());
   for (NodeId n : members) {
-    if (ctx.NodeCapacity(n) <= 0) continue;
+    const int usable = ctx.NodeCapacity(n);
+    if (usable <= 0) continue;
     const GpuMask free = ledger.free_gpus(n);
-    options.push_back({n, free, std::popcount(free), rail_set != 0 && (rail_set & ~free) == 0});
+    options.push_back({n, free, std::popcount(free), usable, rail_set != 0 && (rail_set & ~free) == 0});
   }
   int remaining = gpus;
   if (ctx.k() > 0) {
@@ -44,20 +46,21 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     }
     return remaining <= 0;
   }
-  // Any split: the tightest single node that holds the rest; else the fullest-free node, and repeat.
+  // Any split: the tightest single node that holds the rest; else the node that gives the most, and repeat.
+  // With a share size, a node gives its free GPUs in whole shares (`remaining` is a multiple of the share).
   std::vector<bool> used(options.size(), false);
   while (remaining > 0) {
     int fit = -1, largest = -1;
     for (size_t i = 0; i < options.size(); ++i) {
       if (used[i]) continue;
       const Option& o = options[i];
-      if (o.count >= remaining && (fit < 0 || o.count < options[fit].count)) fit = static_cast<int>(i);
-      if (largest < 0 || o.count > options[largest].count) largest = static_cast<int>(i);
+      if (o.usable >= remaining && (fit < 0 || o.count < options[fit].count)) fit = static_cast<int>(i);
+      if (largest < 0 || o.usable > options[largest].usable) largest = static_cast<int>(i);
     }
     const int pick = fit >= 0 ? fit : largest;
     if (pick < 0) return false;
     used[pick] = true;
-    const int take = std::min(remaining, options[pick].count);
+    const int take = std::min(remaining, options[pick].usable);
     out->push_back({options[pick].node, PickIndices(options[pick].free, take, 0)});
     remaining -= take;
   }

@@ -14,13 +14,15 @@ PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest&
       type_(type),
       per_gpu_(per_gpu),
       allowed_(allowed),
-      reserve_(ledger.topology().policy().power_reserve_fraction) {
+      reserve_(ledger.topology().policy().power_reserve_fraction),
+      granule_(ShareGranule(request)) {
   const NodeType& t = topology_.node_types()[type];
   if (t.nvlink == NvlinkScope::kNode) {
-    effective_domain_size_ = k() > 0 ? (t.gpus >= k() ? k() : 0) : t.gpus;
+    effective_domain_size_ = NodeShare(t.gpus);
   } else {
-    const int nodes = topology_.max_domain_nodes(type);
-    effective_domain_size_ = k() > 0 ? (t.gpus >= k() ? nodes * k() : 0) : topology_.max_domain_gpus(type);
+    // Whole nodes of any size give all their GPUs to an any-split job; otherwise each node gives its share.
+    effective_domain_size_ =
+        AnyCount() ? topology_.max_domain_gpus(type) : topology_.max_domain_nodes(type) * NodeShare(t.gpus);
   }
 }
 
@@ -52,8 +54,8 @@ int PlacementContext::GreedyDomainsOnEmptyCluster() const {
   long long sum = 0;
   int count = 0;
   for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
-    int nominal = d.gpus;
-    if (k() > 0) nominal = node_scope ? (d.gpus >= k() ? k() : 0) : d.nodes * k();
+    const int node_gpus = node_scope ? d.gpus : topology_.node_types()[type_].gpus;
+    const int nominal = AnyCount() ? d.gpus : d.nodes * NodeShare(node_gpus);
     int cap = nominal;
     const RackId r = topology_.domains()[d.domain].rack;
     const Rack& rack = topology_.racks()[r];
@@ -82,8 +84,7 @@ FewestDomains PlacementContext::FewestOnEmptyCluster() const {
     int offer = 0;
     for (NodeId n : topology_.domains()[d.domain].nodes) {
       if (!Allowed(n)) continue;
-      const int node_gpus = topology_.nodes()[n].gpus;
-      offer += k() > 0 ? (node_gpus >= k() ? k() : 0) : node_gpus;
+      offer += NodeShare(topology_.nodes()[n].gpus);
     }
     if (offer > 0) offers.push_back({d.domain, offer});
   }
@@ -95,9 +96,7 @@ FewestDomains PlacementContext::FewestOnEmptyCluster() const {
 
 int PlacementContext::NodeCapacity(NodeId n) const {
   if (!Allowed(n)) return 0;
-  const int free = ledger_.free_gpu_count(n);
-  if (k() > 0) return free >= k() ? k() : 0;
-  return free;
+  return NodeShare(ledger_.free_gpu_count(n));
 }
 
 Milliwatts PlacementContext::RackRoom(RackId r) const { return ledger_.RackRoom(r, reserve_); }
@@ -127,7 +126,9 @@ bool PlacementContext::SomeRackPowersAShare() const {
 int PlacementContext::DomainCapacity(DomainId d) const {
   const NvlinkDomain& dom = topology_.domains()[d];
   int cap = 0;
-  if (!restricted() && dom.nodes.size() > 1) {
+  // The ledger counts a domain's free GPUs, and its nodes with k free, without visiting them; a share size
+  // needs each node's free GPUs rounded down, so the nodes are visited.
+  if (!restricted() && dom.nodes.size() > 1 && (k() > 0 || AnyCount())) {
     cap = k() > 0 ? k() * ledger_.domain_nodes_with_free(d, k()) : ledger_.domain_free_gpus(d);
   } else {
     for (NodeId n : dom.nodes) cap += NodeCapacity(n);

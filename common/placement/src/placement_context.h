@@ -25,9 +25,15 @@ class PlacementContext {
   Milliwatts per_gpu() const { return per_gpu_; }
   int gpus() const { return request_.gpus; }
   int k() const { return request_.gpus_per_node; }  // 0: any split
-  // A share of the job on one node is a multiple of this (k, or 1).
-  int granule() const { return k() > 0 ? k() : 1; }
+  // A share of the job on one node is a multiple of this (k, else the request's share size, else 1).
+  int granule() const { return granule_; }
   int RoundDown(int g) const { return g / granule() * granule(); }
+  // What a node with `gpus` free could give the job, ignoring power: k (or 0) with gpus_per_node, else its free
+  // GPUs in whole shares.
+  int NodeShare(int gpus) const { return k() > 0 ? (gpus >= k() ? k() : 0) : RoundDown(gpus); }
+  // Whether every free GPU counts (any split, no share size): then a domain gives its free GPUs, which the
+  // ledger counts without visiting the nodes.
+  bool AnyCount() const { return k() == 0 && granule() == 1; }
   bool restricted() const { return !allowed_.empty(); }
   bool Allowed(NodeId n) const { return allowed_.empty() || allowed_[n]; }
 
@@ -77,6 +83,7 @@ class PlacementContext {
   Milliwatts per_gpu_;
   const std::vector<char>& allowed_;
   double reserve_;
+  int granule_ = 1;
   int effective_domain_size_ = 0;
 };
 

@@ -77,7 +77,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   // One domain, of any type, is the fewest there is. Locality none keeps whole domains free: the tightest partly
   // used domain that holds the job whole (no needless NVLink crossing), else the smallest fragments.
   for (NodeTypeId type : setup->types) {
-    if (request.gpus_per_node > t.node_types()[type].gpus) continue;
+    if (ShareGranule(request) > t.node_types()[type].gpus) continue;
     const PlacementContext ctx = context(type);
     if (ctx.EffectiveDomainSize() <= 0 || !some_power(ctx)) continue;
     if (std::optional<DomainPlan> plan = internal::PlanSingleDomain(ctx, setup->locality == Locality::kNone))
@@ -91,7 +91,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   std::optional<PlacementDecision> best;
   bool locality_blocked = false;
   for (NodeTypeId type : setup->types) {
-    if (request.gpus_per_node > t.node_types()[type].gpus) continue;
+    if (ShareGranule(request) > t.node_types()[type].gpus) continue;
     const PlacementContext ctx = context(type);
     if (ctx.EffectiveDomainSize() <= 0) continue;
     // With no type that can ever hold it, this type's own minimum (a cap raised at run time may let it fit).

@@ -90,6 +90,14 @@ PlacementRequest RandomRequest(std::mt19937_64& rng, const Topology& t, int seri
   return r;
 }
 
+// Half the time, an any-split job of whole shares (pods of 2, 3 or 4 GPUs) where its size allows.
+void MaybeInShares(std::mt19937_64& rng, PlacementRequest* r) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  if (r->gpus_per_node != 0 || pick(0, 1) == 0) return;
+  const int share = pick(2, 4);
+  if (r->gpus % share == 0) r->share_gpus = share;
+}
+
 bool Allowed(const PlacementRequest& r, NodeId n) {
   if (!r.allowed_nodes.empty() && std::find(r.allowed_nodes.begin(), r.allowed_nodes.end(), n) == r.allowed_nodes.end())
     return false;
@@ -102,12 +110,13 @@ bool SomeDomainHoldsJob(const Ledger& l, const PlacementRequest& r) {
   const double keep = 1.0 - t.policy().power_reserve_fraction;
   for (const NvlinkDomain& d : t.domains()) {
     if (r.node_type && d.type != *r.node_type) continue;
-    if (r.gpus_per_node > t.node_types()[d.type].gpus) continue;
+    const int share = ShareGranule(r);  // k, or the share size, or 1
+    if (share > t.node_types()[d.type].gpus) continue;
     int gpus = 0;
     for (NodeId n : d.nodes) {
       if (!Allowed(r, n) || l.node_health(n) != NodeHealth::kUp) continue;
       const int free = std::popcount(l.free_gpus(n));
-      gpus += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
+      gpus += r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free / share * share;
     }
     const Milliwatts per_gpu =
         r.watts_per_gpu > 0 ? WattsToMilliwatts(r.watts_per_gpu) : t.node_types()[d.type].per_gpu;
@@ -135,6 +144,7 @@ void CheckDecision(const Ledger& l, const PlacementRequest& r, const PlacementDe
     if (r.gpus_per_node > 0) {
       ASSERT_EQ(std::popcount(ng.gpus), r.gpus_per_node);
     }
+    ASSERT_EQ(std::popcount(ng.gpus) % ShareGranule(r), 0) << "a part that is not whole shares";
     total += std::popcount(ng.gpus);
     domains.insert(t.nodes()[ng.node].domain);
     types.insert(t.nodes()[ng.node].type);
@@ -182,7 +192,8 @@ void RunStream(uint64_t seed, int steps) {
     SCOPED_TRACE(testing::Message() << "seed " << seed << " step " << step);
     const int op = pick(0, 19);
     if (op < 12) {
-      const PlacementRequest r = RandomRequest(rng, t, step);
+      PlacementRequest r = RandomRequest(rng, t, step);
+      MaybeInShares(rng, &r);
       absl::StatusOr<PlacementOutcome> out = Placer::Place(l, r);
       ASSERT_TRUE(out.ok()) << out.status();
       const bool one_domain_exists = r.locality != Locality::kNone && SomeDomainHoldsJob(l, r);
@@ -353,6 +364,7 @@ TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     const Topology& t = l.topology();
     if (pick(0, 1)) r.allowed_nodes.clear();
+    MaybeInShares(rng, &r);
     ExpectSameRefusals(l, r);
     if (::testing::Test::HasFatalFailure()) return;
     // A list of every node restricts nothing: the same answer as no list.

@@ -31,24 +31,27 @@ PowerView Rooms(const Ledger& l) {
   return v;
 }
 
-// What one node gives the job, ignoring power: k (or nothing) with gpus_per_node, else all its free GPUs.
+// What one node gives the job, ignoring power: k (or nothing) with gpus_per_node, else its free GPUs in whole
+// shares.
 long long NodeShare(const PlacementRequest& r, int free) {
-  return r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
+  const int granule = ShareGranule(r);
+  return r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free / granule * granule;
 }
 
 // Per rack, what the nodes of one type give the job ignoring power, from the ledger's tallies (no node visited).
 // Unrestricted requests only: the tallies know nothing of a node list.
 void RackGpusByTally(const Ledger& l, const PlacementRequest& r, NodeTypeId type, std::vector<long long>* rack_gpus) {
   const Topology& t = l.topology();
-  if (r.gpus_per_node > t.node_types()[type].gpus) return;
+  const int least = ShareGranule(r);
+  if (least > t.node_types()[type].gpus) return;
   for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
     for (const Ledger::RackTypeTally& tally : l.rack_tallies(rack)) {
       if (tally.type != type) continue;
-      if (r.gpus_per_node == 0) {
+      if (least == 1 && r.gpus_per_node == 0) {
         (*rack_gpus)[rack] += tally.up_free_gpus;
         continue;
       }
-      for (int f = r.gpus_per_node; f < static_cast<int>(tally.up_by_free.size()); ++f)
+      for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f)
         (*rack_gpus)[rack] += tally.up_by_free[f] * NodeShare(r, f);
     }
   }
@@ -62,7 +65,7 @@ long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetu
   if (by_node || !s.allowed.empty()) {
     for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
       const Node& node = t.nodes()[n];
-      if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || r.gpus_per_node > node.gpus) continue;
+      if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || ShareGranule(r) > node.gpus) continue;
       if (l.node_health(n) != NodeHealth::kUp) continue;
       rack_gpus[node.rack] += NodeShare(r, l.free_gpu_count(n));
     }
@@ -101,7 +104,7 @@ ReasonTally TallyByRack(const Ledger& ledger, const PlacementRequest& r, const R
   ReasonTally out;
   out.rack_free.assign(t.racks().size(), 0);
   auto count = [&out](NodeReason why, int nodes) { out.counts[static_cast<int>(why)] += nodes; };
-  const int least = std::max(r.gpus_per_node, 1);
+  const int least = ShareGranule(r);
   for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
     const RackPowerRoom room = PowerRoomOf(ledger, rack);
     for (const Ledger::RackTypeTally& tally : ledger.rack_tallies(rack)) {
@@ -109,7 +112,7 @@ ReasonTally TallyByRack(const Ledger& ledger, const PlacementRequest& r, const R
         count(NodeReason::kWrongNodeType, tally.nodes);
         continue;
       }
-      if (r.gpus_per_node > t.node_types()[tally.type].gpus) {
+      if (least > t.node_types()[tally.type].gpus) {
         count(NodeReason::kTooFewGpusOnNode, tally.nodes);
         continue;
       }
@@ -140,7 +143,7 @@ bool Resolvable(const Ledger& ledger, const PlacementRequest& r, const RequestSe
   const Topology& t = ledger.topology();
   for (NodeTypeId type : s.types) {
     const PlacementContext ctx(ledger, r, s.locality, type, PerGpuFor(t, r, type), s.allowed);
-    if (!by_node && r.gpus_per_node <= t.node_types()[type].gpus && ctx.GreedyReachesOnEmptyCluster()) return true;
+    if (!by_node && ShareGranule(r) <= t.node_types()[type].gpus && ctx.GreedyReachesOnEmptyCluster()) return true;
   }
   for (NodeTypeId type : s.types) {
     const PlacementContext ctx(ledger, r, s.locality, type, PerGpuFor(t, r, type), s.allowed);

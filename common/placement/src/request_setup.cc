@@ -42,6 +42,15 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   if (r.gpus_per_node > 0 && r.gpus % r.gpus_per_node != 0)
     return absl::InvalidArgumentError(
         absl::StrCat("gpus (", r.gpus, ") must be a multiple of gpus_per_node (", r.gpus_per_node, ")"));
+  if (r.share_gpus < 0 || r.share_gpus > kMaxGpusPerNode)
+    return absl::InvalidArgumentError(
+        absl::StrCat("share_gpus must be in 0..", kMaxGpusPerNode, ", got ", r.share_gpus));
+  if (r.share_gpus > 1 && r.gpus % r.share_gpus != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus (", r.gpus, ") must be a multiple of share_gpus (", r.share_gpus, ")"));
+  if (r.share_gpus > 1 && r.gpus_per_node > 0 && r.gpus_per_node % r.share_gpus != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus_per_node (", r.gpus_per_node, ") must be a multiple of share_gpus (", r.share_gpus, ")"));
   if (absl::Status bad = CheckWattsPerGpu(r.watts_per_gpu); !bad.ok()) return bad;
   if (r.watts_per_gpu > 0 && (r.watts_per_gpu < policy.min_watts_per_gpu || r.watts_per_gpu > policy.max_watts_per_gpu))
     return absl::InvalidArgumentError(absl::StrCat("watts_per_gpu ", r.watts_per_gpu, " is outside the policy's ",
@@ -100,11 +109,11 @@ std::optional<NodeReason> NodeLevelBlock(const Ledger& ledger, const PlacementRe
   const Topology& t = ledger.topology();
   const Node& node = t.nodes()[n];
   if (std::find(s.types.begin(), s.types.end(), node.type) == s.types.end()) return NodeReason::kWrongNodeType;
-  if (r.gpus_per_node > node.gpus) return NodeReason::kTooFewGpusOnNode;
+  const int least = ShareGranule(r);
+  if (least > node.gpus) return NodeReason::kTooFewGpusOnNode;
   if (!s.allowed.empty() && !s.allowed[n]) return NodeReason::kNotAllowed;
   if (ledger.node_health(n) == NodeHealth::kDown) return NodeReason::kNodeDown;
   if (ledger.node_health(n) == NodeHealth::kDrained) return NodeReason::kNodeDrained;
-  const int least = std::max(r.gpus_per_node, 1);
   if (ledger.free_gpu_count(n) < least) return NodeReason::kInsufficientGpus;
   *need = least * PerGpuFor(t, r, node.type);
   return std::nullopt;

@@ -13,7 +13,7 @@ TypeMinimum FewestDomainsOverTypes(const Ledger& ledger, const PlacementRequest&
   m.by_size.assign(t.node_types().size(), 0);
   m.domain_gpus.assign(t.node_types().size(), 0);
   for (NodeTypeId type : setup.types) {
-    if (request.gpus_per_node > t.node_types()[type].gpus) continue;
+    if (ShareGranule(request) > t.node_types()[type].gpus) continue;
     const PlacementContext ctx(ledger, request, setup.locality, type, PerGpuFor(t, request, type), setup.allowed);
     m.per_type[type] = ctx.FewestDomainsEver();
     m.by_size[type] = ctx.DomainsBySize();

@@ -14,6 +14,9 @@ struct PlacementRequest {
   std::string id;
   int gpus = 0;                       // total, >= 1
   int gpus_per_node = 0;              // 0: any split; else every node gets exactly this many
+  int share_gpus = 0;                 // any split in whole shares of this many GPUs (a pod's GPUs in a group of
+                                      // pods): every node's part is a multiple of it; 0 or 1: any count. With
+                                      // gpus_per_node it must divide gpus_per_node
   std::optional<Locality> locality;   // unset: the policy's default
   double watts_per_gpu = 0;           // 0: the node type's default draw per GPU
   std::vector<NodeId> allowed_nodes;  // empty: every node
@@ -29,5 +32,11 @@ struct PlacementRequest {
                                // `unresolvable` is not worked out); for callers that only need yes or
                                // no, such as the simulator's backfill and reservations
 };
+
+// The smallest part of the job one node can take: gpus_per_node, else the share size (at least 1). Every node's
+// part of a placement is a multiple of it.
+inline int ShareGranule(const PlacementRequest& r) {
+  return r.gpus_per_node > 0 ? r.gpus_per_node : (r.share_gpus > 1 ? r.share_gpus : 1);
+}
 
 }  // namespace rackwise
