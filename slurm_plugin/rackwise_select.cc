@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld, first half: job_test. Translates a job record, its candidate
-// node bitmap and its GRES selection into a PlacementRequest, asks the Placer, and narrows cons_tres's
-// candidates to the decision (rackwise_select_ledger.cc has loading and the ledger hooks).
-#include <bit>
+// select/rackwise_cons_tres inside slurmctld, first half: job_test. Has the job record, its candidate node bitmap
+// and its GRES selection translated into a PlacementRequest (job_translation.h), asks the Placer, and narrows
+// cons_tres's candidates to the decision (rackwise_select_ledger.cc has loading and the ledger hooks).
 #include <chrono>
 #include <cinttypes>
-#include <string_view>
+#include <ctime>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "job_options.h"
 #include "rackwise/fallback_order.h"
 #include "rackwise/placer.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
@@ -19,96 +17,9 @@
 namespace rackwise::slurm {
 namespace {
 
-constexpr uint64_t kMaxGpus = 1u << 20;
 constexpr size_t kMaxFeasibleCache = 200000;  // job ids; cleared when full (it is only a shortcut)
 
 }  // namespace
-
-RackwiseSelect::GpuAsk RackwiseSelect::ReadGpuAsk(const job_record_t* job) const {
-  GpuAsk ask;
-  uint64_t per_job = 0, per_node = 0, per_task = 0, per_socket = 0;
-  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
-    const auto* js = static_cast<const gres_job_state_t*>(state->gres_data);
-    per_job += js->gres_per_job;
-    per_node += js->gres_per_node;
-    per_task += js->gres_per_task;
-    per_socket += js->gres_per_socket;
-  });
-  const JobDetails* details = job->details;
-  const uint64_t min_nodes = (details && details->min_nodes && details->min_nodes != NO_VAL) ? details->min_nodes : 1;
-  uint64_t gpus = 0, gpn = 0;
-  if (per_socket) {
-    ask.translated = false;
-    gpus = 1;
-  } else if (per_job) {
-    gpus = per_job;
-    gpn = per_node;
-  } else if (per_node) {
-    gpus = per_node * min_nodes;
-    gpn = per_node;
-  } else if (per_task) {
-    const uint64_t tasks =
-        (details && details->num_tasks && details->num_tasks != NO_VAL) ? details->num_tasks : min_nodes;
-    gpus = per_task * tasks;
-    if (details && details->ntasks_per_node && details->ntasks_per_node != NO_VAL16) {
-      gpn = per_task * details->ntasks_per_node;
-    }
-  }
-  if (gpus > kMaxGpus || gpn > kMaxGpus || (gpn && gpus % gpn)) {
-    ask.translated = false;  // cons_tres judges the shape; the ledger still checks power
-    gpus = std::min<uint64_t>(gpus, kMaxGpus);
-    gpn = 0;
-  }
-  ask.gpus = static_cast<int>(gpus);
-  ask.gpus_per_node = static_cast<int>(gpn);
-  return ask;
-}
-
-Milliwatts RackwiseSelect::JobWatts(const job_record_t* job) const {
-  std::vector<std::string_view> env;
-  for (uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
-    if (job->spank_job_env[i]) env.emplace_back(job->spank_job_env[i]);
-  }
-  absl::StatusOr<JobOptions> options = ParseJobEnv(env);
-  if (!options.ok()) return 0;
-  return WattsToMilliwatts(options->watts_per_gpu);
-}
-
-PlacementRequest RackwiseSelect::MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap) const {
-  PlacementRequest request;
-  request.id = JobId(job);
-  request.gpus = ask.gpus;
-  request.gpus_per_node = ask.gpus_per_node;
-  std::vector<std::string_view> env;
-  for (uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
-    if (job->spank_job_env[i]) env.emplace_back(job->spank_job_env[i]);
-  }
-  if (absl::StatusOr<JobOptions> options = ParseJobEnv(env); options.ok()) {
-    request.locality = options->locality;
-    request.watts_per_gpu = options->watts_per_gpu;
-  } else {
-    info("rackwise: %s: ignoring its options: %s", request.id.c_str(), std::string(options.status().message()).c_str());
-  }
-  // How long the job has waited, for the policy's preferred_wait (a preferred job waits that long for its
-  // fewest domains before it may start spread out). The core reads no clock; the face passes it in.
-  if (const JobDetails* d = job->details) {
-    const time_t since = std::max(d->submit_time, d->begin_time);
-    const time_t now = time(nullptr);
-    if (since > 0 && now > since) request.waited_seconds = static_cast<double>(now - since);
-  }
-  // A job that names its nodes (-w) with exactly as many as it needs may only use those.
-  const bitstr_t* allowed = bitmap;
-  const JobDetails* details = job->details;
-  if (details && details->req_node_bitmap &&
-      static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
-    allowed = details->req_node_bitmap;
-  }
-  for (int i : BitmapIndices(allowed)) {
-    if (allowed != bitmap && !bit_test(const_cast<bitstr_t*>(bitmap), i)) continue;
-    if (NodeId n = model_->ToNode(i); n != kNoId) request.allowed_nodes.push_back(n);
-  }
-  return request;
-}
 
 int RackwiseSelect::InnerTest(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                               uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
@@ -159,7 +70,7 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
                      tail);
   };
   if (!model_ || !job || !bitmap || base == SELECT_MODE_RESV) return inner();
-  const GpuAsk ask = ReadGpuAsk(job);
+  const GpuAsk ask = ReadGpuAsk(job, gpu_plugin_id_);
   if (ask.gpus == 0) return inner();  // not a GPU job: cons_tres alone
 
   if (base == SELECT_MODE_RUN_NOW) {
@@ -176,7 +87,7 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
   // Backfill asks this for every pending job every cycle; a job found feasible stays so until the
   // description changes, so the answer is remembered.
   if (ask.translated && !statically_feasible_.contains(job->job_id)) {
-    const PlacementRequest request = MakeRequest(job, ask, bitmap);
+    const PlacementRequest request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
     if (request.allowed_nodes.empty()) return inner();  // no described (GPU) node offered: cons_tres refuses
     absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->static_ledger(), request);
     // Only a submit-time test sees every node the job may use; backfill's test (WILL_RUN) sees the nodes free
@@ -250,7 +161,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
 
-  PlacementRequest request = MakeRequest(job, ask, bitmap);
+  PlacementRequest request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
   // The backfill scheduler starts jobs ahead of their turn (the main scheduler stops at a partition's first job
   // that cannot start): the core's hold-out rule says what such a job may take.
   const bool backfill_hold_out =

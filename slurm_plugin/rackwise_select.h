@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "cluster_model.h"
 #include "job_requeuer.h"
+#include "job_translation.h"
 #include "pending_reasons.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
@@ -54,13 +55,6 @@ class RackwiseSelect {
   void JobChanged(job_record_t* job);   // resized, expanded, resumed
 
  private:
-  struct GpuAsk {
-    int gpus = 0;
-    int gpus_per_node = 0;
-    bool translated = true;  // false: a form the core does not model (gpus per socket); cons_tres decides,
-                             // the ledger still checks power
-  };
-
   std::string DescriptionPath() const;
   std::string LastGoodPath() const;  // empty without a StateSaveLocation
   // Compiles `text` against slurm.conf's nodes and puts it in force (the ledger is rebuilt by the caller).
@@ -73,15 +67,9 @@ class RackwiseSelect {
   void RebuildLedgerLocked();
   void SyncHealthLocked();
 
-  GpuAsk ReadGpuAsk(const job_record_t* job) const;
-  PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap) const;
   // For a `preferred` job past its hold-out: its time limit, and when its fewest NVLink domains are expected free
   // from the running jobs' end_time (their limits). The core's rule (PreferredHoldsOut, in Placer::Place) decides.
   void EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request);
-  Milliwatts JobWatts(const job_record_t* job) const;
-  // The GPUs a job holds (after allocation) or would hold (after a RUN_NOW job_test), as an Allocation.
-  std::optional<Allocation> AllocatedGpus(const job_record_t* job) const;
-  std::optional<Allocation> SelectedGpus(const job_record_t* job, const bitstr_t* nodes) const;
   // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
   // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between
   // nodes for a per-job GPU count (no per-node, per-task or per-GPU CPU/memory ties). Returns true if the

@@ -43,31 +43,6 @@ bool CountsAreTied(const gres_job_state_t* js) {
 
 }  // namespace
 
-std::optional<Allocation> RackwiseSelect::SelectedGpus(const job_record_t* job, const bitstr_t* nodes) const {
-  Allocation allocation;
-  allocation.id = JobId(job);
-  allocation.per_gpu = JobWatts(job);
-  for (int i : BitmapIndices(nodes)) {
-    const NodeId n = model_->ToNode(i);
-    if (n == kNoId) continue;
-    GpuMask mask = 0;
-    uint64_t count = 0;
-    ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
-      const auto* js = static_cast<const gres_job_state_t*>(state->gres_data);
-      if (static_cast<uint32_t>(i) >= js->total_node_cnt) return;
-      if (js->gres_bit_select && js->gres_bit_select[i]) {
-        mask |= BitsToMask(js->gres_bit_select[i]);
-      } else if (js->gres_cnt_node_select) {
-        count += js->gres_cnt_node_select[i];
-      }
-    });
-    if (count) mask |= LowestBits(~(model_->ledger().allocated_gpus(n) | mask), count);
-    if (mask) allocation.nodes.push_back({n, mask});
-  }
-  if (allocation.nodes.empty()) return std::nullopt;
-  return allocation;
-}
-
 void RackwiseSelect::ClearGpuSelection(job_record_t* job) const {
   ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
     auto* js = static_cast<gres_job_state_t*>(state->gres_data);
@@ -147,7 +122,7 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
 }
 
 bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
-  std::optional<Allocation> allocation = SelectedGpus(job, nodes);
+  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
   if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
   allocation->id = "probe/" + allocation->id;
   // The usable cap, not the raw one: what Slurm starts must keep the reserve exactly as the Placer does.

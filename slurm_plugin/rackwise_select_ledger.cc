@@ -81,38 +81,8 @@ void RackwiseSelect::SyncHealthLocked() {
   }
 }
 
-std::optional<Allocation> RackwiseSelect::AllocatedGpus(const job_record_t* job) const {
-  const std::vector<int> job_nodes = BitmapIndices(job->node_bitmap);
-  std::vector<GpuMask> masks(job_nodes.size(), 0);
-  std::vector<uint64_t> counts(job_nodes.size(), 0);
-  ForEachGpuState(job->gres_list_alloc, gpu_plugin_id_, [&](gres_state_t* state) {
-    const auto* js = static_cast<const gres_job_state_t*>(state->gres_data);
-    for (uint32_t j = 0; j < js->node_cnt && j < job_nodes.size(); ++j) {
-      if (js->gres_bit_alloc && js->gres_bit_alloc[j]) {
-        masks[j] |= BitsToMask(js->gres_bit_alloc[j]);
-      } else if (js->gres_cnt_node_alloc) {
-        counts[j] += js->gres_cnt_node_alloc[j];
-      }
-    }
-  });
-  Allocation allocation;
-  allocation.id = JobId(job);
-  allocation.per_gpu = JobWatts(job);
-  for (size_t j = 0; j < job_nodes.size(); ++j) {
-    const NodeId n = model_->ToNode(job_nodes[j]);
-    if (n == kNoId) continue;
-    GpuMask mask = masks[j];
-    if (counts[j]) mask |= LowestBits(~(model_->ledger().allocated_gpus(n) | mask), counts[j]);
-    if (mask) allocation.nodes.push_back({n, mask});
-  }
-  if (allocation.nodes.empty()) return std::nullopt;
-  std::sort(allocation.nodes.begin(), allocation.nodes.end(),
-            [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
-  return allocation;
-}
-
 void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
-  std::optional<Allocation> allocation = AllocatedGpus(job);
+  std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
   started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
   const Allocation* held = model_->ledger().Find(allocation->id);
