@@ -5,7 +5,7 @@
 # Usage: test_status_grpc.sh RACKWISE RACKWISE_EXTENDER DESCRIPTION
 set -uo pipefail
 cli=$1 extender=$2 description=$3
-port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+port=$((10000 + (RANDOM * 32768 + RANDOM) % 22000))  # below the ephemeral ports (32768 up)
 log=$(mktemp /tmp/rackwise-status-grpc.XXXXXX)
 "$extender" --cluster "$description" --listen "127.0.0.1:$((port + 1))" --grpc-listen "127.0.0.1:$port" >"$log" 2>&1 &
 pid=$!

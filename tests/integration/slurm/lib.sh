@@ -53,12 +53,16 @@ rw_require() {
   fi
 }
 
-# Prints a base port such that base..base+count are all free on 127.0.0.1.
+# Prints a base port such that base..base+count are all free on 127.0.0.1 and below the kernel's ephemeral range
+# (ip_local_port_range): a port in that range can become the source port of any outgoing connection (44 slurmd
+# registering make many) between the pick and the daemon's bind, and the daemon then dies at start (seen in CI).
 rw_pick_ports() {
-  local count=$1 base used tries=0
+  local count=$1 base used tries=0 ephemeral=32768 floor=10000
+  read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || ephemeral=32768
+  ((ephemeral - count - 1 > floor + 100)) || floor=1024
   used=$(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -un)
   while ((tries++ < 200)); do
-    base=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    base=$((floor + (RANDOM * 32768 + RANDOM) % (ephemeral - count - 1 - floor)))
     local clash=0 p
     for ((p = base; p <= base + count; p++)); do
       if grep -qx "$p" <<<"$used"; then clash=1; break; fi
@@ -304,7 +308,11 @@ rw_start() {
   while :; do
     rw_check_ctld
     for n in "${RW_NODES[@]}"; do
-      kill -0 "${RW_SLURMD_PID[$n]}" 2>/dev/null || rw_die "slurmd of $n (pid ${RW_SLURMD_PID[$n]}) has died"
+      if ! kill -0 "${RW_SLURMD_PID[$n]}" 2>/dev/null; then
+        rw_log "--- last lines of $RW_TMP/log/slurmd-$n.log:"
+        tail -n 15 "$RW_TMP/log/slurmd-$n.log" >&2 2>/dev/null
+        rw_die "slurmd of $n (pid ${RW_SLURMD_PID[$n]}) has died"
+      fi
     done
     idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2=="idle"' | sort -u | wc -l)
     [[ $idle -eq ${#RW_NODES[@]} ]] && { rw_log "all ${#RW_NODES[@]} slurmd registered"; return 0; }
