@@ -2,8 +2,10 @@
 // baseline measured in the same run. See BENCHMARKS.md for the figures and how to run this.
 //
 // Clusters: 64 GB200 NVL72 racks (4,608 GPUs), 1,000 NVL72 racks (72,000 GPUs), 9,000 HGX H100 nodes
-// (72,000 GPUs, 4 per rack). Occupancy is reached by placing a seeded stream of mixed jobs with the placer
-// itself and committing them, so the free space is as fragmented as a real queue leaves it.
+// (72,000 GPUs, 4 per rack), and 1,821 NVL72 racks (131,112 GPUs) with caps that do not bind and with caps that
+// do (racks 110 kW, rows of 8 at 80% of their racks' caps). Occupancy is reached by placing a seeded stream of
+// mixed jobs with the placer itself and committing them, so the free space is as fragmented as a real queue
+// leaves it; where the caps stop the fill short of 70%, at the point where jobs keep being refused.
 #include <benchmark/benchmark.h>
 
 #include <malloc.h>
@@ -49,12 +51,17 @@ Fixture* Build(const SyntheticClusterSpec& spec, bool nvl72) {
   std::mt19937_64 rng(42);
   const long long target = f->topology->total_gpus() * 70LL / 100;
   long long used = 0;
-  for (int i = 0; used < target && i < 10'000'000; ++i) {
+  constexpr int kRefusalsInARow = 500;  // the caps are full: what is left is not worth filling
+  for (int i = 0, refused = 0; used < target && refused < kRefusalsInARow && i < 10'000'000; ++i) {
     PlacementRequest r = MixedJob(rng, nvl72, i);
     auto out = Placer::Place(*f->ledger, r);
     if (!out.ok()) std::abort();
-    if (const auto* d = std::get_if<PlacementDecision>(&*out)) {
-      if (f->ledger->Commit(d->ToAllocation(r.id)).ok()) used += r.gpus;
+    const auto* d = std::get_if<PlacementDecision>(&*out);
+    if (d && f->ledger->Commit(d->ToAllocation(r.id)).ok()) {
+      used += r.gpus;
+      refused = 0;
+    } else {
+      ++refused;
     }
   }
   struct mallinfo2 after = mallinfo2();
@@ -71,6 +78,15 @@ SyntheticClusterSpec Nvl72Racks(int racks) {
   return spec;
 }
 
+// As `rackwise size --system gb200-nvl72 --rack-cap-kw 110 --row-cap-pct 80` does: racks capped below their
+// 118.8 kW at full load, rows of 8 at 80% of their racks' caps, so both bind.
+SyntheticClusterSpec CappedNvl72Racks(int racks) {
+  SyntheticClusterSpec spec;
+  spec.name = "nvl72-capped";
+  spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, racks, 18, 110, 4, 8, 8 * 110 * 0.8});
+  return spec;
+}
+
 SyntheticClusterSpec HgxNodes(int nodes) {
   SyntheticClusterSpec spec;
   spec.name = "hgx";
@@ -78,13 +94,17 @@ SyntheticClusterSpec HgxNodes(int nodes) {
   return spec;
 }
 
+constexpr int kFixtures = 5;
+
 Fixture& Get(int which) {
-  static Fixture* fixtures[3] = {nullptr, nullptr, nullptr};
+  static Fixture* fixtures[kFixtures] = {};
   if (fixtures[which] == nullptr) {
     switch (which) {
       case 0: fixtures[0] = Build(Nvl72Racks(64), true); break;
       case 1: fixtures[1] = Build(Nvl72Racks(1000), true); break;
-      default: fixtures[2] = Build(HgxNodes(9000), false); break;
+      case 2: fixtures[2] = Build(HgxNodes(9000), false); break;
+      case 3: fixtures[3] = Build(Nvl72Racks(1821), true); break;
+      default: fixtures[4] = Build(CappedNvl72Racks(1821), true); break;
     }
   }
   return *fixtures[which];
@@ -142,8 +162,9 @@ bool PlaceWithLinearScanFirstFit(Fixture& f, const PlacementRequest& r) {
 }
 
 const int kRegistered = [] {
-  const char* names[] = {"4608gpu_64xNVL72", "72000gpu_1000xNVL72", "72000gpu_9000xHGX"};
-  for (int which = 0; which < 3; ++which) {
+  const char* names[kFixtures] = {"4608gpu_64xNVL72", "72000gpu_1000xNVL72", "72000gpu_9000xHGX",
+                                  "131112gpu_1821xNVL72", "131112gpu_1821xNVL72_capped"};
+  for (int which = 0; which < kFixtures; ++which) {
     benchmark::RegisterBenchmark((std::string("Rackwise/") + names[which]).c_str(), [which](benchmark::State& s) {
       RunDecisions(s, which, PlaceWithRackwise);
     })->Unit(benchmark::kMicrosecond);

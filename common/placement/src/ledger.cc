@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "empty_cluster_memo.h"
 
 namespace rackwise {
 namespace {
@@ -15,7 +16,8 @@ std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<do
 
 }  // namespace
 
-Ledger::Ledger(const Topology& topology) : topology_(&topology) {
+Ledger::Ledger(const Topology& topology)
+    : topology_(&topology), empty_cluster_memo_(std::make_shared<internal::EmptyClusterMemo>()) {
   const size_t n = topology.nodes().size();
   health_.assign(n, NodeHealth::kUp);
   allocated_.assign(n, 0);

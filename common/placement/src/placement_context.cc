@@ -46,7 +46,20 @@ int PlacementContext::FewestDomainsEver() const {
   return fewest.count > 0 ? std::max(fewest.count, by_size) : 0;
 }
 
+EmptyClusterMemo::Shape PlacementContext::EmptyClusterShape() const {
+  return {type_, gpus(), k(), granule(), per_gpu_};
+}
+
 int PlacementContext::GreedyDomainsOnEmptyCluster() const {
+  EmptyClusterMemo& memo = ledger_.empty_cluster_memo();
+  const EmptyClusterMemo::Shape shape = EmptyClusterShape();
+  if (std::optional<int> known = memo.Find(shape).greedy_domains) return *known;
+  const int domains = WorkOutGreedyDomainsOnEmptyCluster();
+  memo.KeepGreedy(shape, domains);
+  return domains;
+}
+
+int PlacementContext::WorkOutGreedyDomainsOnEmptyCluster() const {
   const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
   const double reserve = reserve_;
   auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
@@ -77,21 +90,38 @@ int PlacementContext::GreedyDomainsOnEmptyCluster() const {
 }
 
 FewestDomains PlacementContext::FewestOnEmptyCluster() const {
+  if (restricted()) return WorkOutFewestOnEmptyCluster();  // the node list is part of the question
+  EmptyClusterMemo& memo = ledger_.empty_cluster_memo();
+  const EmptyClusterMemo::Shape shape = EmptyClusterShape();
+  if (std::optional<FewestDomains> known = memo.Find(shape).fewest) return *std::move(known);
+  FewestDomains fewest = WorkOutFewestOnEmptyCluster();
+  memo.KeepFewest(shape, fewest);
+  return fewest;
+}
+
+FewestDomains PlacementContext::WorkOutFewestOnEmptyCluster() const {
   const double reserve = reserve_;
   auto gpus_under = [&](Milliwatts cap, Milliwatts idle) { return GpusFor(UsableCap(cap, reserve) - idle); };
+  const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
+  const int node_gpus = topology_.node_types()[type_].gpus;
   std::vector<DomainOffer> offers;
+  offers.reserve(topology_.domain_rooms(type_).size());
   for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
     int offer = 0;
-    for (NodeId n : topology_.domains()[d.domain].nodes) {
-      if (!Allowed(n)) continue;
-      offer += NodeShare(topology_.nodes()[n].gpus);
+    if (restricted()) {
+      for (NodeId n : topology_.domains()[d.domain].nodes)
+        if (Allowed(n)) offer += NodeShare(topology_.nodes()[n].gpus);
+    } else {  // every node of the domain, all of this type: no need to visit them
+      offer = AnyCount() ? d.gpus : d.nodes * NodeShare(node_scope ? d.gpus : node_gpus);
     }
     if (offer > 0) offers.push_back({d.domain, offer});
   }
-  return FindFewestDomains(
+  FewestDomains fewest = FindFewestDomains(
       topology_, offers, gpus(),
       [&](RackId r) { return gpus_under(topology_.racks()[r].cap, topology_.racks()[r].idle); },
       [&](PowerDomainId p) { return gpus_under(topology_.power_domains()[p].cap, topology_.power_domains()[p].idle); });
+  fewest.domains.clear();  // only the count and the reach are asked for (and kept)
+  return fewest;
 }
 
 int PlacementContext::NodeCapacity(NodeId n) const {

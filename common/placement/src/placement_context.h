@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "empty_cluster_memo.h"
 #include "fewest_domains.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_request.h"
@@ -65,7 +66,8 @@ class PlacementContext {
   // ceil(gpus / EffectiveDomainSize()): the fewest by size alone (0 if the type cannot take the job).
   int DomainsBySize() const;
   // The fewest domains, and the most GPUs, the job could get of this type on the cluster as described, empty
-  // and healthy, under the described caps less the reserve.
+  // and healthy, under the described caps less the reserve (`domains` is left empty). Worked out once per shape
+  // (empty_cluster_memo.h), unless the request has a node list.
   FewestDomains FewestOnEmptyCluster() const;
   // Whether largest rooms first already give the job all its GPUs on the empty cluster (no node list): a
   // witness that FewestOnEmptyCluster().reachable covers the job, found without the exact search.
@@ -73,7 +75,11 @@ class PlacementContext {
 
  private:
   // Largest rooms first, sharing power as a plan would: an upper bound on the empty cluster's fewest domains.
+  // Worked out once per shape; only asked without a node list.
   int GreedyDomainsOnEmptyCluster() const;
+  int WorkOutGreedyDomainsOnEmptyCluster() const;
+  FewestDomains WorkOutFewestOnEmptyCluster() const;
+  EmptyClusterMemo::Shape EmptyClusterShape() const;
 
   const Ledger& ledger_;
   const Topology& topology_;

@@ -7,6 +7,7 @@
 // Not thread-safe: faces serialise access (slurmctld holds its locks; the extender holds a mutex).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,10 @@ enum class CommitMode {
   kRecover,  // record what is already running (after a restart) even if caps were lowered meanwhile;
              // GPUs held twice are still refused
 };
+
+namespace internal {
+class EmptyClusterMemo;  // the placer's figures for the cluster as described (empty_cluster_memo.h)
+}  // namespace internal
 
 class Ledger {
  public:
@@ -136,6 +141,10 @@ class Ledger {
   // For tests and `rackwise validate --state`; returns the first inconsistency.
   absl::Status CheckInvariants() const;
 
+  // For the placer: figures of the cluster as described, empty, by request shape. Shared by copies of this
+  // ledger, which have the same description.
+  internal::EmptyClusterMemo& empty_cluster_memo() const { return *empty_cluster_memo_; }
+
  private:
   static Milliwatts BoundedCap(Milliwatts cap);
   void Apply(const Allocation& allocation, int sign);
@@ -165,6 +174,7 @@ class Ledger {
   std::vector<std::optional<Milliwatts>> rack_measured_;
   std::vector<Milliwatts> added_since_reading_, added_before_reading_;  // estimates placed since the last two readings
   double reclaim_fraction_ = 0;
+  std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 
 }  // namespace rackwise
