@@ -307,6 +307,48 @@ TEST(FewestDomainsPropertyTest, PlacerMatchesAnExhaustiveSearchOnSmallCappedClus
   EXPECT_GT(shared, 100);
 }
 
+// The ledger keeps the empty-cluster figures per request shape (empty_cluster_memo.h): a ledger that has answered
+// many shapes gives, for every shape, what a fresh ledger works out, so no two shapes share an entry.
+TEST(FewestDomainsPropertyTest, EmptyClusterFiguresAreKeptPerShape) {
+  std::mt19937_64 rng(17);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int never = 0, several = 0;
+  for (int round = 0; round < 40; ++round) {
+    auto t = Topology::Build(SmallCappedCluster(rng, /*mixed=*/pick(0, 1) == 1));
+    ASSERT_TRUE(t.ok()) << t.status();
+    Ledger warm(*t);
+    for (int q = 0; q < 60; ++q) {
+      const int per_node = std::vector<int>{0, 0, 1, 2, 4}[pick(0, 4)];
+      const int share = per_node == 0 && pick(0, 1) ? pick(2, 4) : 0;
+      const int unit = std::max({per_node, share, 1});
+      PlacementRequest r = Req(unit * pick(1, std::max(1, t->total_gpus() / unit)), per_node,
+                               pick(0, 1) ? Locality::kRequired : Locality::kPreferred);
+      r.share_gpus = share;
+      if (pick(0, 2) == 0) r.watts_per_gpu = pick(300, 1400);
+      if (pick(0, 2) == 0) r.node_type = pick(0, static_cast<int>(t->node_types().size()) - 1);
+      const std::string what = "round " + std::to_string(round) + " shape " + std::to_string(q);
+      Ledger fresh(*t);
+      auto kept = Placer::FewestDomains(warm, r), worked_out = Placer::FewestDomains(fresh, r);
+      ASSERT_EQ(kept.ok(), worked_out.ok()) << what;
+      if (!kept.ok()) continue;
+      EXPECT_EQ(kept->domains, worked_out->domains) << what;
+      EXPECT_EQ(kept->type, worked_out->type) << what;
+      auto a = Placer::Place(warm, r), b = Placer::Place(fresh, r);
+      ASSERT_TRUE(a.ok() && b.ok()) << what;
+      ASSERT_EQ(a->index(), b->index()) << what;
+      if (const auto* no = std::get_if<PlacementRefusal>(&*a)) {
+        EXPECT_EQ(no->Message(), std::get<PlacementRefusal>(*b).Message()) << what;
+        never += no->unresolvable;
+      } else {
+        EXPECT_EQ(std::get<PlacementDecision>(*a).nodes, std::get<PlacementDecision>(*b).nodes) << what;
+        several += std::get<PlacementDecision>(*a).domains > 1;
+      }
+    }
+  }
+  EXPECT_GT(never, 50);
+  EXPECT_GT(several, 50);
+}
+
 // `required` across node types: never more domains than the best type could give on the empty cluster under
 // the caps, and a refusal only when no type can give that many now.
 TEST(FewestDomainsPropertyTest, RequiredTakesTheFewestOverEveryNodeType) {
