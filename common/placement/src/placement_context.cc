@@ -14,8 +14,7 @@ PlacementContext::PlacementContext(const Ledger& ledger, const PlacementRequest&
       type_(type),
       per_gpu_(per_gpu),
       allowed_(allowed),
-      reserve_(ledger.topology().policy().power_reserve_fraction),
-      granule_(ShareGranule(request)) {
+      reserve_(ledger.topology().policy().power_reserve_fraction) {
   const NodeType& t = topology_.node_types()[type];
   if (t.nvlink == NvlinkScope::kNode) {
     effective_domain_size_ = NodeShare(t.gpus);
@@ -59,16 +58,20 @@ int PlacementContext::GreedyDomainsOnEmptyCluster() const {
   return domains;
 }
 
+int PlacementContext::NominalOffer(const Topology::DomainRoom& d) const {
+  if (AnyCount()) return d.gpus;
+  const NodeType& t = topology_.node_types()[type_];
+  return d.nodes * NodeShare(t.nvlink == NvlinkScope::kNode ? d.gpus : t.gpus);
+}
+
 int PlacementContext::WorkOutGreedyDomainsOnEmptyCluster() const {
-  const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
   const double reserve = reserve_;
   auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
   PowerScratch used(topology_.racks().size(), topology_.power_domains().size());
   long long sum = 0;
   int count = 0;
   for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
-    const int node_gpus = node_scope ? d.gpus : topology_.node_types()[type_].gpus;
-    const int nominal = AnyCount() ? d.gpus : d.nodes * NodeShare(node_gpus);
+    const int nominal = NominalOffer(d);
     int cap = nominal;
     const RackId r = topology_.domains()[d.domain].rack;
     const Rack& rack = topology_.racks()[r];
@@ -102,8 +105,6 @@ FewestDomains PlacementContext::FewestOnEmptyCluster() const {
 FewestDomains PlacementContext::WorkOutFewestOnEmptyCluster() const {
   const double reserve = reserve_;
   auto gpus_under = [&](Milliwatts cap, Milliwatts idle) { return GpusFor(UsableCap(cap, reserve) - idle); };
-  const bool node_scope = topology_.node_types()[type_].nvlink == NvlinkScope::kNode;
-  const int node_gpus = topology_.node_types()[type_].gpus;
   std::vector<DomainOffer> offers;
   offers.reserve(topology_.domain_rooms(type_).size());
   for (const Topology::DomainRoom& d : topology_.domain_rooms(type_)) {
@@ -111,8 +112,8 @@ FewestDomains PlacementContext::WorkOutFewestOnEmptyCluster() const {
     if (restricted()) {
       for (NodeId n : topology_.domains()[d.domain].nodes)
         if (Allowed(n)) offer += NodeShare(topology_.nodes()[n].gpus);
-    } else {  // every node of the domain, all of this type: no need to visit them
-      offer = AnyCount() ? d.gpus : d.nodes * NodeShare(node_scope ? d.gpus : node_gpus);
+    } else {  // no need to visit the nodes
+      offer = NominalOffer(d);
     }
     if (offer > 0) offers.push_back({d.domain, offer});
   }

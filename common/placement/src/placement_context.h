@@ -27,11 +27,11 @@ class PlacementContext {
   int gpus() const { return request_.gpus; }
   int k() const { return request_.gpus_per_node; }  // 0: any split
   // A share of the job on one node is a multiple of this (k, else the request's share size, else 1).
-  int granule() const { return granule_; }
+  int granule() const { return ShareGranule(request_); }
   int RoundDown(int g) const { return g / granule() * granule(); }
   // What a node with `gpus` free could give the job, ignoring power: k (or 0) with gpus_per_node, else its free
   // GPUs in whole shares.
-  int NodeShare(int gpus) const { return k() > 0 ? (gpus >= k() ? k() : 0) : RoundDown(gpus); }
+  int NodeShare(int gpus) const { return NodeShareOf(request_, gpus); }
   // Whether every free GPU counts (any split, no share size): then a domain gives its free GPUs, which the
   // ledger counts without visiting the nodes.
   bool AnyCount() const { return k() == 0 && granule() == 1; }
@@ -80,6 +80,8 @@ class PlacementContext {
   int WorkOutGreedyDomainsOnEmptyCluster() const;
   FewestDomains WorkOutFewestOnEmptyCluster() const;
   EmptyClusterMemo::Shape EmptyClusterShape() const;
+  // What domain `d` (every node of it, all of this type) could give the job on the empty cluster, ignoring power.
+  int NominalOffer(const Topology::DomainRoom& d) const;
 
   const Ledger& ledger_;
   const Topology& topology_;
@@ -89,7 +91,6 @@ class PlacementContext {
   Milliwatts per_gpu_;
   const std::vector<char>& allowed_;
   double reserve_;
-  int granule_ = 1;
   int effective_domain_size_ = 0;
 };
 

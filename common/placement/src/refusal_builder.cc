@@ -31,13 +31,6 @@ PowerView Rooms(const Ledger& l) {
   return v;
 }
 
-// What one node gives the job, ignoring power: k (or nothing) with gpus_per_node, else its free GPUs in whole
-// shares.
-long long NodeShare(const PlacementRequest& r, int free) {
-  const int granule = ShareGranule(r);
-  return r.gpus_per_node > 0 ? (free >= r.gpus_per_node ? r.gpus_per_node : 0) : free / granule * granule;
-}
-
 // Per rack, what the nodes of one type give the job ignoring power, from the ledger's tallies (no node visited).
 // Unrestricted requests only: the tallies know nothing of a node list.
 void RackGpusByTally(const Ledger& l, const PlacementRequest& r, NodeTypeId type, std::vector<long long>* rack_gpus) {
@@ -52,7 +45,7 @@ void RackGpusByTally(const Ledger& l, const PlacementRequest& r, NodeTypeId type
         continue;
       }
       for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f)
-        (*rack_gpus)[rack] += tally.up_by_free[f] * NodeShare(r, f);
+        (*rack_gpus)[rack] += tally.up_by_free[f] * NodeShareOf(r, f);
     }
   }
 }
@@ -67,7 +60,7 @@ long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetu
       const Node& node = t.nodes()[n];
       if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || ShareGranule(r) > node.gpus) continue;
       if (l.node_health(n) != NodeHealth::kUp) continue;
-      rack_gpus[node.rack] += NodeShare(r, l.free_gpu_count(n));
+      rack_gpus[node.rack] += NodeShareOf(r, l.free_gpu_count(n));
     }
   } else {
     RackGpusByTally(l, r, type, &rack_gpus);

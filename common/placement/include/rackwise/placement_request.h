@@ -39,4 +39,12 @@ inline int ShareGranule(const PlacementRequest& r) {
   return r.gpus_per_node > 0 ? r.gpus_per_node : (r.share_gpus > 1 ? r.share_gpus : 1);
 }
 
+// What a node with `free` GPUs could give the job, ignoring power: gpus_per_node (or nothing), else its free GPUs
+// in whole shares.
+inline int NodeShareOf(const PlacementRequest& r, int free) {
+  if (r.gpus_per_node > 0) return free >= r.gpus_per_node ? r.gpus_per_node : 0;
+  const int granule = ShareGranule(r);
+  return free / granule * granule;
+}
+
 }  // namespace rackwise
