@@ -55,9 +55,10 @@ rw_require() {
 
 # Prints a base port such that base..base+count are all free on 127.0.0.1 and below the kernel's ephemeral range
 # (ip_local_port_range): a port in that range can become the source port of any outgoing connection (44 slurmd
-# registering make many) between the pick and the daemon's bind, and the daemon then dies at start (seen in CI).
+# registering make many) between the pick and the daemon's bind, and the daemon then dies at start (the likely
+# cause of a slurmd that died within a second of its start in CI).
 rw_pick_ports() {
-  local count=$1 base used tries=0 ephemeral=32768 floor=10000
+  local count=$1 base used tries=0 ephemeral floor=10000
   read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || ephemeral=32768
   ((ephemeral - count - 1 > floor + 100)) || floor=1024
   used=$(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -un)
