@@ -124,6 +124,7 @@ absl::Status Topology::AddPowerDomains(const v1::ClusterDescription& d) {
       return absl::InvalidArgumentError(
           absl::StrCat("power domain ", d.power_domains(i).name(), ": unknown parent ", parent));
     power_domains_[i].parent = it->second;
+    power_domains_[it->second].children.push_back(i);
   }
   // Cycle check: a chain longer than the number of domains must loop.
   for (PowerDomainId i = 0; i < static_cast<PowerDomainId>(power_domains_.size()); ++i) {

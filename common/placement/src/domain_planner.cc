@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <optional>
 
 #include "fewest_domains.h"
@@ -152,6 +153,11 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   const int g = ctx.gpus();
   const int max_f = MaxBucket(ctx);
   const bool fragments_first = ctx.locality() == Locality::kNone;
+  // A domain left out of bucket f offers at most f, and at most what the best-powered rack can power: on a
+  // capped cluster that keeps the bound below (CountBound) from sending the search over every domain when the
+  // first candidates already give the fewest.
+  const int most_powered = ctx.MostPowerGpus();
+  auto at_most = [&](int f) { return ctx.RoundDown(std::min(f, most_powered)); };
   std::vector<Candidate> cands;
   *sum = 0;
   int extra = 0;
@@ -160,7 +166,7 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   for (int step = 0; step < max_f; ++step) {
     const int f = fragments_first ? step + 1 : max_f - step;
     if (enough) {
-      if (!ctx.ledger().DomainsWithFree(ctx.type(), f).empty()) *skipped_max = fragments_first ? max_f : f;
+      if (!ctx.ledger().DomainsWithFree(ctx.type(), f).empty()) *skipped_max = at_most(fragments_first ? max_f : f);
       if (*skipped_max > 0) break;
       continue;
     }
@@ -170,7 +176,7 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
       cands.push_back({d, cap});
       *sum += cap;
       if (!exhaustive && *sum >= g && (fragments_first || ++extra > kExtraCandidates)) {
-        *skipped_max = f;  // the rest of this bucket
+        *skipped_max = at_most(f);  // the rest of this bucket
         break;
       }
     }
@@ -180,11 +186,14 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   return cands;
 }
 
+// `fewest_possible`: a lower bound on the domains of any plan (CountBound), which lets the scope search stop
+// at the first scope that reaches it.
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
-                                             PowerScratch* scratch);
+                                             int fewest_possible, PowerScratch* scratch);
 
-// The fewest domains any plan could use if every skipped domain offered `skipped_max` and no cap shared by
-// domains bound: a plan with this many is the fewest there are.
+// The fewest domains any plan could use if every skipped domain offered `skipped_max` (0: none was skipped) and
+// no cap shared by domains bound: a plan with this many is the fewest there are. kNever when even that falls short.
+constexpr int kNever = std::numeric_limits<int>::max();
 int CountBound(const PlacementContext& ctx, const std::vector<Candidate>& cands, int skipped_max) {
   std::vector<int> caps;
   caps.reserve(cands.size());
@@ -192,8 +201,9 @@ int CountBound(const PlacementContext& ctx, const std::vector<Candidate>& cands,
   std::sort(caps.begin(), caps.end(), std::greater<int>());
   long long got = 0;
   int n = 0;
-  for (size_t i = 0; got < ctx.gpus(); ++n) {  // skipped_max > 0, so this ends
+  for (size_t i = 0; got < ctx.gpus(); ++n) {
     const bool listed = i < caps.size() && caps[i] >= skipped_max;
+    if (!listed && skipped_max <= 0) return kNever;
     got += listed ? caps[i++] : skipped_max;
   }
   return n;
@@ -206,15 +216,16 @@ std::optional<DomainPlan> PlanMultiDomain(const PlacementContext& ctx, PowerScra
   int skipped_max = 0;
   std::vector<Candidate> cands = CollectCandidates(ctx, /*exhaustive=*/false, &sum, &skipped_max);
   if (sum < ctx.gpus() && skipped_max == 0) return std::nullopt;  // not enough even without shared limits
-  const int bound = skipped_max > 0 ? CountBound(ctx, cands, skipped_max) : 0;
-  std::optional<DomainPlan> plan = PlanFromCandidates(ctx, std::move(cands), sum, scratch);
+  const int bound = CountBound(ctx, cands, skipped_max);
+  std::optional<DomainPlan> plan = PlanFromCandidates(ctx, std::move(cands), sum, bound, scratch);
   const bool fragments_first = ctx.locality() == Locality::kNone;  // any count will do: only look further if none
   const bool fewest = plan && static_cast<int>(plan->takes.size()) <= bound;
   if (skipped_max == 0 || (plan && fragments_first) || fewest) return plan;
   // Power shared by racks and rows made the first candidates fall short, or a domain left out might do
   // with fewer: look at every domain.
   cands = CollectCandidates(ctx, /*exhaustive=*/true, &sum, &skipped_max);
-  std::optional<DomainPlan> all = PlanFromCandidates(ctx, std::move(cands), sum, scratch);
+  const int bound_over_all = CountBound(ctx, cands, 0);
+  std::optional<DomainPlan> all = PlanFromCandidates(ctx, std::move(cands), sum, bound_over_all, scratch);
   if (all && (!plan || all->takes.size() < plan->takes.size())) return all;
   return plan;
 }
@@ -267,14 +278,131 @@ RailChoice RailSetOfMembers(const PlacementContext& ctx, const std::vector<Candi
   return ChooseRailSet(ctx, nodes);
 }
 
+// A set of candidates a plan may stay within: one rack (node-scope types have several domains per rack), one
+// scalable unit, or the cluster.
+struct Scope {
+  int level;  // 0 rack, 1 scalable unit, 2 cluster
+  std::vector<Candidate> members;
+  long long total = 0;
+  std::optional<RailChoice> rails;  // its nodes' rail set, once asked (rail jobs only)
+};
+
+// The rack scopes (more than one domain) and scalable-unit scopes (when there are several) that hold the job, in
+// the candidates' order, racks first.
+std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Candidate>& cands) {
+  const Topology& t = ctx.topology();
+  std::vector<int> rack_slot(t.racks().size(), -1), su_slot(t.scalable_units().size(), -1);
+  std::vector<Scope> racks, sus;
+  for (const Candidate& c : cands) {
+    const RackId r = t.domains()[c.domain].rack;
+    const ScalableUnitId su = t.racks()[r].scalable_unit;
+    if (rack_slot[r] < 0) {
+      rack_slot[r] = static_cast<int>(racks.size());
+      racks.push_back({0, {}, 0});
+    }
+    if (su_slot[su] < 0) {
+      su_slot[su] = static_cast<int>(sus.size());
+      sus.push_back({1, {}, 0});
+    }
+    racks[rack_slot[r]].members.push_back(c);
+    racks[rack_slot[r]].total += c.cap;
+    sus[su_slot[su]].members.push_back(c);
+    sus[su_slot[su]].total += c.cap;
+  }
+  std::vector<Scope> scopes;
+  for (Scope& s : racks)
+    if (s.members.size() > 1 && s.total >= ctx.gpus()) scopes.push_back(std::move(s));
+  if (sus.size() > 1)
+    for (Scope& s : sus)
+      if (s.total >= ctx.gpus()) scopes.push_back(std::move(s));
+  return scopes;
+}
+
+// The cluster scope: largest first; ties in capacity go to the scalable unit and rack holding the most.
+Scope ClusterScope(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum) {
+  const Topology& t = ctx.topology();
+  std::vector<long long> su_total(t.scalable_units().size(), 0), rack_total(t.racks().size(), 0);
+  for (const Candidate& c : cands) {
+    const RackId r = t.domains()[c.domain].rack;
+    su_total[t.racks()[r].scalable_unit] += c.cap;
+    rack_total[r] += c.cap;
+  }
+  Scope all{2, std::move(cands), sum};
+  std::stable_sort(all.members.begin(), all.members.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.cap != b.cap) return a.cap > b.cap;
+    const RackId ra = t.domains()[a.domain].rack, rb = t.domains()[b.domain].rack;
+    const long long sa = su_total[t.racks()[ra].scalable_unit], sb = su_total[t.racks()[rb].scalable_unit];
+    if (sa != sb) return sa > sb;
+    if (t.racks()[ra].scalable_unit != t.racks()[rb].scalable_unit)
+      return t.racks()[ra].scalable_unit < t.racks()[rb].scalable_unit;
+    if (rack_total[ra] != rack_total[rb]) return rack_total[ra] > rack_total[rb];
+    return ra < rb;
+  });
+  return all;
+}
+
+// Fewest domains first, then the narrowest scope, then (rail jobs) one whose nodes share a free rail set, then
+// the tightest fit. Keeps the first of equals, in the order scopes are offered.
+class ScopeChooser {
+ public:
+  ScopeChooser(const PlacementContext& ctx, PowerScratch* scratch) : ctx_(ctx), scratch_(scratch) {
+    const Topology& t = ctx.topology();
+    rail_ = ctx.k() > 0 && ctx.k() < t.node_types()[ctx.type()].gpus &&
+            t.node_types()[ctx.type()].nvlink == NvlinkScope::kNode;
+  }
+  bool rail() const { return rail_; }
+
+  void Consider(Scope s) {
+    if (s.level < 2) SortByCapacity(&s.members);
+    GreedyResult r = PlanScope(ctx_, &s.members, scratch_);
+    if (r.got < ctx_.gpus()) return;
+    bool better = !best_ || r.takes.size() < best_result_.takes.size();
+    if (!better && r.takes.size() == best_result_.takes.size()) {
+      if (s.level != best_->level) {
+        better = s.level < best_->level;
+      } else if (rail_ && rail_checks_ < kRailScopeChecks && CanAlign(s) != CanAlign(*best_)) {
+        better = CanAlign(s);
+      } else {
+        better = s.total < best_->total;
+      }
+    }
+    if (better) {
+      best_ = std::move(s);
+      best_result_ = std::move(r);
+    }
+  }
+  std::optional<Scope>& best() { return best_; }
+  GreedyResult& best_result() { return best_result_; }
+  int best_domains() const { return best_ ? static_cast<int>(best_result_.takes.size()) : kNever; }
+
+  const RailChoice& RailsOf(Scope& s) {
+    if (!s.rails) {
+      ++rail_checks_;
+      s.rails = RailSetOfMembers(ctx_, s.members);
+    }
+    return *s.rails;
+  }
+
+ private:
+  // Whether the scope's nodes share a rail set free on as many nodes as the job needs. Bounded (rail_checks_),
+  // so that a decision stays cheap when hundreds of racks tie.
+  bool CanAlign(Scope& s) { return RailsOf(s).holders >= ctx_.gpus() / ctx_.k(); }
+
+  const PlacementContext& ctx_;
+  PowerScratch* scratch_;
+  bool rail_ = false;
+  int rail_checks_ = 0;
+  std::optional<Scope> best_;
+  GreedyResult best_result_;
+};
+
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
-                                             PowerScratch* scratch) {
+                                             int fewest_possible, PowerScratch* scratch) {
   const Topology& t = ctx.topology();
   const int g = ctx.gpus();
-  const bool fragments_first = ctx.locality() == Locality::kNone;
   if (sum < g) return std::nullopt;
   DomainPlan plan;
-  if (fragments_first) {
+  if (ctx.locality() == Locality::kNone) {  // smallest fragments first, any count
     GreedyResult r = Greedy(ctx, cands, scratch);
     if (r.got < g) return std::nullopt;
     plan.takes = std::move(r.takes);
@@ -282,107 +410,35 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     return plan;
   }
 
-  // 2. Scopes: one rack (node-scope types have several domains per rack), one scalable unit, the cluster.
-  //    Fewest domains first, then the narrowest scope, then the tightest fit.
-  struct Scope {
-    int level;  // 0 rack, 1 scalable unit, 2 cluster
-    std::vector<Candidate> members;
-    long long total = 0;
-    std::optional<RailChoice> rails;  // its nodes' rail set, once asked (rail jobs only)
-  };
-  std::vector<Scope> scopes;
-  {
-    std::vector<int> rack_slot(t.racks().size(), -1), su_slot(t.scalable_units().size(), -1);
-    std::vector<Scope> racks, sus;
-    for (const Candidate& c : cands) {
-      const RackId r = t.domains()[c.domain].rack;
-      const ScalableUnitId su = t.racks()[r].scalable_unit;
-      if (rack_slot[r] < 0) {
-        rack_slot[r] = static_cast<int>(racks.size());
-        racks.push_back({0, {}, 0});
-      }
-      if (su_slot[su] < 0) {
-        su_slot[su] = static_cast<int>(sus.size());
-        sus.push_back({1, {}, 0});
-      }
-      racks[rack_slot[r]].members.push_back(c);
-      racks[rack_slot[r]].total += c.cap;
-      sus[su_slot[su]].members.push_back(c);
-      sus[su_slot[su]].total += c.cap;
-    }
-    for (Scope& s : racks)
-      if (s.members.size() > 1 && s.total >= g) scopes.push_back(std::move(s));
-    if (sus.size() > 1)
-      for (Scope& s : sus)
-        if (s.total >= g) scopes.push_back(std::move(s));
-    // The cluster scope: ties in capacity go to the scalable unit and rack holding the most.
-    std::vector<long long> su_total(t.scalable_units().size(), 0), rack_total(t.racks().size(), 0);
-    for (const Candidate& c : cands) {
-      const RackId r = t.domains()[c.domain].rack;
-      su_total[t.racks()[r].scalable_unit] += c.cap;
-      rack_total[r] += c.cap;
-    }
-    Scope all{2, cands, sum};
-    std::stable_sort(all.members.begin(), all.members.end(), [&](const Candidate& a, const Candidate& b) {
-      if (a.cap != b.cap) return a.cap > b.cap;
-      const RackId ra = t.domains()[a.domain].rack, rb = t.domains()[b.domain].rack;
-      const long long sa = su_total[t.racks()[ra].scalable_unit], sb = su_total[t.racks()[rb].scalable_unit];
-      if (sa != sb) return sa > sb;
-      if (t.racks()[ra].scalable_unit != t.racks()[rb].scalable_unit)
-        return t.racks()[ra].scalable_unit < t.racks()[rb].scalable_unit;
-      if (rack_total[ra] != rack_total[rb]) return rack_total[ra] > rack_total[rb];
-      return ra < rb;
-    });
-    scopes.push_back(std::move(all));
-  }
-
-  const bool rail = ctx.k() > 0 && ctx.k() < t.node_types()[ctx.type()].gpus &&
-                    t.node_types()[ctx.type()].nvlink == NvlinkScope::kNode;
+  ScopeChooser chooser(ctx, scratch);
+  std::vector<Scope> groups = GroupScopes(ctx, cands);
   // Objective 4 before 5: among scopes as good on domains and breadth, one whose nodes share a free rail set
-  // beats a tighter one where the job would straddle rails. Bounded, so that a decision stays cheap when
-  // hundreds of racks tie.
-  int rail_checks = 0;
-  auto rails_of = [&](Scope& s) -> const RailChoice& {
-    if (!s.rails) {
-      ++rail_checks;
-      s.rails = RailSetOfMembers(ctx, s.members);
-    }
-    return *s.rails;
-  };
-  // Whether the scope's nodes share a rail set free on as many nodes as the job needs.
-  auto can_align = [&](Scope& s) { return rails_of(s).holders >= g / ctx.k(); };
-  Scope* best = nullptr;
-  GreedyResult best_result;
-  for (Scope& s : scopes) {
-    if (s.level < 2) SortByCapacity(&s.members);
-    GreedyResult r = PlanScope(ctx, &s.members, scratch);
-    if (r.got < g) continue;
-    bool better = best == nullptr || r.takes.size() < best_result.takes.size();
-    if (!better && r.takes.size() == best_result.takes.size()) {
-      if (s.level != best->level) {
-        better = s.level < best->level;
-      } else if (rail && rail_checks < kRailScopeChecks && can_align(s) != can_align(*best)) {
-        better = can_align(s);
-      } else {
-        better = s.total < best->total;
-      }
-    }
-    if (better) {
-      best = &s;
-      best_result = std::move(r);
-    }
+  // beats a tighter one. Without rails, offering the scopes narrowest and tightest first lets the search stop at
+  // the first that reaches the fewest domains possible: none after it can beat it, and the one chosen is the one
+  // a full pass would keep (the first of equals, which the stable order leaves first).
+  if (!chooser.rail())
+    std::stable_sort(groups.begin(), groups.end(), [](const Scope& a, const Scope& b) {
+      return a.level != b.level ? a.level < b.level : a.total < b.total;
+    });
+  const bool may_stop = !chooser.rail();
+  for (Scope& s : groups) {
+    if (may_stop && chooser.best_domains() <= fewest_possible) break;
+    chooser.Consider(std::move(s));
   }
-  if (best == nullptr) return std::nullopt;
+  if (!may_stop || chooser.best_domains() > fewest_possible) chooser.Consider(ClusterScope(ctx, std::move(cands), sum));
+  std::optional<Scope>& best = chooser.best();
+  if (!best) return std::nullopt;
+  GreedyResult& best_result = chooser.best_result();
   {
     // As few domains, but the tightest ones (a shortfall of power in one falls back to the largest-first plan).
     GreedyResult r = Greedy(ctx, TightestFirst(best->members, g, static_cast<int>(best_result.takes.size())), scratch);
     if (r.got >= g && r.takes.size() <= best_result.takes.size()) best_result = std::move(r);
   }
 
-  if (rail) {
+  if (chooser.rail()) {
     // Node-scope domains each give exactly k: put the nodes that have the job's rail set free first, then
     // take again. The domain count cannot grow, since every candidate offers the same k.
-    plan.rail_set = rails_of(*best).set;
+    plan.rail_set = chooser.RailsOf(*best).set;
     std::vector<Candidate> order = best->members;
     std::stable_partition(order.begin(), order.end(), [&](const Candidate& c) {
       const GpuMask free = ctx.ledger().free_gpus(t.domains()[c.domain].nodes.front());
@@ -392,7 +448,7 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
     if (r.got >= g && r.takes.size() <= best_result.takes.size()) best_result = std::move(r);
   }
   plan.takes = std::move(best_result.takes);
-  if (!rail) plan.rail_set = RailSetOfTakes(ctx, plan.takes);
+  if (!chooser.rail()) plan.rail_set = RailSetOfTakes(ctx, plan.takes);
   return plan;
 }
 

@@ -71,6 +71,7 @@ Ledger::Ledger(const Topology& topology)
       Tally(node, +1);
     }
   }
+  RebuildHeadroom();
 }
 
 void Ledger::Tally(NodeId node, int sign) {
@@ -208,8 +209,11 @@ bool Ledger::Release(std::string_view id) {
 }
 
 void Ledger::Apply(const Allocation& a, int sign) {
+  RackId changed = kNoId;  // the rack whose draw moved last, brought into the headroom index once per run of nodes
   for (const NodeGpus& ng : a.nodes) {
     const Node& node = topology_->nodes()[ng.node];
+    if (changed != kNoId && changed != node.rack) RackPowerChanged(changed);
+    changed = node.rack;
     const Milliwatts watts = std::popcount(ng.gpus) * PerGpu(a, ng.node) * sign;
     rack_draw_[node.rack] += watts;
     for (PowerDomainId p : topology_->racks()[node.rack].power_chain) pd_draw_[p] += watts;
@@ -224,6 +228,7 @@ void Ledger::Apply(const Allocation& a, int sign) {
     Reindex(ng.node);
     Tally(ng.node, +1);
   }
+  if (changed != kNoId) RackPowerChanged(changed);
 }
 
 const Allocation* Ledger::Find(std::string_view id) const {
@@ -263,8 +268,14 @@ void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
 Milliwatts Ledger::BoundedCap(Milliwatts cap) {
   return std::clamp<Milliwatts>(cap, 0, WattsToMilliwatts(kMaxCapKw * 1000.0));
 }
-void Ledger::SetRackCap(RackId rack, Milliwatts cap) { rack_cap_[rack] = BoundedCap(cap); }
-void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) { pd_cap_[domain] = BoundedCap(cap); }
+void Ledger::SetRackCap(RackId rack, Milliwatts cap) {
+  rack_cap_[rack] = BoundedCap(cap);
+  RackPowerChanged(rack);
+}
+void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) {
+  pd_cap_[domain] = BoundedCap(cap);
+  PowerDomainPowerChanged(domain);
+}
 
 Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
   Milliwatts h = RackRoom(rack, reserve_fraction);
@@ -357,7 +368,8 @@ absl::Status Ledger::CheckInvariants() const {
     if (bucket_pos_[d] >= static_cast<int>(b.size()) || b[bucket_pos_[d]] != d)
       return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " not in its bucket"));
   }
-  return CheckTallies();
+  if (absl::Status s = CheckTallies(); !s.ok()) return s;
+  return CheckHeadroom();
 }
 
 absl::Status Ledger::CheckTallies() const {

@@ -26,6 +26,7 @@ void Ledger::SetMeasuredDraw(const std::vector<std::optional<Milliwatts>>& rack_
     added_since_reading_[r] = 0;
     Readjust(r);
   }
+  RebuildHeadroom();
 }
 
 void Ledger::ClearMeasuredDraw() { SetMeasuredDraw({}, 0, false); }

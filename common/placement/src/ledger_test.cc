@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
 #include "rackwise/synthetic_cluster.h"
 
 namespace rackwise {
@@ -145,6 +148,70 @@ TEST(LedgerTest, LoweredCapStopsNewWorkOnly) {
   EXPECT_NE(l.Find("a"), nullptr);
   EXPECT_EQ(l.RackHeadroom(0), 0);
   EXPECT_EQ(l.Commit({"b", {{1, 1}}, 0}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The headroom index against a pass over every rack and its power chain, after every kind of change: commits and
+// releases of random shapes and watts, caps raised and lowered at run time, measured draws, with a reserve.
+TEST(LedgerHeadroomProperty, MaxRackHeadroomEqualsAPassOverEveryRack) {
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 6, 4, 40, 8, 2, 70});  // rows of 2 under the hall
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 3, 2, 25, 8, 0, 0});   // racks under no row
+  spec.hall_cap_kw = 260;
+  v1::ClusterDescription d = BuildSyntheticCluster(spec);
+  d.mutable_policy()->set_power_reserve_pct(5);
+  absl::StatusOr<Topology> built = Topology::Build(d);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Topology& t = *built;
+  const double reserve = t.policy().power_reserve_fraction;
+  auto by_pass = [&](const Ledger& l) {
+    Milliwatts best = Ledger::kNoHeadroom;
+    for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+      Milliwatts h = l.RackRoom(r, reserve);
+      for (PowerDomainId p : t.racks()[r].power_chain) h = std::min(h, l.PowerDomainRoom(p, reserve));
+      best = std::max(best, h);
+    }
+    return best;
+  };
+  std::mt19937 rng(11);
+  auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  Ledger l(t);
+  std::vector<std::string> held;
+  for (int step = 0; step < 4000; ++step) {
+    const int what = pick(10);
+    if (what < 5) {  // a commit of 1-3 nodes, in recovery mode half the time so that caps end up exceeded
+      Allocation a{"a" + std::to_string(step), {}, static_cast<Milliwatts>(pick(3)) * 350'000};
+      const NodeId first = pick(static_cast<int>(t.nodes().size()));
+      for (int i = 0, n = 1 + pick(3); i < n && first + i < static_cast<NodeId>(t.nodes().size()); ++i)
+        a.nodes.push_back({first + i, static_cast<GpuMask>(1 + pick(255))});
+      if (l.Commit(a, pick(2) ? CommitMode::kEnforce : CommitMode::kRecover).ok()) held.push_back(a.id);
+    } else if (what < 8 && !held.empty()) {
+      const int i = pick(static_cast<int>(held.size()));
+      l.Release(held[i]);
+      held.erase(held.begin() + i);
+    } else if (what == 8) {
+      if (pick(2)) {
+        l.SetRackCap(pick(static_cast<int>(t.racks().size())), static_cast<Milliwatts>(5 + pick(40)) * 1'000'000);
+      } else {
+        l.SetPowerDomainCap(pick(static_cast<int>(t.power_domains().size())),
+                            static_cast<Milliwatts>(20 + pick(250)) * 1'000'000);
+      }
+    } else {
+      std::vector<std::optional<Milliwatts>> readings(t.racks().size());
+      for (auto& m : readings) {
+        if (pick(2)) m = static_cast<Milliwatts>(5 + pick(40)) * 1'000'000;
+      }
+      l.SetMeasuredDraw(readings, pick(3) * 0.2, pick(2) == 1);
+    }
+    ASSERT_EQ(l.MaxRackHeadroom(), by_pass(l)) << "step " << step << " kind " << what;
+    if (step % 100 == 0) {
+      ASSERT_TRUE(l.CheckInvariants().ok()) << l.CheckInvariants();
+    }
+  }
+  // A copy keeps its own index.
+  Ledger copy = l;
+  ASSERT_TRUE(copy.Release(held.front()) || held.empty());
+  EXPECT_EQ(copy.MaxRackHeadroom(), by_pass(copy));
+  EXPECT_EQ(l.MaxRackHeadroom(), by_pass(l));
 }
 
 }  // namespace

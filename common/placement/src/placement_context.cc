@@ -148,10 +148,12 @@ int PlacementContext::PowerGpus(RackId r, const PowerScratch* scratch) const {
   return static_cast<int>(std::min<Milliwatts>(room / per_gpu_, kUnlimited));
 }
 
-bool PlacementContext::SomeRackPowersAShare() const {
-  for (RackId r = 0; r < static_cast<RackId>(topology_.racks().size()); ++r)
-    if (PowerGpus(r, nullptr) >= granule()) return true;
-  return false;
+int PlacementContext::MostPowerGpus() const {
+  // The same arithmetic as PowerGpus, on the largest headroom: both are monotone in the room.
+  const Milliwatts room = ledger_.MaxRackHeadroom();
+  if (room <= 0) return 0;
+  if (per_gpu_ <= 0) return kUnlimited;
+  return static_cast<int>(std::min<Milliwatts>(room / per_gpu_, kUnlimited));
 }
 
 int PlacementContext::DomainCapacity(DomainId d) const {

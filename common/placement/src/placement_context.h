@@ -45,10 +45,13 @@ class PlacementContext {
   // GPUs the rack (and every power domain above it) can still power for this job, after `scratch`.
   // `scratch` may be null (nothing taken yet).
   int PowerGpus(RackId r, const PowerScratch* scratch) const;
+  // The most GPUs of this job any one rack (and every power domain above it) can still power: PowerGpus of the
+  // best rack, from the ledger's headroom index in O(1). No domain can offer more than this.
+  int MostPowerGpus() const;
   // Whether some rack can still power one share of the job (granule GPUs). When none can (a capped cluster at
   // its power limit), every domain's capacity is 0 and the searches can be skipped: they would visit every
   // domain to learn that, since a domain short of power does not count toward their candidate limits.
-  bool SomeRackPowersAShare() const;
+  bool SomeRackPowersAShare() const { return MostPowerGpus() >= granule(); }
   static constexpr int kUnlimited = 1 << 30;
   Milliwatts RackRoom(RackId r) const;  // watts left under the rack's own cap (less reserve)
   Milliwatts PowerDomainRoom(PowerDomainId p) const;

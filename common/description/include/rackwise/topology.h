@@ -95,7 +95,8 @@ struct PowerDomain {
   Milliwatts cap = 0;
   Milliwatts idle = 0;  // idle draw of every rack below it
   PowerDomainId parent = kNoId;
-  std::vector<RackId> racks;  // racks directly below
+  std::vector<RackId> racks;            // racks directly below
+  std::vector<PowerDomainId> children;  // power domains directly below
 };
 
 struct ScalableUnit {

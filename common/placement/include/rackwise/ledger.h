@@ -7,6 +7,7 @@
 // Not thread-safe: faces serialise access (slurmctld holds its locks; the extender holds a mutex).
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,12 @@ class Ledger {
   }
   // What a rack can still take: the least room over the rack and every power domain above it. Never negative.
   Milliwatts RackHeadroom(RackId rack, double reserve_fraction = 0) const;
+  // The most any rack can still take with the policy's reserve kept: the largest, over racks, of the least room
+  // over the rack and every power domain above it (negative when every rack is over; kNoHeadroom without racks).
+  // Kept on every change up the power tree (ledger_headroom.cc), so that "can any rack power one share of this
+  // job?" costs O(1) instead of a pass over every rack.
+  static constexpr Milliwatts kNoHeadroom = std::numeric_limits<Milliwatts>::min();
+  Milliwatts MaxRackHeadroom() const { return top_headroom_; }
 
   GpuMask allocated_gpus(NodeId node) const { return allocated_[node]; }
   // GPUs that could be given out now: not allocated, not failed, node up.
@@ -154,6 +161,16 @@ class Ledger {
   absl::Status CheckTallies() const;
   // Recomputes rack_adjust_ for one rack from its reading and carries the change up the power chain.
   void Readjust(RackId rack);
+  // The headroom index (MaxRackHeadroom): rebuilt from scratch, or brought up to date after a change of one
+  // rack's draw or cap, or of one power domain's cap.
+  void RebuildHeadroom();
+  void RackPowerChanged(RackId rack);
+  void PowerDomainPowerChanged(PowerDomainId domain);
+  // Carries a change of one child's kept value (old -> new) to power domain `parent` (kNoId: the top) and up.
+  void CarryHeadroomUp(PowerDomainId parent, Milliwatts old_value, Milliwatts new_value);
+  Milliwatts RackRoomWithPolicyReserve(RackId rack) const;
+  Milliwatts BestChildOf(PowerDomainId domain) const;  // over the children's kept values; kNoId: the top
+  absl::Status CheckHeadroom() const;
 
   const Topology* topology_;
   absl::flat_hash_map<std::string, Allocation> allocations_;
@@ -174,6 +191,13 @@ class Ledger {
   std::vector<std::optional<Milliwatts>> rack_measured_;
   std::vector<Milliwatts> added_since_reading_, added_before_reading_;  // estimates placed since the last two readings
   double reclaim_fraction_ = 0;
+  // Headroom index, with the policy's reserve: each rack's own room, and per power domain the most a rack below
+  // it can take as far as that domain and everything below it allow (min of its room and its children's best).
+  std::vector<Milliwatts> rack_room_kept_, pd_headroom_;
+  std::vector<Milliwatts> pd_child_best_;  // the largest kept value among a power domain's racks and domains
+  std::vector<RackId> root_racks_;         // racks under no power domain
+  std::vector<PowerDomainId> root_pds_;
+  Milliwatts top_headroom_ = kNoHeadroom;
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 

@@ -1,0 +1,95 @@
+// The ledger's headroom index: the most any rack can still take, kept up the power tree on every change so that
+// the placer asks it in O(1). See MaxRackHeadroom in ledger.h.
+//
+// Every power domain keeps the largest value among its children (the racks directly below it, at their own room,
+// and the power domains directly below it, at their headroom) and its own headroom, the least of that and its
+// room. A change to one rack walks its power chain once; a level rescans its children only when the child that
+// held its largest value went down, so a commit costs O(chain length) in the usual case.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "rackwise/ledger.h"
+
+namespace rackwise {
+
+Milliwatts Ledger::RackRoomWithPolicyReserve(RackId rack) const {
+  return RackRoom(rack, topology_->policy().power_reserve_fraction);
+}
+
+Milliwatts Ledger::BestChildOf(PowerDomainId domain) const {
+  Milliwatts best = kNoHeadroom;
+  const std::vector<RackId>& racks = domain == kNoId ? root_racks_ : topology_->power_domains()[domain].racks;
+  const std::vector<PowerDomainId>& pds = domain == kNoId ? root_pds_ : topology_->power_domains()[domain].children;
+  for (RackId r : racks) best = std::max(best, rack_room_kept_[r]);
+  for (PowerDomainId p : pds) best = std::max(best, pd_headroom_[p]);
+  return best;
+}
+
+void Ledger::RebuildHeadroom() {
+  const Topology& t = *topology_;
+  const double reserve = t.policy().power_reserve_fraction;
+  if (root_racks_.empty() && root_pds_.empty()) {
+    for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r)
+      if (t.racks()[r].power_domain == kNoId) root_racks_.push_back(r);
+    for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
+      if (t.power_domains()[p].parent == kNoId) root_pds_.push_back(p);
+  }
+  rack_room_kept_.resize(t.racks().size());
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) rack_room_kept_[r] = RackRoomWithPolicyReserve(r);
+  pd_headroom_.assign(t.power_domains().size(), kNoHeadroom);
+  pd_child_best_.assign(t.power_domains().size(), kNoHeadroom);
+  for (PowerDomainId p : t.power_domains_deepest_first()) {  // children before their parents
+    pd_child_best_[p] = BestChildOf(p);
+    pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), pd_child_best_[p]);
+  }
+  top_headroom_ = BestChildOf(kNoId);
+}
+
+void Ledger::RackPowerChanged(RackId rack) {
+  const Milliwatts old_value = rack_room_kept_[rack];
+  rack_room_kept_[rack] = RackRoomWithPolicyReserve(rack);
+  CarryHeadroomUp(topology_->racks()[rack].power_domain, old_value, rack_room_kept_[rack]);
+}
+
+void Ledger::PowerDomainPowerChanged(PowerDomainId domain) {
+  const Milliwatts old_value = pd_headroom_[domain];
+  pd_headroom_[domain] =
+      std::min(PowerDomainRoom(domain, topology_->policy().power_reserve_fraction), pd_child_best_[domain]);
+  CarryHeadroomUp(topology_->power_domains()[domain].parent, old_value, pd_headroom_[domain]);
+}
+
+void Ledger::CarryHeadroomUp(PowerDomainId parent, Milliwatts old_value, Milliwatts new_value) {
+  const double reserve = topology_->policy().power_reserve_fraction;
+  // Every domain of the chain is visited even when a child's value did not move: a draw change moves the room
+  // of every domain above the rack.
+  for (PowerDomainId p = parent;; p = topology_->power_domains()[p].parent) {
+    Milliwatts& best = p == kNoId ? top_headroom_ : pd_child_best_[p];
+    if (new_value >= best) {
+      best = new_value;
+    } else if (old_value == best && new_value < old_value) {
+      best = BestChildOf(p);  // the child that held the largest value went down
+    }
+    if (p == kNoId) return;
+    old_value = pd_headroom_[p];
+    pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), best);
+    new_value = pd_headroom_[p];
+  }
+}
+
+absl::Status Ledger::CheckHeadroom() const {
+  const Topology& t = *topology_;
+  Milliwatts top = kNoHeadroom;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    if (rack_room_kept_[r] != RackRoomWithPolicyReserve(r))
+      return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " kept room stale"));
+    Milliwatts h = RackRoomWithPolicyReserve(r);
+    for (PowerDomainId p : t.racks()[r].power_chain)
+      h = std::min(h, PowerDomainRoom(p, t.policy().power_reserve_fraction));
+    top = std::max(top, h);
+  }
+  if (top != top_headroom_)
+    return absl::InternalError(absl::StrCat("largest rack headroom kept as ", top_headroom_, ", is ", top));
+  return absl::OkStatus();
+}
+
+}  // namespace rackwise
