@@ -58,6 +58,8 @@ Ledger::Ledger(const Topology& topology)
     bucket.push_back(d);
   }
   rack_tallies_.resize(rack_cap_.size());
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(topology.node_types().size()); ++type)
+    type_tallies_.push_back({type, 0, 0, 0, std::vector<int>(topology.node_types()[type].gpus + 1, 0), 0});
   for (RackId r = 0; r < static_cast<RackId>(rack_tallies_.size()); ++r) {
     for (NodeId node : topology.racks()[r].nodes) {
       const NodeTypeId type = topology.nodes()[node].type;
@@ -68,6 +70,7 @@ Ledger::Ledger(const Topology& topology)
         it = tallies.end() - 1;
       }
       it->nodes++;
+      type_tallies_[type].nodes++;
       Tally(node, +1);
     }
   }
@@ -76,8 +79,7 @@ Ledger::Ledger(const Topology& topology)
 
 void Ledger::Tally(NodeId node, int sign) {
   const Node& n = topology_->nodes()[node];
-  for (RackTypeTally& tally : rack_tallies_[n.rack]) {
-    if (tally.type != n.type) continue;
+  auto add = [&](RackTypeTally& tally) {
     switch (health_[node]) {
       case NodeHealth::kDown: tally.down += sign; break;
       case NodeHealth::kDrained: tally.drained += sign; break;
@@ -86,6 +88,11 @@ void Ledger::Tally(NodeId node, int sign) {
         tally.up_free_gpus += sign * node_free_[node];
         break;
     }
+  };
+  add(type_tallies_[n.type]);
+  for (RackTypeTally& tally : rack_tallies_[n.rack]) {
+    if (tally.type != n.type) continue;
+    add(tally);
     return;
   }
 }
@@ -249,6 +256,7 @@ void Ledger::SetNodeHealth(NodeId node, NodeHealth health) {
   health_[node] = health;
   Reindex(node);
   Tally(node, +1);
+  RackGroupChanged(topology_->nodes()[node].rack);
 }
 
 void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
@@ -261,6 +269,7 @@ void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
   }
   Reindex(node);
   Tally(node, +1);
+  RackGroupChanged(topology_->nodes()[node].rack);
 }
 
 // Clamped to the bounds of power_bounds.h: faces check caps with CheckCapKw first, and the ledger's sums stay
@@ -369,7 +378,8 @@ absl::Status Ledger::CheckInvariants() const {
       return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " not in its bucket"));
   }
   if (absl::Status s = CheckTallies(); !s.ok()) return s;
-  return CheckHeadroom();
+  if (absl::Status s = CheckHeadroom(); !s.ok()) return s;
+  return CheckPowerGroups();
 }
 
 absl::Status Ledger::CheckTallies() const {

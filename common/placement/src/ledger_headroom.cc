@@ -43,12 +43,15 @@ void Ledger::RebuildHeadroom() {
     pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), pd_child_best_[p]);
   }
   top_headroom_ = BestChildOf(kNoId);
+  groups_.resize(t.power_domains().size() + 1);
+  for (int g = 0; g < static_cast<int>(groups_.size()); ++g) RebuildPowerGroup(g);
 }
 
 void Ledger::RackPowerChanged(RackId rack) {
   const Milliwatts old_value = rack_room_kept_[rack];
   rack_room_kept_[rack] = RackRoomWithPolicyReserve(rack);
   CarryHeadroomUp(topology_->racks()[rack].power_domain, old_value, rack_room_kept_[rack]);
+  RackGroupChanged(rack);  // its room and (after a commit or release) its tallies moved
 }
 
 void Ledger::PowerDomainPowerChanged(PowerDomainId domain) {

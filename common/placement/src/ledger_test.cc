@@ -151,7 +151,9 @@ TEST(LedgerTest, LoweredCapStopsNewWorkOnly) {
 }
 
 // The headroom index against a pass over every rack and its power chain, after every kind of change: commits and
-// releases of random shapes and watts, caps raised and lowered at run time, measured draws, with a reserve.
+// releases of random shapes and watts, caps raised and lowered at run time, measured draws, health, with a
+// reserve. CheckInvariants also checks the power groups (GroupNodesWithFree at every rack's room) and the
+// per-type tallies against counts made from scratch.
 TEST(LedgerHeadroomProperty, MaxRackHeadroomEqualsAPassOverEveryRack) {
   SyntheticClusterSpec spec;
   spec.blocks.push_back({ReferenceSystem::kHgxH100, 6, 4, 40, 8, 2, 70});  // rows of 2 under the hall
@@ -184,10 +186,17 @@ TEST(LedgerHeadroomProperty, MaxRackHeadroomEqualsAPassOverEveryRack) {
       for (int i = 0, n = 1 + pick(3); i < n && first + i < static_cast<NodeId>(t.nodes().size()); ++i)
         a.nodes.push_back({first + i, static_cast<GpuMask>(1 + pick(255))});
       if (l.Commit(a, pick(2) ? CommitMode::kEnforce : CommitMode::kRecover).ok()) held.push_back(a.id);
-    } else if (what < 8 && !held.empty()) {
+    } else if (what < 7 && !held.empty()) {
       const int i = pick(static_cast<int>(held.size()));
       l.Release(held[i]);
       held.erase(held.begin() + i);
+    } else if (what == 7) {  // health: what the power groups count moves without any draw changing
+      const NodeId n = pick(static_cast<int>(t.nodes().size()));
+      if (pick(2)) {
+        l.SetNodeHealth(n, static_cast<NodeHealth>(pick(3)));
+      } else {
+        l.SetGpuFailed(n, pick(8), pick(2) == 1);
+      }
     } else if (what == 8) {
       if (pick(2)) {
         l.SetRackCap(pick(static_cast<int>(t.racks().size())), static_cast<Milliwatts>(5 + pick(40)) * 1'000'000);
@@ -203,9 +212,7 @@ TEST(LedgerHeadroomProperty, MaxRackHeadroomEqualsAPassOverEveryRack) {
       l.SetMeasuredDraw(readings, pick(3) * 0.2, pick(2) == 1);
     }
     ASSERT_EQ(l.MaxRackHeadroom(), by_pass(l)) << "step " << step << " kind " << what;
-    if (step % 100 == 0) {
-      ASSERT_TRUE(l.CheckInvariants().ok()) << l.CheckInvariants();
-    }
+    ASSERT_TRUE(l.CheckInvariants().ok()) << "step " << step << ": " << l.CheckInvariants();
   }
   // A copy keeps its own index.
   Ledger copy = l;

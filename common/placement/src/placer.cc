@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "capacity_now.h"
 #include "domain_planner.h"
 #include "node_picker.h"
 #include "placement_context.h"
@@ -101,6 +102,9 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
       continue;
     }
     if (!some_power(ctx)) continue;  // no plan can take a GPU of this type now
+    // Not enough free GPUs with power under their domains: no plan can cover the job (and the searches would
+    // visit every domain to find that out).
+    if (!ctx.restricted() && internal::CapacityNowAtMost(ledger, request, type) < request.gpus) continue;
     if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
     std::optional<DomainPlan> plan = internal::PlanMultiDomain(ctx, &*scratch);
     if (plan && required && static_cast<int>(plan->takes.size()) > insist) {

@@ -65,6 +65,8 @@ v1::ClusterDescription RandomCluster(std::mt19937_64& rng) {
     }
     spec.blocks.push_back(block);
   }
+  // A third of them have a hall above the rows, whose cap can bind too (a power tree of three levels).
+  if (pick(0, 2) == 0) spec.hall_cap_kw = real(20, 400);
   v1::ClusterDescription d = BuildSyntheticCluster(spec);
   if (pick(0, 3) == 0) d.mutable_policy()->set_power_reserve_pct(pick(1, 20));
   return d;

@@ -1,11 +1,14 @@
 // Builds refusals. See refusal_builder.h.
 #include "refusal_builder.h"
 
+#include "capacity_now.h"
 #include "placement_context.h"
 #include "rackwise/power_rollup.h"
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "rackwise/telemetry.h"
@@ -31,39 +34,17 @@ PowerView Rooms(const Ledger& l) {
   return v;
 }
 
-// Per rack, what the nodes of one type give the job ignoring power, from the ledger's tallies (no node visited).
-// Unrestricted requests only: the tallies know nothing of a node list.
-void RackGpusByTally(const Ledger& l, const PlacementRequest& r, NodeTypeId type, std::vector<long long>* rack_gpus) {
-  const Topology& t = l.topology();
-  const int least = ShareGranule(r);
-  if (least > t.node_types()[type].gpus) return;
-  for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
-    for (const Ledger::RackTypeTally& tally : l.rack_tallies(rack)) {
-      if (tally.type != type) continue;
-      if (least == 1 && r.gpus_per_node == 0) {
-        (*rack_gpus)[rack] += tally.up_free_gpus;
-        continue;
-      }
-      for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f)
-        (*rack_gpus)[rack] += tally.up_by_free[f] * NodeShareOf(r, f);
-    }
-  }
-}
-
 // The most GPUs the job could get of one node type now (healthy nodes, free GPUs, power left).
 long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type,
                    const PowerView& power, bool by_node) {
   const Topology& t = l.topology();
+  if (!by_node && s.allowed.empty()) return CapacityNow(l, r, type);
   std::vector<long long> rack_gpus(t.racks().size(), 0);
-  if (by_node || !s.allowed.empty()) {
-    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
-      const Node& node = t.nodes()[n];
-      if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || ShareGranule(r) > node.gpus) continue;
-      if (l.node_health(n) != NodeHealth::kUp) continue;
-      rack_gpus[node.rack] += NodeShareOf(r, l.free_gpu_count(n));
-    }
-  } else {
-    RackGpusByTally(l, r, type, &rack_gpus);
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    const Node& node = t.nodes()[n];
+    if (node.type != type || (!s.allowed.empty() && !s.allowed[n]) || ShareGranule(r) > node.gpus) continue;
+    if (l.node_health(n) != NodeHealth::kUp) continue;
+    rack_gpus[node.rack] += NodeShareOf(r, l.free_gpu_count(n));
   }
   std::vector<long long> below;
   return PowerLimitedGpus(
@@ -91,42 +72,149 @@ ReasonTally TallyByNode(const Ledger& ledger, const PlacementRequest& r, const R
   return out;
 }
 
-// The same counts from the ledger's per-rack tallies, in NodeBlock's order of reasons; unrestricted requests.
-ReasonTally TallyByRack(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable) {
+// Per power domain, the least room of it and every domain above it (the policy's reserve kept).
+std::vector<Milliwatts> ChainRooms(const Ledger& l) {
+  const Topology& t = l.topology();
+  const double reserve = t.policy().power_reserve_fraction;
+  std::vector<Milliwatts> chain(t.power_domains().size());
+  const std::vector<PowerDomainId>& order = t.power_domains_deepest_first();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // parents before their children
+    const PowerDomainId parent = t.power_domains()[*it].parent;
+    chain[*it] = std::min(l.PowerDomainRoom(*it, reserve),
+                          parent == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[parent]);
+  }
+  return chain;
+}
+
+Milliwatts ChainRoomOf(const Topology& t, const std::vector<Milliwatts>& chain, RackId rack) {
+  const PowerDomainId p = t.racks()[rack].power_domain;
+  return p == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[p];
+}
+
+// Whether the request can use nodes of this type at all (else every such node counts under one reason).
+bool TypeTakesShares(const Topology& t, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type) {
+  return std::find(s.types.begin(), s.types.end(), type) != s.types.end() &&
+         ShareGranule(r) <= t.node_types()[type].gpus;
+}
+
+// The same counts from the ledger's tallies, in NodeBlock's order of reasons; unrestricted requests. Reasons that
+// do not depend on power come from the per-type tallies; nodes that fail on power only are split per power group:
+// the racks whose own room is short (one binary search in the group), else the power domains above.
+ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable) {
   const Topology& t = ledger.topology();
   ReasonTally out;
-  out.rack_free.assign(t.racks().size(), 0);
-  auto count = [&out](NodeReason why, int nodes) { out.counts[static_cast<int>(why)] += nodes; };
+  auto count = [&out](NodeReason why, long long nodes) {
+    out.counts[static_cast<int>(why)] += static_cast<int>(nodes);
+  };
   const int least = ShareGranule(r);
-  for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
-    const RackPowerRoom room = PowerRoomOf(ledger, rack);
-    for (const Ledger::RackTypeTally& tally : ledger.rack_tallies(rack)) {
-      if (std::find(s.types.begin(), s.types.end(), tally.type) == s.types.end()) {
-        count(NodeReason::kWrongNodeType, tally.nodes);
-        continue;
-      }
-      if (least > t.node_types()[tally.type].gpus) {
-        count(NodeReason::kTooFewGpusOnNode, tally.nodes);
-        continue;
-      }
-      count(NodeReason::kNodeDown, tally.down);
-      count(NodeReason::kNodeDrained, tally.drained);
-      int fitting = 0;
-      long long free = tally.up_free_gpus;
-      for (int f = 0; f < least; ++f) {
-        count(NodeReason::kInsufficientGpus, tally.up_by_free[f]);
-        free -= static_cast<long long>(f) * tally.up_by_free[f];
-      }
-      for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f) fitting += tally.up_by_free[f];
-      const Milliwatts need = least * PerGpuFor(t, r, tally.type);
-      const NodeReason why = room.rack < need    ? NodeReason::kRackPower
-                             : room.chain < need ? NodeReason::kPowerDomainPower
-                                                 : usable;
-      count(why, fitting);
-      out.rack_free[rack] += static_cast<int>(free);
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+    const Ledger::RackTypeTally& tally = ledger.type_tally(type);
+    if (std::find(s.types.begin(), s.types.end(), type) == s.types.end()) {
+      count(NodeReason::kWrongNodeType, tally.nodes);
+      continue;
+    }
+    if (least > t.node_types()[type].gpus) {
+      count(NodeReason::kTooFewGpusOnNode, tally.nodes);
+      continue;
+    }
+    count(NodeReason::kNodeDown, tally.down);
+    count(NodeReason::kNodeDrained, tally.drained);
+    for (int f = 0; f < least; ++f) count(NodeReason::kInsufficientGpus, tally.up_by_free[f]);
+  }
+  const std::vector<Milliwatts> chain = ChainRooms(ledger);
+  for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
+    const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
+    const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[id];
+    for (NodeTypeId type : s.types) {
+      if (least > t.node_types()[type].gpus) continue;
+      const int fitting = ledger.GroupNodesWithFree(id, type, least);
+      if (fitting == 0) continue;
+      const Milliwatts need = least * PerGpuFor(t, r, type);
+      const int short_of_rack = ledger.GroupNodesWithFree(id, type, least, need);
+      count(NodeReason::kRackPower, short_of_rack);
+      count(above < need ? NodeReason::kPowerDomainPower : usable, fitting - short_of_rack);
     }
   }
   return out;
+}
+
+// Free GPUs of the rack on nodes that fail on nothing but power (or on nothing), from its tallies.
+int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, RackId rack) {
+  const int least = ShareGranule(r);
+  long long free = 0;
+  for (const Ledger::RackTypeTally& tally : ledger.rack_tallies(rack)) {
+    if (!TypeTakesShares(ledger.topology(), r, s, tally.type)) continue;
+    free += tally.up_free_gpus;
+    for (int f = 0; f < least; ++f) free -= static_cast<long long>(f) * tally.up_by_free[f];
+  }
+  return static_cast<int>(free);
+}
+
+// The rack that holds the most free GPUs it (or a power domain above it) cannot power for this job; ties go to the
+// lowest id. Racks are offered in any order.
+class PowerShortfall {
+ public:
+  PowerShortfall(const Ledger& ledger, const PlacementRequest& r)
+      : ledger_(ledger), r_(r), chain_(ChainRooms(ledger)) {}
+  int best_free() const { return best_free_; }
+  RackId best_rack() const { return best_rack_; }
+  void Consider(RackId rack, int free) {
+    if (free <= 0 || free < best_free_ || (free == best_free_ && rack > best_rack_)) return;
+    const Topology& t = ledger_.topology();
+    const Milliwatts left =
+        std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction), ChainRoomOf(t, chain_, rack));
+    if (Need(rack, free) <= left) return;
+    best_free_ = free;
+    best_rack_ = rack;
+  }
+  // "power domain row01 would need 5.1 kW for 4 GPUs, 0.9 kW left." (empty when no rack fell short)
+  std::string Describe() const {
+    if (best_rack_ == kNoId) return "";
+    const Topology& t = ledger_.topology();
+    const double reserve = t.policy().power_reserve_fraction;
+    Milliwatts left = ledger_.RackRoom(best_rack_, reserve);
+    std::string where = "rack " + t.racks()[best_rack_].name;
+    for (PowerDomainId p : t.racks()[best_rack_].power_chain) {
+      if (ledger_.PowerDomainRoom(p, reserve) < left) {
+        left = ledger_.PowerDomainRoom(p, reserve);
+        where = "power domain " + t.power_domains()[p].name;
+      }
+    }
+    std::string out = absl::StrFormat("%s would need %s for %d GPUs, %s left.", where, Kw(Need(best_rack_, best_free_)),
+                                      std::min(r_.gpus, best_free_), Kw(std::max<Milliwatts>(0, left)));
+    // Name measured watts when a reading counts for the rack, so that "why" is not hidden behind an estimate.
+    if (std::string note = MeasuredRackNote(ledger_, best_rack_); !note.empty()) out += " Measured: " + note + ".";
+    return out;
+  }
+
+ private:
+  Milliwatts Need(RackId rack, int free) const {
+    const Topology& t = ledger_.topology();
+    return std::min(r_.gpus, free) * PerGpuFor(t, r_, t.nodes()[t.racks()[rack].nodes.front()].type);
+  }
+
+  const Ledger& ledger_;
+  const PlacementRequest& r_;
+  std::vector<Milliwatts> chain_;
+  int best_free_ = 0;
+  RackId best_rack_ = kNoId;
+};
+
+// The power sentence for an unrestricted request: groups whose fullest rack holds fewer free GPUs than the best
+// found so far (or as many, all after it) are skipped without visiting their racks.
+std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s) {
+  const Topology& t = ledger.topology();
+  PowerShortfall shortfall(ledger, r);
+  for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
+    const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
+    const std::vector<RackId>& racks = ledger.GroupRacks(id);
+    if (racks.empty()) continue;
+    const int bound = ledger.GroupMaxRackFree(id);
+    if (bound < shortfall.best_free() || (bound == shortfall.best_free() && racks.front() > shortfall.best_rack()))
+      continue;  // GroupRacks lists racks by id
+    for (RackId rack : racks) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
+  }
+  return shortfall.Describe();
 }
 
 // Whether some type could ever give the job all its GPUs (on the cluster empty, under the described caps).
@@ -154,10 +242,9 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   out.total_nodes = static_cast<int>(t.nodes().size());
   // A node that fails on nothing is blocked by the job as a whole: its locality, or too few GPUs in all.
   const NodeReason usable = locality_blocked ? NodeReason::kNvlinkLocality : NodeReason::kNotEnoughTogether;
-  const ReasonTally tally =
-      by_node || !s.allowed.empty() ? TallyByNode(ledger, r, s, usable) : TallyByRack(ledger, r, s, usable);
+  const bool visit_nodes = by_node || !s.allowed.empty();
+  const ReasonTally tally = visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable);
   out.counts = tally.counts;
-  const std::vector<int>& rack_free = tally.rack_free;
   long long lifetime = 0;
   if (!Resolvable(ledger, r, s, by_node, &lifetime)) {
     out.unresolvable = true;
@@ -165,7 +252,6 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
         absl::StrFormat("The job asks for %d GPUs; this cluster can never give it more than %d.", r.gpus, lifetime);
     return out;
   }
-  const PowerView now_rooms = Rooms(ledger);
   if (locality_blocked) {
     out.detail =
         absl::StrFormat("NVLink locality is required: %s; no set of %d has %d free GPUs with power to run them now.",
@@ -173,31 +259,20 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
     return out;
   }
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.
-  int best_free = 0;
-  std::string best_detail;
-  for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack) {
-    if (rack_free[rack] <= best_free) continue;
-    const int gpus = std::min(r.gpus, rack_free[rack]);
-    const Milliwatts need = gpus * PerGpuFor(t, r, t.nodes()[t.racks()[rack].nodes.front()].type);
-    Milliwatts left = now_rooms.rack_room[rack];
-    std::string where = "rack " + t.racks()[rack].name;
-    for (PowerDomainId p : t.racks()[rack].power_chain) {
-      if (now_rooms.pd_room[p] < left) {
-        left = now_rooms.pd_room[p];
-        where = "power domain " + t.power_domains()[p].name;
-      }
-    }
-    if (need <= left) continue;
-    best_free = rack_free[rack];
-    best_detail = absl::StrFormat("%s would need %s for %d GPUs, %s left.", where, Kw(need), gpus,
-                                  Kw(std::max<Milliwatts>(0, left)));
-    // Name measured watts when a reading counts for the rack, so that "why" is not hidden behind an estimate.
-    if (std::string note = MeasuredRackNote(ledger, rack); !note.empty()) best_detail += " Measured: " + note + ".";
+  std::string power;
+  if (visit_nodes) {
+    PowerShortfall shortfall(ledger, r);
+    for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack)
+      shortfall.Consider(rack, tally.rack_free[rack]);
+    power = shortfall.Describe();
+  } else {
+    power = PowerShortfallByGroup(ledger, r, s);
   }
-  if (!best_detail.empty()) {
-    out.detail = best_detail;
+  if (!power.empty()) {
+    out.detail = power;
     return out;
   }
+  const PowerView now_rooms = Rooms(ledger);
   long long now = 0;
   for (NodeTypeId type : s.types) now = std::max(now, Capacity(ledger, r, s, type, now_rooms, by_node));
   out.detail = absl::StrFormat("The job asks for %d GPUs; at most %d free GPUs of one node type could take it now.",

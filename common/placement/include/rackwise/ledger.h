@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "rackwise/allocation.h"
 #include "rackwise/topology.h"
 
@@ -118,6 +119,24 @@ class Ledger {
   };
   // One entry per node type present in the rack, in the order the types first appear among its nodes.
   const std::vector<RackTypeTally>& rack_tallies(RackId rack) const { return rack_tallies_[rack]; }
+  // The same over the whole cluster, for one node type.
+  const RackTypeTally& type_tally(NodeTypeId type) const { return type_tallies_[type]; }
+
+  // --- Power groups: the racks directly under one power domain, or (kNoId) the racks under none ---
+  // Kept so that a refusal counts nodes per reason group by group instead of rack by rack (ledger_power_groups.cc).
+  const std::vector<RackId>& GroupRacks(PowerDomainId group) const;
+  // Up nodes of `type` with at least `least` free GPUs, in the group's racks whose own room (the policy's reserve
+  // kept) is below `room`: O(log racks in the group + GPUs per node).
+  int GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least,
+                         Milliwatts room = std::numeric_limits<Milliwatts>::max()) const;
+  // The same racks' up nodes of `type` by free GPU count ([f]: nodes with exactly f free); empty when the group
+  // has no node of the type.
+  absl::Span<const int> GroupFreeHistogram(PowerDomainId group, NodeTypeId type,
+                                           Milliwatts room = std::numeric_limits<Milliwatts>::max()) const;
+  // The least own room (the policy's reserve kept) of the group's racks; kNoHeadroom for an empty group.
+  Milliwatts GroupLeastRackRoom(PowerDomainId group) const;
+  // The most free GPUs (up nodes, every type) in one rack of the group: a bound for scans after such racks.
+  int GroupMaxRackFree(PowerDomainId group) const;
 
   // --- Measured power (telemetry) ---
   // The draw that caps are checked against. Without a measurement it is the estimate (rack_draw). With one,
@@ -164,6 +183,12 @@ class Ledger {
   // The headroom index (MaxRackHeadroom): rebuilt from scratch, or brought up to date after a change of one
   // rack's draw or cap, or of one power domain's cap.
   void RebuildHeadroom();
+  // Power groups: the group of a rack, rebuilding one group, and bringing a rack's group up to date after its
+  // room or its tallies changed.
+  int GroupOf(RackId rack) const;
+  void RebuildPowerGroup(int group);
+  void RackGroupChanged(RackId rack);
+  absl::Status CheckPowerGroups() const;
   void RackPowerChanged(RackId rack);
   void PowerDomainPowerChanged(PowerDomainId domain);
   // Carries a change of one child's kept value (old -> new) to power domain `parent` (kNoId: the top) and up.
@@ -186,6 +211,7 @@ class Ledger {
   std::vector<std::vector<std::vector<DomainId>>> buckets_;  // [type][free] -> domains
   std::vector<int> bucket_pos_;                              // position of each domain in its bucket
   std::vector<std::vector<RackTypeTally>> rack_tallies_;
+  std::vector<RackTypeTally> type_tallies_;  // [type]
   // Measured power: counted draw = estimate + adjust (see counted_rack_draw).
   std::vector<Milliwatts> rack_adjust_, pd_adjust_;
   std::vector<std::optional<Milliwatts>> rack_measured_;
@@ -198,6 +224,15 @@ class Ledger {
   std::vector<RackId> root_racks_;         // racks under no power domain
   std::vector<PowerDomainId> root_pds_;
   Milliwatts top_headroom_ = kNoHeadroom;
+  struct PowerGroupIndex {
+    std::vector<RackId> by_room;    // the group's racks by kept room, ascending (ties by id)
+    std::vector<NodeTypeId> types;  // node types present in the group
+    // [type slot][i * (gpus + 1) + f]: up nodes of that type with exactly f free GPUs among the first i racks of
+    // by_room, so that "nodes with room below X" is one binary search and a few sums.
+    std::vector<std::vector<int>> cumulative;
+    int max_rack_free = 0;
+  };
+  std::vector<PowerGroupIndex> groups_;  // one per power domain, then one for the racks under none
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 

@@ -28,6 +28,22 @@ class PowerScratch {
   std::vector<PowerDomainId> touched_pds_;
 };
 
+// The second half of PowerLimitedGpus: `below` holds, per power domain, the GPUs that reach it from the racks
+// directly under it; each domain passes at most domain_room(p) / per_gpu of them (with what its child domains
+// pass) up, deepest first. Returns what reaches the top from the domains (racks under none are the caller's).
+template <typename DomainRoom>
+long long RollUpPowerDomains(const Topology& t, Milliwatts per_gpu, DomainRoom domain_room,
+                             std::vector<long long>* below) {
+  long long total = 0;
+  for (PowerDomainId p : t.power_domains_deepest_first()) {
+    long long g = (*below)[p];
+    if (per_gpu > 0) g = std::min<long long>(g, std::max<Milliwatts>(0, domain_room(p)) / per_gpu);
+    const PowerDomainId parent = t.power_domains()[p].parent;
+    (parent == kNoId ? total : (*below)[parent]) += g;
+  }
+  return total;
+}
+
 // Rack r offers rack_gpus(r) GPUs and passes at most rack_room(r) / per_gpu of them; the racks and child domains
 // under power domain p pass at most domain_room(p) / per_gpu up, deepest domains first. Returns what reaches the
 // top. A per_gpu <= 0 limits nothing. `below` is scratch (one entry per power domain), so hot callers allocate once.
@@ -45,12 +61,7 @@ long long PowerLimitedGpus(const Topology& t, Milliwatts per_gpu, RackGpus rack_
     const PowerDomainId p = t.racks()[r].power_domain;
     (p == kNoId ? total : (*below)[p]) += g;
   }
-  for (PowerDomainId p : t.power_domains_deepest_first()) {
-    const long long g = limit((*below)[p], domain_room(p));
-    const PowerDomainId parent = t.power_domains()[p].parent;
-    (parent == kNoId ? total : (*below)[parent]) += g;
-  }
-  return total;
+  return total + RollUpPowerDomains(t, per_gpu, domain_room, below);
 }
 
 }  // namespace rackwise

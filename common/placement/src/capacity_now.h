@@ -1,0 +1,19 @@
+// Internal to the placer: how many GPUs of one node type a job could get now (free, on healthy nodes, with power
+// to run them), worked out from the ledger's power groups instead of a visit to every rack. Requests without a
+// node list only: the groups know nothing of one.
+#pragma once
+
+#include "rackwise/ledger.h"
+#include "rackwise/placement_request.h"
+
+namespace rackwise::internal {
+
+// Exactly what PowerLimitedGpus gives over every rack's shares of the job (the refusal's "at most N now"). Visits
+// the racks of a group only where one of their own rooms could bind.
+long long CapacityNow(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
+
+// An upper bound on CapacityNow in O(power domains x GPUs per node): every rack's own room is left out. The placer
+// skips the searches of a type whose bound is short of the job; they could not succeed.
+long long CapacityNowAtMost(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
+
+}  // namespace rackwise::internal

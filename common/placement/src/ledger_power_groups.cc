@@ -1,0 +1,135 @@
+// The ledger's power groups: per power domain, its racks ordered by their own room with running sums of their
+// node tallies, so that a refusal counts "nodes short of rack power" with one binary search per group instead of
+// a look at every rack. See GroupNodesWithFree in ledger.h.
+//
+// A change to one rack (its room, or a node's free GPUs or health) rebuilds its group: O(racks in the group x
+// GPUs per node), a handful of racks under a row. Racks under no power domain form one group, so a cluster
+// described without power domains pays O(racks) per change there.
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "rackwise/ledger.h"
+
+namespace rackwise {
+
+int Ledger::GroupOf(RackId rack) const {
+  const PowerDomainId p = topology_->racks()[rack].power_domain;
+  return p == kNoId ? static_cast<int>(topology_->power_domains().size()) : p;
+}
+
+const std::vector<RackId>& Ledger::GroupRacks(PowerDomainId group) const {
+  return group == kNoId ? root_racks_ : topology_->power_domains()[group].racks;
+}
+
+void Ledger::RebuildPowerGroup(int group) {
+  const Topology& t = *topology_;
+  PowerGroupIndex& g = groups_[group];
+  const bool root = group == static_cast<int>(t.power_domains().size());
+  g.by_room = root ? root_racks_ : t.power_domains()[group].racks;
+  std::sort(g.by_room.begin(), g.by_room.end(), [&](RackId a, RackId b) {
+    return rack_room_kept_[a] != rack_room_kept_[b] ? rack_room_kept_[a] < rack_room_kept_[b] : a < b;
+  });
+  g.types.clear();
+  for (RackId r : g.by_room)
+    for (const RackTypeTally& tally : rack_tallies_[r])
+      if (std::find(g.types.begin(), g.types.end(), tally.type) == g.types.end()) g.types.push_back(tally.type);
+  g.cumulative.assign(g.types.size(), {});
+  g.max_rack_free = 0;
+  for (size_t slot = 0; slot < g.types.size(); ++slot) {
+    const int width = t.node_types()[g.types[slot]].gpus + 1;
+    std::vector<int>& sums = g.cumulative[slot];
+    sums.assign((g.by_room.size() + 1) * width, 0);
+    for (size_t i = 0; i < g.by_room.size(); ++i) {
+      std::copy_n(sums.begin() + static_cast<long>(i * width), width,
+                  sums.begin() + static_cast<long>((i + 1) * width));
+      for (const RackTypeTally& tally : rack_tallies_[g.by_room[i]]) {
+        if (tally.type != g.types[slot]) continue;
+        for (int f = 0; f < width; ++f) sums[(i + 1) * width + f] += tally.up_by_free[f];
+      }
+    }
+  }
+  for (RackId r : g.by_room) {
+    long long free = 0;
+    for (const RackTypeTally& tally : rack_tallies_[r]) free += tally.up_free_gpus;
+    g.max_rack_free = std::max<int>(g.max_rack_free, static_cast<int>(free));
+  }
+}
+
+void Ledger::RackGroupChanged(RackId rack) {
+  if (!groups_.empty()) RebuildPowerGroup(GroupOf(rack));
+}
+
+absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId type, Milliwatts room) const {
+  const PowerGroupIndex& g = groups_[group == kNoId ? topology_->power_domains().size() : group];
+  const auto slot = std::find(g.types.begin(), g.types.end(), type);
+  if (slot == g.types.end()) return {};
+  const size_t width = topology_->node_types()[type].gpus + 1;
+  const size_t below = room == std::numeric_limits<Milliwatts>::max()
+                           ? g.by_room.size()
+                           : std::partition_point(g.by_room.begin(), g.by_room.end(), [&](RackId r) {
+                               return rack_room_kept_[r] < room;
+                             }) - g.by_room.begin();
+  return absl::MakeConstSpan(g.cumulative[slot - g.types.begin()]).subspan(below * width, width);
+}
+
+int Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
+  const absl::Span<const int> hist = GroupFreeHistogram(group, type, room);
+  int nodes = 0;
+  for (int f = std::max(least, 0); f < static_cast<int>(hist.size()); ++f) nodes += hist[f];
+  return nodes;
+}
+
+Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
+  const PowerGroupIndex& g = groups_[group == kNoId ? topology_->power_domains().size() : group];
+  return g.by_room.empty() ? kNoHeadroom : rack_room_kept_[g.by_room.front()];
+}
+
+int Ledger::GroupMaxRackFree(PowerDomainId group) const {
+  return groups_[group == kNoId ? topology_->power_domains().size() : group].max_rack_free;
+}
+
+absl::Status Ledger::CheckPowerGroups() const {
+  const Topology& t = *topology_;
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+    RackTypeTally sum{type, 0, 0, 0, std::vector<int>(t.node_types()[type].gpus + 1, 0), 0};
+    for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+      for (const RackTypeTally& tally : rack_tallies_[r]) {
+        if (tally.type != type) continue;
+        sum.nodes += tally.nodes;
+        sum.down += tally.down;
+        sum.drained += tally.drained;
+        sum.up_free_gpus += tally.up_free_gpus;
+        for (size_t f = 0; f < sum.up_by_free.size(); ++f) sum.up_by_free[f] += tally.up_by_free[f];
+      }
+    }
+    const RackTypeTally& kept = type_tallies_[type];
+    if (sum.nodes != kept.nodes || sum.down != kept.down || sum.drained != kept.drained ||
+        sum.up_free_gpus != kept.up_free_gpus || sum.up_by_free != kept.up_by_free)
+      return absl::InternalError(absl::StrCat("node type ", t.node_types()[type].name, " tally stale"));
+  }
+  // Each group against a count over its racks, at every threshold that matters (each rack's own room).
+  for (int group = 0; group <= static_cast<int>(t.power_domains().size()); ++group) {
+    const PowerDomainId id = group == static_cast<int>(t.power_domains().size()) ? kNoId : group;
+    const std::vector<RackId>& racks = GroupRacks(id);
+    for (RackId threshold : racks) {
+      const Milliwatts room = rack_room_kept_[threshold];
+      for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+        for (int least = 0; least <= t.node_types()[type].gpus; ++least) {
+          int nodes = 0;
+          for (RackId r : racks) {
+            if (rack_room_kept_[r] >= room) continue;
+            for (const RackTypeTally& tally : rack_tallies_[r])
+              if (tally.type == type)
+                for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f) nodes += tally.up_by_free[f];
+          }
+          if (nodes != GroupNodesWithFree(id, type, least, room))
+            return absl::InternalError(absl::StrCat("power group of ", t.racks()[threshold].name, " stale"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rackwise
