@@ -1,0 +1,287 @@
+// Two owners on shared racks (rackwise/split_simulator.h): caps hold at every instant in both modes, a static
+// owner keeps to its share, sharing runs what static halves cannot, every job stays on its owner's nodes, and
+// where caps do not bind each owner fares exactly as it would alone. Draws and shares are recomputed here from
+// the placements, not read from the simulator's meter.
+#include "rackwise/split_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <map>
+#include <set>
+#include <string>
+
+#include "rackwise/sizing.h"
+#include "rackwise/trace_generator.h"
+
+namespace rackwise {
+namespace {
+
+Topology Sized(SizingSystem system, int gpus, int nodes_per_rack, int racks_per_row, double rack_cap_kw,
+               double row_cap_pct) {
+  SizingParams p = DefaultSizingParams(system);
+  p.gpus = gpus;
+  if (nodes_per_rack > 0) p.nodes_per_rack = nodes_per_rack;
+  p.racks_per_row = racks_per_row;
+  p.rack_cap_kw = rack_cap_kw;
+  p.row_cap_pct = row_cap_pct;
+  absl::StatusOr<SizingResult> r = SizeCluster(p);
+  EXPECT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<Topology> t = Topology::Build(SizingToClusterDescription(p, *r));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+// 512 H100 GPUs, 4 nodes per rack, rows of 4 racks; racks at 30 kW (of 40.8 at full load), rows at 80%.
+Topology CappedH100() { return Sized(SizingSystem::kH100, 512, 4, 4, 30, 80); }
+
+std::vector<TraceJob> Trace(int cluster_gpus, int jobs, double load) {
+  TraceGeneratorParams g;
+  g.mix = TraceMix::kResearch;
+  g.jobs = jobs;
+  g.seed = 7;
+  g.cluster_gpus = cluster_gpus;
+  g.load = load;
+  g.watts_fraction = 0.3;
+  g.watts_per_gpu = 600;
+  absl::StatusOr<std::vector<TraceJob>> t = GenerateTrace(g);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : std::vector<TraceJob>{};
+}
+
+SplitResult Split(const Topology& t, const std::vector<TraceJob>& jobs, SplitOptions split,
+                  SimPolicy policy = SimPolicy::kRackwise) {
+  SimOptions o;
+  o.policy = policy;
+  o.record_placements = true;
+  absl::StatusOr<SplitResult> r = SimulateSplit(t, jobs, o, split);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : SplitResult{};
+}
+
+SplitOptions Mode(SplitMode mode, double share = 0.5) {
+  SplitOptions s;
+  s.mode = mode;
+  s.static_share = share;
+  return s;
+}
+
+// What each rack and power domain draws above idle, per owner, at every instant something starts or ends: the
+// running placements' GPUs at what the ledger charges (declared watts, else the node type's).
+struct Draws {
+  double at = 0;
+  std::vector<std::array<Milliwatts, 2>> rack, power_domain;
+};
+
+std::vector<Draws> DrawsOverTime(const Topology& t, const SplitResult& r) {
+  std::set<double> instants;
+  for (const SplitOwnerResult& o : r.owners)
+    for (const SimPlacement& p : o.placements) instants.insert(p.start);
+  std::vector<Draws> out;
+  for (double at : instants) {
+    Draws d;
+    d.at = at;
+    d.rack.assign(t.racks().size(), {0, 0});
+    d.power_domain.assign(t.power_domains().size(), {0, 0});
+    for (int owner = 0; owner < 2; ++owner) {
+      for (const SimPlacement& p : r.owners[owner].placements) {
+        if (!(p.start <= at && at < p.end)) continue;
+        for (const NodeGpus& ng : p.nodes) {
+          const Milliwatts per_gpu = p.per_gpu > 0 ? p.per_gpu : t.type_of(ng.node).per_gpu;
+          const Milliwatts w = std::popcount(ng.gpus) * per_gpu;
+          const RackId rack = t.nodes()[ng.node].rack;
+          d.rack[rack][owner] += w;
+          for (PowerDomainId pd : t.racks()[rack].power_chain) d.power_domain[pd][owner] += w;
+        }
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+TEST(SplitSimulatorTest, NoCapIsPassedAtAnyInstantInEitherMode) {
+  const Topology t = CappedH100();
+  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
+  for (SplitMode mode : {SplitMode::kShared, SplitMode::kStatic}) {
+    SCOPED_TRACE(SplitModeName(mode));
+    const SplitResult r = Split(t, jobs, Mode(mode));
+    EXPECT_EQ(r.overall.completed + r.overall.rejected, static_cast<int>(jobs.size()));
+    EXPECT_GT(r.overall.completed, 500);
+    EXPECT_EQ(r.overall.power_violation_kws, 0);
+    EXPECT_EQ(r.overall.cap_excursions, 0);
+    int checked = 0;
+    for (const Draws& d : DrawsOverTime(t, r)) {
+      for (RackId k = 0; k < static_cast<RackId>(t.racks().size()); ++k)
+        ASSERT_LE(t.racks()[k].idle + d.rack[k][0] + d.rack[k][1], t.racks()[k].cap) << "rack " << k << " at " << d.at;
+      for (PowerDomainId k = 0; k < static_cast<PowerDomainId>(t.power_domains().size()); ++k)
+        ASSERT_LE(t.power_domains()[k].idle + d.power_domain[k][0] + d.power_domain[k][1], t.power_domains()[k].cap)
+            << "power domain " << k << " at " << d.at;
+      ++checked;
+    }
+    EXPECT_GT(checked, 500);
+  }
+}
+
+TEST(SplitSimulatorTest, StaticOwnersNeverAddMoreThanTheirShareOfAnyBudget) {
+  const Topology t = CappedH100();
+  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
+  const double share = 0.3;  // owner 0: 30%, owner 1: 70%; uneven, so that swapped shares are caught
+  const SplitResult r = Split(t, jobs, Mode(SplitMode::kStatic, share));
+  const double reserve = t.policy().power_reserve_fraction;
+  std::array<double, 2> shares = {share, 1 - share}, peak = {0, 0};  // the highest share of a budget used
+  for (const Draws& d : DrawsOverTime(t, r)) {
+    for (int owner = 0; owner < 2; ++owner) {
+      for (RackId k = 0; k < static_cast<RackId>(t.racks().size()); ++k) {
+        const double budget = UsableCap(t.racks()[k].cap, reserve) - t.racks()[k].idle;
+        ASSERT_LE(d.rack[k][owner], shares[owner] * budget) << SplitOwnerName(owner) << " rack " << k;
+        peak[owner] = std::max(peak[owner], d.rack[k][owner] / budget);
+      }
+      for (PowerDomainId k = 0; k < static_cast<PowerDomainId>(t.power_domains().size()); ++k) {
+        const double budget = UsableCap(t.power_domains()[k].cap, reserve) - t.power_domains()[k].idle;
+        ASSERT_LE(d.power_domain[k][owner], shares[owner] * budget) << SplitOwnerName(owner) << " domain " << k;
+        peak[owner] = std::max(peak[owner], d.power_domain[k][owner] / budget);
+      }
+    }
+  }
+  // The shares bind: each owner comes close to its own at some instant (else the check above proves little).
+  EXPECT_GT(peak[0], 0.8 * shares[0]);
+  EXPECT_GT(peak[1], 0.8 * shares[1]);
+}
+
+// One row of two racks, two H100 nodes each; the row's budget above idle is about 20 kW (72% of 42 kW less
+// 10 kW idle). Owner slurm has one node per rack and two 8-GPU jobs of 7.7 kW each; owner k8s has no jobs.
+// Together they need 15.4 kW, more than half the row's budget: shared runs them at once, static halves cannot.
+TEST(SplitSimulatorTest, SharingRunsWhatStaticHalvesCannotWhenTheOtherOwnerIsIdle) {
+  const Topology t = Sized(SizingSystem::kH100, 32, 2, 2, 0, 72);
+  ASSERT_EQ(t.racks().size(), 2u);
+  std::vector<TraceJob> jobs(2);
+  for (int i = 0; i < 2; ++i) {
+    jobs[i].id = "j" + std::to_string(i);
+    jobs[i].gpus = 8;
+    jobs[i].duration = 100;
+  }
+  SplitOptions split;
+  split.job_owner = {0, 0};
+  split.horizon_s = 100;
+  split.mode = SplitMode::kShared;
+  const SplitResult shared = Split(t, jobs, split);
+  split.mode = SplitMode::kStatic;
+  const SplitResult halves = Split(t, jobs, split);
+  ASSERT_EQ(shared.owners[0].placements.size(), 2u);
+  ASSERT_EQ(halves.owners[0].placements.size(), 2u);
+  EXPECT_EQ(shared.owners[0].placements[1].start, 0);
+  EXPECT_EQ(halves.owners[0].placements[1].start, 100);  // waits for the first: its owner's half is full
+  EXPECT_DOUBLE_EQ(shared.gpu_hours_by_horizon, 2 * 8 * 100 / 3600.0);
+  EXPECT_DOUBLE_EQ(halves.gpu_hours_by_horizon, 8 * 100 / 3600.0);
+  EXPECT_EQ(shared.overall.power_violation_kws, 0);
+  EXPECT_EQ(halves.overall.power_violation_kws, 0);
+}
+
+TEST(SplitSimulatorTest, EveryJobRunsOnItsOwnersNodesOnly) {
+  const Topology t = CappedH100();
+  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
+  for (SplitMode mode : {SplitMode::kShared, SplitMode::kStatic}) {
+    SCOPED_TRACE(SplitModeName(mode));
+    const SplitResult r = Split(t, jobs, Mode(mode));
+    std::array<int, 2> jobs_of = {0, 0};
+    for (int owner : r.job_owner) ++jobs_of[owner];
+    for (int owner = 0; owner < 2; ++owner) {
+      EXPECT_EQ(r.owners[owner].metrics.jobs, jobs_of[owner]);
+      EXPECT_GT(r.owners[owner].placements.size(), 200u);
+      for (const SimPlacement& p : r.owners[owner].placements) {
+        EXPECT_EQ(r.job_owner[p.job], owner) << jobs[p.job].id;
+        for (const NodeGpus& ng : p.nodes) ASSERT_EQ(r.node_owner[ng.node], owner) << jobs[p.job].id;
+      }
+    }
+  }
+}
+
+TEST(SplitSimulatorTest, NodeSplitKeepsNvlinkDomainsWholeAndGivesBothOwnersEveryRow) {
+  // HGX: every rack's nodes alternate. NVL72: whole racks alternate under each row.
+  for (const Topology& t :
+       {Sized(SizingSystem::kH100, 512, 4, 4, 0, 100), Sized(SizingSystem::kGb200Nvl72, 4608, 0, 8, 110, 80)}) {
+    const std::vector<int> owner = SplitNodeOwners(t);
+    for (const NvlinkDomain& d : t.domains())
+      for (NodeId n : d.nodes) EXPECT_EQ(owner[n], owner[d.nodes.front()]);
+    for (const PowerDomain& pd : t.power_domains()) {
+      std::array<int, 2> gpus = {0, 0};
+      for (RackId rack : pd.racks)
+        for (NodeId n : t.racks()[rack].nodes) gpus[owner[n]] += t.nodes()[n].gpus;
+      if (pd.racks.size() >= 2) {
+        EXPECT_EQ(gpus[0], gpus[1]) << pd.name;
+      }
+    }
+  }
+  const Topology nvl = Sized(SizingSystem::kGb200Nvl72, 4608, 0, 8, 110, 80);
+  for (const Rack& rack : nvl.racks()) {
+    std::set<int> owners;
+    for (NodeId n : rack.nodes) owners.insert(SplitNodeOwners(nvl)[n]);
+    EXPECT_EQ(owners.size(), 1u) << rack.name;
+  }
+}
+
+// Caps at full-load draw never bind, so the owners cannot affect each other: each must get exactly the
+// placements it gets when the other owner has no jobs at all. Every policy but rackwise: its placer prefers racks
+// with more power room left (weights.power_headroom), which the other owner's draw changes even when no cap binds,
+// as it would on one real shared ledger.
+TEST(SplitSimulatorTest, WhereCapsDoNotBindEachOwnerFaresAsAlone) {
+  const Topology t = Sized(SizingSystem::kH100, 512, 4, 4, 0, 100);
+  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
+  for (SimPolicy policy : AllSimPolicies()) {
+    if (policy == SimPolicy::kRackwise) continue;
+    SCOPED_TRACE(SimPolicyName(policy));
+    const SplitResult both = Split(t, jobs, Mode(SplitMode::kShared), policy);
+    for (int owner = 0; owner < 2; ++owner) {
+      SCOPED_TRACE(SplitOwnerName(owner));
+      std::vector<TraceJob> own;
+      for (size_t j = 0; j < jobs.size(); ++j)
+        if (both.job_owner[j] == owner) own.push_back(jobs[j]);
+      SplitOptions alone = Mode(SplitMode::kShared);
+      alone.job_owner.assign(own.size(), owner);
+      const SplitResult r = Split(t, own, alone, policy);
+      const auto& a = r.owners[owner].placements;
+      const auto& b = both.owners[owner].placements;
+      ASSERT_EQ(a.size(), b.size());
+      ASSERT_GT(a.size(), 200u);
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string& id = own[a[i].job].id;
+        ASSERT_EQ(id, jobs[b[i].job].id) << i;
+        ASSERT_EQ(a[i].start, b[i].start) << id;
+        ASSERT_EQ(a[i].end, b[i].end) << id;
+        ASSERT_EQ(a[i].nodes.size(), b[i].nodes.size()) << id;
+        for (size_t k = 0; k < a[i].nodes.size(); ++k) {
+          ASSERT_EQ(a[i].nodes[k].node, b[i].nodes[k].node) << id;
+          ASSERT_EQ(a[i].nodes[k].gpus, b[i].nodes[k].gpus) << id;
+        }
+      }
+      EXPECT_DOUBLE_EQ(r.owners[owner].metrics.mean_wait_s, both.owners[owner].metrics.mean_wait_s);
+    }
+  }
+}
+
+TEST(SplitSimulatorTest, RefusesBadSplitsWithTheFieldNamed) {
+  const Topology t = CappedH100();
+  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 10, 1);
+  SimOptions o;
+  auto message = [&](SplitOptions s, SimOptions opt) {
+    absl::StatusOr<SplitResult> r = SimulateSplit(t, jobs, opt, s);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(r.status().message());
+  };
+  EXPECT_NE(message(Mode(SplitMode::kStatic, 1), o).find("static_share"), std::string::npos);
+  EXPECT_NE(message(Mode(SplitMode::kStatic, 0), o).find("static_share"), std::string::npos);
+  SplitOptions s;
+  s.job_owner = {0};
+  EXPECT_NE(message(s, o).find("job_owner"), std::string::npos);
+  s = SplitOptions{};
+  s.node_owner.assign(t.nodes().size(), 0);
+  EXPECT_NE(message(s, o).find("k8s has no GPUs"), std::string::npos);
+  SimOptions telemetry;
+  telemetry.telemetry = true;
+  EXPECT_NE(message(SplitOptions{}, telemetry).find("telemetry"), std::string::npos);
+  EXPECT_FALSE(ParseSplitMode("halves").ok());
+}
+
+}  // namespace
+}  // namespace rackwise
