@@ -178,6 +178,31 @@ TEST(SplitSimulatorTest, SharingRunsWhatStaticHalvesCannotWhenTheOtherOwnerIsIdl
   EXPECT_EQ(halves.overall.power_violation_kws, 0);
 }
 
+// The same row. k8s runs an 8-GPU job (7.7 kW) from 0 to 100. slurm's head, 16 GPUs (15.4 kW, all of slurm's
+// nodes), arrives at 1 and does not fit beside it: with nothing of slurm's running it must wait, not be rejected,
+// and its reservation must keep slurm's own 1-GPU job (arriving at 2, running 1000 s) from taking one of its GPUs.
+TEST(SplitSimulatorTest, AnOwnerBlockedOnlyByTheOthersDrawWaitsWithItsReservation) {
+  const Topology t = Sized(SizingSystem::kH100, 32, 2, 2, 0, 72);
+  std::vector<TraceJob> jobs(3);
+  const int gpus[] = {8, 16, 1};
+  const double submit[] = {0, 1, 2}, duration[] = {100, 100, 1000};
+  for (int i = 0; i < 3; ++i) {
+    jobs[i].id = "j" + std::to_string(i);
+    jobs[i].gpus = gpus[i];
+    jobs[i].submit = submit[i];
+    jobs[i].duration = duration[i];
+  }
+  SplitOptions split;
+  split.job_owner = {1, 0, 0};
+  const SplitResult r = Split(t, jobs, split);
+  EXPECT_EQ(r.overall.rejected, 0);
+  ASSERT_EQ(r.owners[0].placements.size(), 2u);
+  EXPECT_EQ(jobs[r.owners[0].placements[0].job].id, "j1");
+  EXPECT_EQ(r.owners[0].placements[0].start, 100);
+  EXPECT_EQ(r.owners[0].placements[1].start, 200);
+  EXPECT_EQ(r.overall.power_violation_kws, 0);
+}
+
 TEST(SplitSimulatorTest, EveryJobRunsOnItsOwnersNodesOnly) {
   const Topology t = CappedH100();
   const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
@@ -213,6 +238,11 @@ TEST(SplitSimulatorTest, NodeSplitKeepsNvlinkDomainsWholeAndGivesBothOwnersEvery
       }
     }
   }
+  // HGX: the rack's k-th NVLink domain (node) goes to owner k % 2, so every rack feeds both owners.
+  const Topology hgx = Sized(SizingSystem::kH100, 512, 4, 4, 0, 100);
+  for (const Rack& rack : hgx.racks())
+    for (size_t k = 0; k < rack.domains.size(); ++k)
+      EXPECT_EQ(SplitNodeOwners(hgx)[hgx.domains()[rack.domains[k]].nodes.front()], static_cast<int>(k % 2));
   const Topology nvl = Sized(SizingSystem::kGb200Nvl72, 4608, 0, 8, 110, 80);
   for (const Rack& rack : nvl.racks()) {
     std::set<int> owners;
