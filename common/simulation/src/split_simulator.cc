@@ -2,6 +2,7 @@
 #include "rackwise/split_simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -79,11 +80,29 @@ Milliwatts StaticCap(Milliwatts cap, Milliwatts idle, double share, double reser
   return CapForUsable(static_cast<double>(usable), 1 - reserve);
 }
 
-Caps StaticCaps(const Topology& t, double share) {
+// Owner `owner`'s static caps. `share` applies to the budgets both owners have nodes under; a budget only one
+// owner's nodes draw from (a whole NVL72 rack) is all that owner's, as no static split would strand half of it.
+Caps StaticCaps(const Topology& t, const std::vector<int>& node_owner, int owner, double share) {
   const double reserve = t.policy().power_reserve_fraction;
+  std::vector<std::array<bool, 2>> rack_has(t.racks().size(), {false, false});
+  std::vector<std::array<bool, 2>> pd_has(t.power_domains().size(), {false, false});
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    const RackId r = t.nodes()[n].rack;
+    rack_has[r][node_owner[n]] = true;
+    for (PowerDomainId p : t.racks()[r].power_chain) pd_has[p][node_owner[n]] = true;
+  }
+  const auto share_of = [&](const std::array<bool, 2>& has) {
+    return has[0] && has[1] ? share : has[owner] ? 1.0 : 0.0;
+  };
   Caps caps;
-  for (const Rack& r : t.racks()) caps.rack.push_back(StaticCap(r.cap, r.idle, share, reserve));
-  for (const PowerDomain& p : t.power_domains()) caps.power_domain.push_back(StaticCap(p.cap, p.idle, share, reserve));
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const Rack& rack = t.racks()[r];
+    caps.rack.push_back(StaticCap(rack.cap, rack.idle, share_of(rack_has[r]), reserve));
+  }
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
+    const PowerDomain& pd = t.power_domains()[p];
+    caps.power_domain.push_back(StaticCap(pd.cap, pd.idle, share_of(pd_has[p]), reserve));
+  }
   return caps;
 }
 
@@ -261,7 +280,7 @@ absl::StatusOr<SplitResult> SimulateSplit(const Topology& t, const std::vector<T
     setups[o].observer = &cluster;
     lanes[o] = std::make_unique<sim::Replay>(t, jobs, lane_options, std::move(setups[o]));
     if (split.mode == SplitMode::kStatic) {
-      const Caps caps = StaticCaps(t, o == 0 ? split.static_share : 1 - split.static_share);
+      const Caps caps = StaticCaps(t, out.node_owner, o, o == 0 ? split.static_share : 1 - split.static_share);
       lanes[o]->SetCaps(caps.rack, caps.power_domain);
       lanes[o]->SetCeiling(caps.rack, caps.power_domain);
     }

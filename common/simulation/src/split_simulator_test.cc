@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <map>
 #include <set>
@@ -35,8 +36,9 @@ Topology Sized(SizingSystem system, int gpus, int nodes_per_rack, int racks_per_
 // 512 H100 GPUs, 4 nodes per rack, rows of 4 racks; racks at 30 kW (of 40.8 at full load), rows at 80%.
 Topology CappedH100() { return Sized(SizingSystem::kH100, 512, 4, 4, 30, 80); }
 
-std::vector<TraceJob> Trace(int cluster_gpus, int jobs, double load) {
+std::vector<TraceJob> Trace(int cluster_gpus, int jobs, double load, int node_gpus = 8) {
   TraceGeneratorParams g;
+  g.node_gpus = node_gpus;
   g.mix = TraceMix::kResearch;
   g.jobs = jobs;
   g.seed = 7;
@@ -123,30 +125,65 @@ TEST(SplitSimulatorTest, NoCapIsPassedAtAnyInstantInEitherMode) {
   }
 }
 
-TEST(SplitSimulatorTest, StaticOwnersNeverAddMoreThanTheirShareOfAnyBudget) {
-  const Topology t = CappedH100();
-  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
-  const double share = 0.3;  // owner 0: 30%, owner 1: 70%; uneven, so that swapped shares are caught
+// Which owners have nodes under each rack and each power domain.
+struct Presence {
+  std::vector<std::array<bool, 2>> rack, power_domain;
+};
+
+Presence PresenceOf(const Topology& t, const std::vector<int>& node_owner) {
+  Presence p{std::vector<std::array<bool, 2>>(t.racks().size(), {false, false}),
+             std::vector<std::array<bool, 2>>(t.power_domains().size(), {false, false})};
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    const RackId r = t.nodes()[n].rack;
+    p.rack[r][node_owner[n]] = true;
+    for (PowerDomainId pd : t.racks()[r].power_chain) p.power_domain[pd][node_owner[n]] = true;
+  }
+  return p;
+}
+
+// Static, owner 0 with 30% and owner 1 with 70% (uneven, so that swapped shares are caught): at every instant each
+// owner adds at most its share of every budget (usable cap less idle) both owners have nodes under, and at most the
+// whole of a budget only its own nodes draw from. Returns, per owner, the highest share of a shared budget it used
+// and the highest share of a budget of its own.
+std::array<std::array<double, 2>, 2> CheckStaticShares(const Topology& t, const std::vector<TraceJob>& jobs) {
+  const double share = 0.3;
   const SplitResult r = Split(t, jobs, Mode(SplitMode::kStatic, share));
+  const Presence presence = PresenceOf(t, r.node_owner);
   const double reserve = t.policy().power_reserve_fraction;
-  std::array<double, 2> shares = {share, 1 - share}, peak = {0, 0};  // the highest share of a budget used
+  const std::array<double, 2> shares = {share, 1 - share};
+  std::array<std::array<double, 2>, 2> peak{};  // [owner][0: shared budgets, 1: its own]
+  auto check = [&](Milliwatts added, Milliwatts cap, Milliwatts idle, const std::array<bool, 2>& has, int owner) {
+    const double budget = UsableCap(cap, reserve) - idle;
+    const bool both = has[0] && has[1];
+    EXPECT_LE(added, (both ? shares[owner] : 1.0) * budget) << SplitOwnerName(owner);
+    double& p = peak[owner][both ? 0 : 1];
+    p = std::max(p, added / budget);
+  };
   for (const Draws& d : DrawsOverTime(t, r)) {
     for (int owner = 0; owner < 2; ++owner) {
-      for (RackId k = 0; k < static_cast<RackId>(t.racks().size()); ++k) {
-        const double budget = UsableCap(t.racks()[k].cap, reserve) - t.racks()[k].idle;
-        ASSERT_LE(d.rack[k][owner], shares[owner] * budget) << SplitOwnerName(owner) << " rack " << k;
-        peak[owner] = std::max(peak[owner], d.rack[k][owner] / budget);
-      }
-      for (PowerDomainId k = 0; k < static_cast<PowerDomainId>(t.power_domains().size()); ++k) {
-        const double budget = UsableCap(t.power_domains()[k].cap, reserve) - t.power_domains()[k].idle;
-        ASSERT_LE(d.power_domain[k][owner], shares[owner] * budget) << SplitOwnerName(owner) << " domain " << k;
-        peak[owner] = std::max(peak[owner], d.power_domain[k][owner] / budget);
-      }
+      for (RackId k = 0; k < static_cast<RackId>(t.racks().size()); ++k)
+        check(d.rack[k][owner], t.racks()[k].cap, t.racks()[k].idle, presence.rack[k], owner);
+      for (PowerDomainId k = 0; k < static_cast<PowerDomainId>(t.power_domains().size()); ++k)
+        check(d.power_domain[k][owner], t.power_domains()[k].cap, t.power_domains()[k].idle, presence.power_domain[k],
+              owner);
     }
   }
-  // The shares bind: each owner comes close to its own at some instant (else the check above proves little).
-  EXPECT_GT(peak[0], 0.8 * shares[0]);
-  EXPECT_GT(peak[1], 0.8 * shares[1]);
+  return peak;
+}
+
+TEST(SplitSimulatorTest, StaticOwnersNeverAddMoreThanTheirShareOfAnyBudget) {
+  // HGX: every rack and row has both owners' nodes. The shares bind: each owner comes close to its own at some
+  // instant (else the check proves little).
+  const Topology hgx = CappedH100();
+  std::array<std::array<double, 2>, 2> peak = CheckStaticShares(hgx, Trace(hgx.total_gpus(), 600, 1.5));
+  EXPECT_GT(peak[0][0], 0.8 * 0.3);
+  EXPECT_GT(peak[1][0], 0.8 * 0.7);
+  // NVL72: whole racks alternate, so rows are shared and racks are not: an owner may fill its own rack's budget
+  // past its share (nothing of it would go to the other owner), never a row's.
+  const Topology nvl = Sized(SizingSystem::kGb200Nvl72, 1152, 0, 4, 110, 80);
+  peak = CheckStaticShares(nvl, Trace(nvl.total_gpus(), 600, 1.5, 4));
+  EXPECT_GT(peak[0][1], 0.3);
+  EXPECT_GT(peak[0][0], 0.8 * 0.3);
 }
 
 // One row of two racks, two H100 nodes each; the row's budget above idle is about 20 kW (72% of 42 kW less

@@ -21,8 +21,9 @@
 //           together they never pass a cap. A head that waits with nothing of its own running is rejected only
 //           if it could not start with the other owner drawing nothing; if the other owner's draw is what keeps
 //           it out once its own jobs end, it reserves as if that draw were gone (its own backfill then keeps off).
-//   static  each owner may add at most its share of every budget (owner 0 `static_share`, owner 1 the rest),
-//           however idle the other owner's share is: a job is refused when its owner's share is full.
+//   static  each owner may add at most its share of every budget both owners have nodes under (owner 0
+//           `static_share`, owner 1 the rest), however idle the other owner's share is: a job is refused when its
+//           owner's share is full. A budget only one owner's nodes draw from (a whole NVL72 rack) is all its own.
 // Idle draw is counted whole in both owners' ledgers (both see every node's idle) and once in the whole-cluster
 // ledger that meters real draw against the described caps; shares are of the watts above idle.
 //
