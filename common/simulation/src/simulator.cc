@@ -59,13 +59,7 @@ SimResult Replay::Result() const {
   if (arrivals_done_ && span > 0 && gpus > 0) m.gpu_utilization_arrivals = busy_at_last_submit_ / (gpus * span);
   // The ceiling is the whole cluster's: a lane's share of it depends on the other lane.
   if (whole_cluster_ && gpus > 0) m.power_ceiling = SimPowerCeiling(t_, jobs_) / gpus;
-  m.rack_violation_kws = meter_.rack_violation_kws();
-  m.domain_violation_kws = meter_.domain_violation_kws();
-  m.power_violation_kws = m.rack_violation_kws + m.domain_violation_kws;
-  m.cap_excursions = meter_.cap_excursions();
-  m.peak_rack_kw = meter_.peak_rack_kw();
-  m.energy_mwh = meter_.energy_mwh();
-  if (m.energy_mwh > 0) m.gpu_hours_per_mwh = m.gpu_hours / m.energy_mwh;
+  AddPowerMetrics(meter_, &m);
   if (options_.record_placements) {
     out.placements = placements_;
     out.reservations = reservations_;

@@ -214,14 +214,7 @@ SimMetrics Overall(const Topology& t, const std::vector<TraceJob>& jobs, const S
     m.goodput = m.gpu_hours * 3600 / (t.total_gpus() * m.makespan_s);
   }
   m.power_ceiling = SimPowerCeiling(t, jobs) / t.total_gpus();
-  sim::Meter& meter = cluster.meter();
-  m.rack_violation_kws = meter.rack_violation_kws();
-  m.domain_violation_kws = meter.domain_violation_kws();
-  m.power_violation_kws = m.rack_violation_kws + m.domain_violation_kws;
-  m.cap_excursions = meter.cap_excursions();
-  m.peak_rack_kw = meter.peak_rack_kw();
-  m.energy_mwh = meter.energy_mwh();
-  if (m.energy_mwh > 0) m.gpu_hours_per_mwh = m.gpu_hours / m.energy_mwh;
+  sim::AddPowerMetrics(cluster.meter(), &m);
   return m;
 }
 

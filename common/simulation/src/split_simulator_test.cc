@@ -102,12 +102,19 @@ std::vector<Draws> DrawsOverTime(const Topology& t, const SplitResult& r) {
   return out;
 }
 
-TEST(SplitSimulatorTest, NoCapIsPassedAtAnyInstantInEitherMode) {
+// The capped HGX cluster and its random trace, replayed in each mode for `check(topology, jobs, result)`.
+template <typename Check>
+void ForEachModeOnCappedH100(Check check) {
   const Topology t = CappedH100();
   const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
   for (SplitMode mode : {SplitMode::kShared, SplitMode::kStatic}) {
     SCOPED_TRACE(SplitModeName(mode));
-    const SplitResult r = Split(t, jobs, Mode(mode));
+    check(t, jobs, Split(t, jobs, Mode(mode)));
+  }
+}
+
+TEST(SplitSimulatorTest, NoCapIsPassedAtAnyInstantInEitherMode) {
+  ForEachModeOnCappedH100([](const Topology& t, const std::vector<TraceJob>& jobs, const SplitResult& r) {
     EXPECT_EQ(r.overall.completed + r.overall.rejected, static_cast<int>(jobs.size()));
     EXPECT_GT(r.overall.completed, 500);
     EXPECT_EQ(r.overall.power_violation_kws, 0);
@@ -122,7 +129,7 @@ TEST(SplitSimulatorTest, NoCapIsPassedAtAnyInstantInEitherMode) {
       ++checked;
     }
     EXPECT_GT(checked, 500);
-  }
+  });
 }
 
 // Which owners have nodes under each rack and each power domain.
@@ -241,11 +248,7 @@ TEST(SplitSimulatorTest, AnOwnerBlockedOnlyByTheOthersDrawWaitsWithItsReservatio
 }
 
 TEST(SplitSimulatorTest, EveryJobRunsOnItsOwnersNodesOnly) {
-  const Topology t = CappedH100();
-  const std::vector<TraceJob> jobs = Trace(t.total_gpus(), 600, 1.5);
-  for (SplitMode mode : {SplitMode::kShared, SplitMode::kStatic}) {
-    SCOPED_TRACE(SplitModeName(mode));
-    const SplitResult r = Split(t, jobs, Mode(mode));
+  ForEachModeOnCappedH100([](const Topology&, const std::vector<TraceJob>& jobs, const SplitResult& r) {
     std::array<int, 2> jobs_of = {0, 0};
     for (int owner : r.job_owner) ++jobs_of[owner];
     for (int owner = 0; owner < 2; ++owner) {
@@ -256,7 +259,7 @@ TEST(SplitSimulatorTest, EveryJobRunsOnItsOwnersNodesOnly) {
         for (const NodeGpus& ng : p.nodes) ASSERT_EQ(r.node_owner[ng.node], owner) << jobs[p.job].id;
       }
     }
-  }
+  });
 }
 
 TEST(SplitSimulatorTest, NodeSplitKeepsNvlinkDomainsWholeAndGivesBothOwnersEveryRow) {
