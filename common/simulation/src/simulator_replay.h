@@ -1,5 +1,5 @@
-// One scheduler's trace replay: its FIFO + EASY backfill queue (see rackwise/simulator.h) over the trace's jobs
-// and the cluster's nodes, or over a subset of each, with its own ledger, stepped from outside. Simulate runs one
+// One scheduler's trace replay (a lane): its FIFO + EASY backfill queue (see rackwise/simulator.h) over the trace's
+// jobs and the cluster's nodes, or over a subset of each, with its own ledger, stepped from outside. Simulate runs one
 // that owns everything; SimulateSplit (rackwise/split_simulator.h) runs two over one event timeline and couples
 // their ledgers through the caps (SetCaps). Internal to the simulator.
 #pragma once
@@ -10,6 +10,7 @@
 #include <limits>
 #include <list>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,8 +26,8 @@
 
 namespace rackwise::sim {
 
-// Told of every allocation a lane starts and ends, with the racks it draws from and what its GPUs really draw
-// (0: what the ledger charges), so that a whole-cluster ledger and meter can follow several lanes.
+// Told of every allocation a lane starts and ends, with what its GPUs really draw (0: what the ledger charges), so
+// that a whole-cluster ledger and meter can follow several lanes.
 class LaneObserver {
  public:
   virtual ~LaneObserver() = default;
@@ -36,8 +37,8 @@ class LaneObserver {
 };
 
 struct LaneSetup {
-  std::vector<int> jobs;              // trace indices this lane queues; empty: every job
-  std::vector<NodeId> foreign_nodes;  // nodes of another lane: down in this lane's ledger (still drawing idle)
+  std::optional<std::vector<int>> jobs;  // trace indices this lane queues; unset: every job
+  std::vector<NodeId> foreign_nodes;     // nodes of another lane: down in this lane's ledger (still drawing idle)
   LaneObserver* observer = nullptr;
 };
 
@@ -63,7 +64,7 @@ class Replay {
         state_(jobs.size()),
         head_since_(jobs.size(), -1),
         observer_(setup.observer),
-        whole_cluster_(setup.jobs.empty() && setup.foreign_nodes.empty()) {
+        whole_cluster_(!setup.jobs && setup.foreign_nodes.empty()) {
     telemetry_.enabled = options.telemetry;
     telemetry_.reclaim_fraction = options.reclaim_fraction;
     for (NodeId n : setup.foreign_nodes) ledger_.SetNodeHealth(n, NodeHealth::kDown);
@@ -74,8 +75,9 @@ class Replay {
     for (const PowerDomain& p : t.power_domains()) pd_cap_.push_back(p.cap);
     rack_ceiling_ = rack_cap_;
     pd_ceiling_ = pd_cap_;
-    order_ = std::move(setup.jobs);
-    if (whole_cluster_) {
+    if (setup.jobs) {
+      order_ = std::move(*setup.jobs);
+    } else {
       order_.resize(jobs_.size());
       for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int>(i);
     }

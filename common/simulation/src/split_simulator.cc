@@ -264,7 +264,8 @@ absl::StatusOr<SplitResult> SimulateSplit(const Topology& t, const std::vector<T
   std::array<sim::LaneSetup, 2> setups;
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
     setups[1 - out.node_owner[n]].foreign_nodes.push_back(n);
-  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) setups[out.job_owner[j]].jobs.push_back(j);
+  for (sim::LaneSetup& setup : setups) setup.jobs.emplace();
+  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) setups[out.job_owner[j]].jobs->push_back(j);
   // Every owner runs the same policy: the cluster ledger enforces the caps when the policy promises to keep them.
   const CommitMode mode = sim::MakePolicy(options.policy, t, options)->commit_mode();
   ClusterMeter cluster(t, mode);
