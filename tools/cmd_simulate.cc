@@ -19,6 +19,7 @@
 #include "rackwise/topology.h"
 #include "rackwise/trace.h"
 #include "rackwise/trace_fit.h"
+#include "simulate_split.h"
 #include "trace_fit_format.h"
 
 namespace rackwise::cli {
@@ -167,6 +168,7 @@ struct SimulateFlags {
   int depth = 500;
   double slowdown = 0;
   double preferred_wait = -1;
+  SplitFlags split;
 };
 
 void AddSimulateFlags(CLI::App& app, SimulateFlags* f) {
@@ -193,6 +195,16 @@ void AddSimulateFlags(CLI::App& app, SimulateFlags* f) {
                  "with --telemetry: share of (estimate - measured) placements may use, 0..50 (default: the "
                  "description's telemetry.reclaim_pct, else 0)")
       ->check(CLI::Range(0.0, 50.0));
+  app.add_option("--split-owners", f->split.mode,
+                 "shared | static | compare: the trace split between two schedulers (slurm, k8s) on shared racks, "
+                 "with one power ledger, with static shares of every budget, or both and the GPU-hours ratio");
+  app.add_option("--static-share", f->split.static_share,
+                 "with --split-owners static|compare: slurm's share of every rack and power domain budget above "
+                 "idle, above 0 and below 1 (default 0.5; k8s has the rest)");
+  app.add_option("--split-horizon-h", f->split.horizon_h,
+                 "with --split-owners: count GPU-hours of jobs completed this many hours after the first submit "
+                 "(default: at the last submit)")
+      ->check(CLI::Range(0.0, 1e7));
 }
 
 // --policy as the list of policies to replay ("all": every one, side by side); nullopt (said) when unknown.
@@ -296,11 +308,20 @@ int RunSimulate(int argc, char** argv) {
     std::fprintf(stderr, "rackwise simulate: --reclaim-pct needs --telemetry\n");
     return kExitUsage;
   }
+  if (const std::string why = CheckSplitFlags(flags.split, flags.policy_name, flags.telemetry, flags.placements);
+      !why.empty()) {
+    std::fprintf(stderr, "rackwise simulate: %s\n", why.c_str());
+    return kExitUsage;
+  }
   std::optional<std::vector<SimPolicy>> policies = ParsePolicies(flags.policy_name);
   if (!policies) return kExitUsage;
   SimulateInputs in;
   if (!LoadInputs(flags, &in)) return kExitInvalidInput;
-  const SimOptions base = BaseSimOptions(flags, in.description);
+  SimOptions base = BaseSimOptions(flags, in.description);
+  if (!flags.split.mode.empty()) {
+    base.policy = policies->front();
+    return RunSplit(*in.topology, in.jobs, base, flags.split, flags.json, flags.placements);
+  }
   std::vector<Run> runs;
   if (int rc = RunPolicies(*in.topology, in.jobs, base, *policies, flags.placements, &runs); rc != kExitOk) return rc;
   // A trace made for another cluster (GPUs per node, sizes it can never hold) is said so, not only counted.

@@ -60,6 +60,21 @@ if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/measured.csv" --recla
 printf 'id,submit,duration,gpus,measured_watts_per_gpu\nx,0,5,8,0\n' > "$dir/badm.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/badm.csv" 2> "$dir/badm.err"; then exit 1; fi
 grep -q "badm.csv:2: field 'measured_watts_per_gpu'" "$dir/badm.err"
+# Two owners on shared racks (issue 17): each mode's placements pass the checker with no violation; compare
+# prints the ratio; a share of 1 and --split-owners with --policy all are usage errors (exit 2) naming the flag.
+for m in shared static; do
+  "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --split-owners $m --placements "$dir/split-$m.jsonl" \
+    > /dev/null
+  "$check" "$dir/nvl.yaml" "$dir/nvl.csv" "$dir/split-$m.jsonl" --expect-no-violations
+done
+"$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --split-owners compare --json \
+  | grep -q '"gpu_hours_by_horizon_ratio"'
+rc=0; "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --split-owners static --static-share 1 \
+  2> "$dir/share.err" || rc=$?
+test "$rc" -eq 2
+grep -q -- '--static-share' "$dir/share.err"
+rc=0; "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --split-owners shared --policy all 2> /dev/null || rc=$?
+test "$rc" -eq 2
 # A bad trace is reported with its file and line, not a crash.
 printf 'id,submit,duration,gpus,gpus_per_node,locality,watts_per_gpu\nx,0,-5,8,,,\n' > "$dir/bad.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/bad.csv" 2> "$dir/bad.err"; then exit 1; fi

@@ -67,4 +67,14 @@ void Meter::Changed(const std::vector<RackId>& racks, int gpu_delta) {
   }
 }
 
+void AddPowerMetrics(const Meter& meter, SimMetrics* m) {
+  m->rack_violation_kws = meter.rack_violation_kws();
+  m->domain_violation_kws = meter.domain_violation_kws();
+  m->power_violation_kws = m->rack_violation_kws + m->domain_violation_kws;
+  m->cap_excursions = meter.cap_excursions();
+  m->peak_rack_kw = meter.peak_rack_kw();
+  m->energy_mwh = meter.energy_mwh();
+  if (m->energy_mwh > 0) m->gpu_hours_per_mwh = m->gpu_hours / m->energy_mwh;
+}
+
 }  // namespace rackwise::sim

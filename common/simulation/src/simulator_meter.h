@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rackwise/ledger.h"
+#include "rackwise/simulator.h"
 #include "simulator_draw.h"
 
 namespace rackwise::sim {
@@ -41,5 +42,9 @@ class Meter {
   double energy_mw_s_ = 0, rack_over_mw_s_ = 0, pd_over_mw_s_ = 0, busy_gpu_s_ = 0;
   std::vector<char> pd_seen_;
 };
+
+// The meter's power and energy figures into `m` (violations, excursions, peak rack, energy, and GPU-hours per MWh
+// from m->gpu_hours).
+void AddPowerMetrics(const Meter& meter, SimMetrics* m);
 
 }  // namespace rackwise::sim

@@ -71,19 +71,19 @@ std::vector<int> StaticRackLimits(const Topology& t) {
   return limit;
 }
 
-namespace {
-
 uint64_t Fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
 
-uint64_t Mix(uint64_t z) {  // SplitMix64's finaliser
+uint64_t Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+namespace {
 
 Milliwatts JobWatts(const TraceJob& job) { return job.watts_per_gpu > 0 ? WattsToMilliwatts(job.watts_per_gpu) : 0; }
 

@@ -2,8 +2,10 @@
 // Internal to the simulator: each turns a trace job and the ledger's current state into GPUs to commit.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "rackwise/allocation.h"
@@ -55,5 +57,9 @@ int MinDomains(const Topology& topology, int gpus, int gpus_per_node);
 // Per-rack GPU limits for static-cap: what the rack's cap, and its share of every power domain's cap above it,
 // allow at the node type's full-load draw per GPU.
 std::vector<int> StaticRackLimits(const Topology& topology);
+// Stable hashes for reproducible choices (spread's tie-break, the split replay's job owners): FNV-1a of a string,
+// and SplitMix64's finaliser to spread its bits.
+uint64_t Fnv1a(const std::string& s);
+uint64_t Mix(uint64_t z);
 
 }  // namespace rackwise::sim

@@ -32,6 +32,8 @@
 // and the kW-seconds above every rack and power domain cap are measured.
 //
 // The core reads no clock: jobs per second of replay are measured by the caller.
+//
+// One trace split between two schedulers on shared racks (issue 17) is rackwise/split_simulator.h.
 #pragma once
 
 #include <string>
