@@ -65,11 +65,15 @@ absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId
   const auto slot = std::find(g.types.begin(), g.types.end(), type);
   if (slot == g.types.end()) return {};
   const size_t width = topology_->node_types()[type].gpus + 1;
-  const size_t below = room == std::numeric_limits<Milliwatts>::max()
-                           ? g.by_room.size()
-                           : std::partition_point(g.by_room.begin(), g.by_room.end(), [&](RackId r) {
-                               return rack_room_kept_[r] < room;
-                             }) - g.by_room.begin();
+  // Every rack below the room, or none, without the search: the usual answers on uncapped or full clusters.
+  size_t below = g.by_room.size();
+  if (g.by_room.empty() || rack_room_kept_[g.by_room.front()] >= room) {
+    below = 0;
+  } else if (rack_room_kept_[g.by_room.back()] >= room) {
+    below =
+        std::partition_point(g.by_room.begin(), g.by_room.end(), [&](RackId r) { return rack_room_kept_[r] < room; }) -
+        g.by_room.begin();
+  }
   return absl::MakeConstSpan(g.cumulative[slot - g.types.begin()]).subspan(below * width, width);
 }
 

@@ -154,8 +154,11 @@ int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const Reque
 // lowest id. Racks are offered in any order.
 class PowerShortfall {
  public:
-  PowerShortfall(const Ledger& ledger, const PlacementRequest& r)
-      : ledger_(ledger), r_(r), chain_(ChainRooms(ledger)) {}
+  PowerShortfall(const Ledger& ledger, const PlacementRequest& r) : ledger_(ledger), r_(r), chain_(ChainRooms(ledger)) {
+    const Topology& t = ledger.topology();
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type)
+      most_per_gpu_ = std::max(most_per_gpu_, PerGpuFor(t, r, type));
+  }
   int best_free() const { return best_free_; }
   RackId best_rack() const { return best_rack_; }
   void Consider(RackId rack, int free) {
@@ -166,6 +169,13 @@ class PowerShortfall {
     if (Need(rack, free) <= left) return;
     best_free_ = free;
     best_rack_ = rack;
+  }
+  // Whether no rack of the group can fall short: the least room there (its own, or above it) powers the most
+  // free GPUs any of its racks holds, at the highest draw of the job's node types.
+  bool NoneShort(PowerDomainId group, int most_free) const {
+    const Milliwatts least_left = std::min(ledger_.GroupLeastRackRoom(group),
+                                           group == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_[group]);
+    return static_cast<Milliwatts>(std::min(r_.gpus, most_free)) * most_per_gpu_ <= least_left;
   }
   // "power domain row01 would need 5.1 kW for 4 GPUs, 0.9 kW left." (empty when no rack fell short)
   std::string Describe() const {
@@ -196,6 +206,7 @@ class PowerShortfall {
   const Ledger& ledger_;
   const PlacementRequest& r_;
   std::vector<Milliwatts> chain_;
+  Milliwatts most_per_gpu_ = 0;  // the job's highest draw per GPU over every node type
   int best_free_ = 0;
   RackId best_rack_ = kNoId;
 };
@@ -212,6 +223,7 @@ std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& 
     const int bound = ledger.GroupMaxRackFree(id);
     if (bound < shortfall.best_free() || (bound == shortfall.best_free() && racks.front() > shortfall.best_rack()))
       continue;  // GroupRacks lists racks by id
+    if (shortfall.NoneShort(id, bound)) continue;
     for (RackId rack : racks) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
   }
   return shortfall.Describe();
