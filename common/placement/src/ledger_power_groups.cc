@@ -27,28 +27,47 @@ void Ledger::RebuildPowerGroup(int group) {
   PowerGroupIndex& g = groups_[group];
   const bool root = group == static_cast<int>(t.power_domains().size());
   g.by_room = root ? root_racks_ : t.power_domains()[group].racks;
-  std::sort(g.by_room.begin(), g.by_room.end(), [&](RackId a, RackId b) {
-    return rack_room_kept_[a] != rack_room_kept_[b] ? rack_room_kept_[a] < rack_room_kept_[b] : a < b;
-  });
   g.types.clear();
   for (RackId r : g.by_room)
     for (const RackTypeTally& tally : rack_tallies_[r])
       if (std::find(g.types.begin(), g.types.end(), tally.type) == g.types.end()) g.types.push_back(tally.type);
-  g.cumulative.assign(g.types.size(), {});
-  g.max_rack_free = 0;
+  g.cumulative.resize(g.types.size());
+  for (size_t slot = 0; slot < g.types.size(); ++slot)
+    g.cumulative[slot].assign((g.by_room.size() + 1) * (t.node_types()[g.types[slot]].gpus + 1), 0);
+  RefreshPowerGroup(group);
+}
+
+const Ledger::PowerGroupIndex& Ledger::FreshGroup(PowerDomainId group) const {
+  const int index = group == kNoId ? static_cast<int>(topology_->power_domains().size()) : group;
+  if (group_stale_[index]) RefreshPowerGroup(index);
+  return groups_[index];
+}
+
+// In place, without allocating. Done when a group is first asked after a change, not on the change: the
+// simulator's backfill commits and releases on scratch ledgers that never ask.
+void Ledger::RefreshPowerGroup(int group) const {
+  PowerGroupIndex& g = groups_[group];
+  group_stale_[group] = 0;
+  auto before = [&](RackId a, RackId b) {
+    return rack_room_kept_[a] != rack_room_kept_[b] ? rack_room_kept_[a] < rack_room_kept_[b] : a < b;
+  };
+  // Insertion sort: one rack moved since the last refresh, so the order is nearly right.
+  for (size_t i = 1; i < g.by_room.size(); ++i)
+    for (size_t j = i; j > 0 && before(g.by_room[j], g.by_room[j - 1]); --j) std::swap(g.by_room[j], g.by_room[j - 1]);
   for (size_t slot = 0; slot < g.types.size(); ++slot) {
-    const int width = t.node_types()[g.types[slot]].gpus + 1;
-    std::vector<int>& sums = g.cumulative[slot];
-    sums.assign((g.by_room.size() + 1) * width, 0);
+    const size_t width = topology_->node_types()[g.types[slot]].gpus + 1;
+    std::vector<int>& sums = g.cumulative[slot];  // row 0 stays all zeros
     for (size_t i = 0; i < g.by_room.size(); ++i) {
-      std::copy_n(sums.begin() + static_cast<long>(i * width), width,
-                  sums.begin() + static_cast<long>((i + 1) * width));
+      const int* previous = &sums[i * width];
+      int* row = &sums[(i + 1) * width];
+      std::copy_n(previous, width, row);
       for (const RackTypeTally& tally : rack_tallies_[g.by_room[i]]) {
         if (tally.type != g.types[slot]) continue;
-        for (int f = 0; f < width; ++f) sums[(i + 1) * width + f] += tally.up_by_free[f];
+        for (size_t f = 0; f < width; ++f) row[f] += tally.up_by_free[f];
       }
     }
   }
+  g.max_rack_free = 0;
   for (RackId r : g.by_room) {
     long long free = 0;
     for (const RackTypeTally& tally : rack_tallies_[r]) free += tally.up_free_gpus;
@@ -57,11 +76,11 @@ void Ledger::RebuildPowerGroup(int group) {
 }
 
 void Ledger::RackGroupChanged(RackId rack) {
-  if (!groups_.empty()) RebuildPowerGroup(GroupOf(rack));
+  if (!groups_.empty()) group_stale_[GroupOf(rack)] = 1;
 }
 
 absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId type, Milliwatts room) const {
-  const PowerGroupIndex& g = groups_[group == kNoId ? topology_->power_domains().size() : group];
+  const PowerGroupIndex& g = FreshGroup(group);
   const auto slot = std::find(g.types.begin(), g.types.end(), type);
   if (slot == g.types.end()) return {};
   const size_t width = topology_->node_types()[type].gpus + 1;
@@ -85,13 +104,11 @@ int Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, 
 }
 
 Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
-  const PowerGroupIndex& g = groups_[group == kNoId ? topology_->power_domains().size() : group];
+  const PowerGroupIndex& g = FreshGroup(group);
   return g.by_room.empty() ? kNoHeadroom : rack_room_kept_[g.by_room.front()];
 }
 
-int Ledger::GroupMaxRackFree(PowerDomainId group) const {
-  return groups_[group == kNoId ? topology_->power_domains().size() : group].max_rack_free;
-}
+int Ledger::GroupMaxRackFree(PowerDomainId group) const { return FreshGroup(group).max_rack_free; }
 
 absl::Status Ledger::CheckPowerGroups() const {
   const Topology& t = *topology_;

@@ -4,7 +4,8 @@
 //
 // Adding an allocation whose id is already held with the same content is a no-op, so that faces can replay
 // events (Slurm calls the same hook on start and on recovery). Releasing an unknown id is harmless.
-// Not thread-safe: faces serialise access (slurmctld holds its locks; the extender holds a mutex).
+// Not thread-safe, const queries included (some indexes are brought up to date when first asked): faces
+// serialise access (slurmctld holds its locks; the extender holds a mutex).
 #pragma once
 
 #include <limits>
@@ -187,6 +188,7 @@ class Ledger {
   // room or its tallies changed.
   int GroupOf(RackId rack) const;
   void RebuildPowerGroup(int group);
+  void RefreshPowerGroup(int group) const;
   void RackGroupChanged(RackId rack);
   absl::Status CheckPowerGroups() const;
   void RackPowerChanged(RackId rack);
@@ -232,7 +234,11 @@ class Ledger {
     std::vector<std::vector<int>> cumulative;
     int max_rack_free = 0;
   };
-  std::vector<PowerGroupIndex> groups_;  // one per power domain, then one for the racks under none
+  // One per power domain, then one for the racks under none. Brought up to date when first asked after a change
+  // (group_stale_), so a const query may write here: the ledger is not thread-safe (see the top).
+  mutable std::vector<PowerGroupIndex> groups_;
+  mutable std::vector<char> group_stale_;
+  const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 
