@@ -291,30 +291,41 @@ struct Scope {
 // the candidates' order, racks first.
 std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Candidate>& cands) {
   const Topology& t = ctx.topology();
+  // First the totals, so that only the groups that hold the job get a scope (and a list of members): hundreds
+  // of candidates are one domain to a rack on NVL72 racks.
+  std::vector<long long> rack_total(t.racks().size(), 0), su_total(t.scalable_units().size(), 0);
+  std::vector<int> rack_members(t.racks().size(), 0);
+  int sus_seen = 0;
+  for (const Candidate& c : cands) {
+    const RackId r = t.domains()[c.domain].rack;
+    const ScalableUnitId su = t.racks()[r].scalable_unit;
+    rack_total[r] += c.cap;
+    rack_members[r]++;
+    if (su_total[su] == 0) ++sus_seen;
+    su_total[su] += c.cap;
+  }
   std::vector<int> rack_slot(t.racks().size(), -1), su_slot(t.scalable_units().size(), -1);
   std::vector<Scope> racks, sus;
   for (const Candidate& c : cands) {
     const RackId r = t.domains()[c.domain].rack;
     const ScalableUnitId su = t.racks()[r].scalable_unit;
-    if (rack_slot[r] < 0) {
-      rack_slot[r] = static_cast<int>(racks.size());
-      racks.push_back({0, {}, 0});
+    if (rack_members[r] > 1 && rack_total[r] >= ctx.gpus()) {
+      if (rack_slot[r] < 0) {
+        rack_slot[r] = static_cast<int>(racks.size());
+        racks.push_back({0, {}, rack_total[r]});
+      }
+      racks[rack_slot[r]].members.push_back(c);
     }
-    if (su_slot[su] < 0) {
-      su_slot[su] = static_cast<int>(sus.size());
-      sus.push_back({1, {}, 0});
+    if (sus_seen > 1 && su_total[su] >= ctx.gpus()) {
+      if (su_slot[su] < 0) {
+        su_slot[su] = static_cast<int>(sus.size());
+        sus.push_back({1, {}, su_total[su]});
+      }
+      sus[su_slot[su]].members.push_back(c);
     }
-    racks[rack_slot[r]].members.push_back(c);
-    racks[rack_slot[r]].total += c.cap;
-    sus[su_slot[su]].members.push_back(c);
-    sus[su_slot[su]].total += c.cap;
   }
-  std::vector<Scope> scopes;
-  for (Scope& s : racks)
-    if (s.members.size() > 1 && s.total >= ctx.gpus()) scopes.push_back(std::move(s));
-  if (sus.size() > 1)
-    for (Scope& s : sus)
-      if (s.total >= ctx.gpus()) scopes.push_back(std::move(s));
+  std::vector<Scope> scopes = std::move(racks);
+  for (Scope& s : sus) scopes.push_back(std::move(s));
   return scopes;
 }
 
