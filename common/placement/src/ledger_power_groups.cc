@@ -79,28 +79,35 @@ void Ledger::RackGroupChanged(RackId rack) {
   if (!groups_.empty()) group_stale_[GroupOf(rack)] = 1;
 }
 
+size_t Ledger::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) const {
+  // Every rack below the room, or none, without the search: the usual answers on uncapped or full clusters.
+  if (g.by_room.empty() || rack_room_kept_[g.by_room.front()] >= room) return 0;
+  if (rack_room_kept_[g.by_room.back()] < room) return g.by_room.size();
+  return std::partition_point(g.by_room.begin(), g.by_room.end(), [&](RackId r) { return rack_room_kept_[r] < room; }) -
+         g.by_room.begin();
+}
+
 absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId type, Milliwatts room) const {
   const PowerGroupIndex& g = FreshGroup(group);
   const auto slot = std::find(g.types.begin(), g.types.end(), type);
   if (slot == g.types.end()) return {};
   const size_t width = topology_->node_types()[type].gpus + 1;
-  // Every rack below the room, or none, without the search: the usual answers on uncapped or full clusters.
-  size_t below = g.by_room.size();
-  if (g.by_room.empty() || rack_room_kept_[g.by_room.front()] >= room) {
-    below = 0;
-  } else if (rack_room_kept_[g.by_room.back()] >= room) {
-    below =
-        std::partition_point(g.by_room.begin(), g.by_room.end(), [&](RackId r) { return rack_room_kept_[r] < room; }) -
-        g.by_room.begin();
-  }
-  return absl::MakeConstSpan(g.cumulative[slot - g.types.begin()]).subspan(below * width, width);
+  return absl::MakeConstSpan(g.cumulative[slot - g.types.begin()]).subspan(RacksBelowRoom(g, room) * width, width);
 }
 
-int Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
-  const absl::Span<const int> hist = GroupFreeHistogram(group, type, room);
-  int nodes = 0;
-  for (int f = std::max(least, 0); f < static_cast<int>(hist.size()); ++f) nodes += hist[f];
-  return nodes;
+Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
+  const PowerGroupIndex& g = FreshGroup(group);
+  const auto slot = std::find(g.types.begin(), g.types.end(), type);
+  GroupNodes out;
+  if (slot == g.types.end()) return out;
+  const size_t width = topology_->node_types()[type].gpus + 1;
+  const std::vector<int>& sums = g.cumulative[slot - g.types.begin()];
+  const int* all = &sums[g.by_room.size() * width];
+  for (size_t f = std::max(least, 0); f < width; ++f) out.all += all[f];
+  if (out.all == 0) return out;
+  const int* below = &sums[RacksBelowRoom(g, room) * width];
+  for (size_t f = std::max(least, 0); f < width; ++f) out.below_room += below[f];
+  return out;
 }
 
 Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
@@ -144,7 +151,7 @@ absl::Status Ledger::CheckPowerGroups() const {
               if (tally.type == type)
                 for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f) nodes += tally.up_by_free[f];
           }
-          if (nodes != GroupNodesWithFree(id, type, least, room))
+          if (nodes != GroupNodesWithFree(id, type, least, room).below_room)
             return absl::InternalError(absl::StrCat("power group of ", t.racks()[threshold].name, " stale"));
         }
       }

@@ -127,12 +127,10 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[id];
     for (NodeTypeId type : s.types) {
       if (least > t.node_types()[type].gpus) continue;
-      const int fitting = ledger.GroupNodesWithFree(id, type, least);
-      if (fitting == 0) continue;
       const Milliwatts need = least * PerGpuFor(t, r, type);
-      const int short_of_rack = ledger.GroupNodesWithFree(id, type, least, need);
-      count(NodeReason::kRackPower, short_of_rack);
-      count(above < need ? NodeReason::kPowerDomainPower : usable, fitting - short_of_rack);
+      const Ledger::GroupNodes fitting = ledger.GroupNodesWithFree(id, type, least, need);
+      count(NodeReason::kRackPower, fitting.below_room);
+      count(above < need ? NodeReason::kPowerDomainPower : usable, fitting.all - fitting.below_room);
     }
   }
   return out;

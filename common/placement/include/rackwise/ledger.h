@@ -126,10 +126,13 @@ class Ledger {
   // --- Power groups: the racks directly under one power domain, or (kNoId) the racks under none ---
   // Kept so that a refusal counts nodes per reason group by group instead of rack by rack (ledger_power_groups.cc).
   const std::vector<RackId>& GroupRacks(PowerDomainId group) const;
-  // Up nodes of `type` with at least `least` free GPUs, in the group's racks whose own room (the policy's reserve
-  // kept) is below `room`: O(log racks in the group + GPUs per node).
-  int GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least,
-                         Milliwatts room = std::numeric_limits<Milliwatts>::max()) const;
+  // Up nodes of `type` with at least `least` free GPUs in the group: all of them, and those in racks whose own
+  // room (the policy's reserve kept) is below `room`. O(log racks in the group + GPUs per node).
+  struct GroupNodes {
+    int all = 0;
+    int below_room = 0;
+  };
+  GroupNodes GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const;
   // The same racks' up nodes of `type` by free GPU count ([f]: nodes with exactly f free); empty when the group
   // has no node of the type.
   absl::Span<const int> GroupFreeHistogram(PowerDomainId group, NodeTypeId type,
@@ -239,6 +242,7 @@ class Ledger {
   mutable std::vector<PowerGroupIndex> groups_;
   mutable std::vector<char> group_stale_;
   const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
+  size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room) const;  // how many of by_room
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 
