@@ -45,6 +45,7 @@ void Ledger::RebuildHeadroom() {
   top_headroom_ = BestChildOf(kNoId);
   groups_.resize(t.power_domains().size() + 1);
   group_stale_.assign(groups_.size(), 0);
+  group_max_rack_free_.assign(groups_.size(), 0);
   for (int g = 0; g < static_cast<int>(groups_.size()); ++g) RebuildPowerGroup(g);
 }
 

@@ -67,12 +67,13 @@ void Ledger::RefreshPowerGroup(int group) const {
       }
     }
   }
-  g.max_rack_free = 0;
+  int most_free = 0;
   for (RackId r : g.by_room) {
     long long free = 0;
     for (const RackTypeTally& tally : rack_tallies_[r]) free += tally.up_free_gpus;
-    g.max_rack_free = std::max<int>(g.max_rack_free, static_cast<int>(free));
+    most_free = std::max<int>(most_free, static_cast<int>(free));
   }
+  group_max_rack_free_[group] = most_free;
 }
 
 void Ledger::RackGroupChanged(RackId rack) {
@@ -115,7 +116,12 @@ Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
   return g.by_room.empty() ? kNoHeadroom : rack_room_kept_[g.by_room.front()];
 }
 
-int Ledger::GroupMaxRackFree(PowerDomainId group) const { return FreshGroup(group).max_rack_free; }
+int Ledger::GroupMaxRackFree(PowerDomainId group) const {
+  // Read from a dense array: a refusal asks it of every group, most of which it then skips.
+  const size_t index = group == kNoId ? topology_->power_domains().size() : static_cast<size_t>(group);
+  if (group_stale_[index]) RefreshPowerGroup(static_cast<int>(index));
+  return group_max_rack_free_[index];
+}
 
 absl::Status Ledger::CheckPowerGroups() const {
   const Topology& t = *topology_;

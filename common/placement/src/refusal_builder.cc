@@ -9,6 +9,7 @@
 #include <array>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "rackwise/telemetry.h"
@@ -100,7 +101,9 @@ bool TypeTakesShares(const Topology& t, const PlacementRequest& r, const Request
 // The same counts from the ledger's tallies, in NodeBlock's order of reasons; unrestricted requests. Reasons that
 // do not depend on power come from the per-type tallies; nodes that fail on power only are split per power group:
 // the racks whose own room is short (one binary search in the group), else the power domains above.
-ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable) {
+// `chain`: ChainRooms(ledger).
+ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable,
+                         const std::vector<Milliwatts>& chain) {
   const Topology& t = ledger.topology();
   ReasonTally out;
   auto count = [&out](NodeReason why, long long nodes) {
@@ -121,13 +124,13 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     count(NodeReason::kNodeDrained, tally.drained);
     for (int f = 0; f < least; ++f) count(NodeReason::kInsufficientGpus, tally.up_by_free[f]);
   }
-  const std::vector<Milliwatts> chain = ChainRooms(ledger);
+  std::vector<std::pair<NodeTypeId, Milliwatts>> needs;  // one share's watts, per type that takes shares
+  for (NodeTypeId type : s.types)
+    if (least <= t.node_types()[type].gpus) needs.push_back({type, least * PerGpuFor(t, r, type)});
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
     const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[id];
-    for (NodeTypeId type : s.types) {
-      if (least > t.node_types()[type].gpus) continue;
-      const Milliwatts need = least * PerGpuFor(t, r, type);
+    for (const auto& [type, need] : needs) {
       const Ledger::GroupNodes fitting = ledger.GroupNodesWithFree(id, type, least, need);
       count(NodeReason::kRackPower, fitting.below_room);
       count(above < need ? NodeReason::kPowerDomainPower : usable, fitting.all - fitting.below_room);
@@ -152,7 +155,9 @@ int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const Reque
 // lowest id. Racks are offered in any order.
 class PowerShortfall {
  public:
-  PowerShortfall(const Ledger& ledger, const PlacementRequest& r) : ledger_(ledger), r_(r), chain_(ChainRooms(ledger)) {
+  // `chain`: ChainRooms(ledger), which must outlive this.
+  PowerShortfall(const Ledger& ledger, const PlacementRequest& r, const std::vector<Milliwatts>& chain)
+      : ledger_(ledger), r_(r), chain_(chain) {
     const Topology& t = ledger.topology();
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type)
       most_per_gpu_ = std::max(most_per_gpu_, PerGpuFor(t, r, type));
@@ -203,7 +208,7 @@ class PowerShortfall {
 
   const Ledger& ledger_;
   const PlacementRequest& r_;
-  std::vector<Milliwatts> chain_;
+  const std::vector<Milliwatts>& chain_;
   Milliwatts most_per_gpu_ = 0;  // the job's highest draw per GPU over every node type
   int best_free_ = 0;
   RackId best_rack_ = kNoId;
@@ -211,16 +216,16 @@ class PowerShortfall {
 
 // The power sentence for an unrestricted request: groups whose fullest rack holds fewer free GPUs than the best
 // found so far (or as many, all after it) are skipped without visiting their racks.
-std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s) {
+std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
+                                  const std::vector<Milliwatts>& chain) {
   const Topology& t = ledger.topology();
-  PowerShortfall shortfall(ledger, r);
+  PowerShortfall shortfall(ledger, r, chain);
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
-    const std::vector<RackId>& racks = ledger.GroupRacks(id);
-    if (racks.empty()) continue;
     const int bound = ledger.GroupMaxRackFree(id);
-    if (bound < shortfall.best_free() || (bound == shortfall.best_free() && racks.front() > shortfall.best_rack()))
-      continue;  // GroupRacks lists racks by id
+    if (bound == 0 || bound < shortfall.best_free()) continue;
+    const std::vector<RackId>& racks = ledger.GroupRacks(id);
+    if (bound == shortfall.best_free() && racks.front() > shortfall.best_rack()) continue;  // listed by id
     if (shortfall.NoneShort(id, bound)) continue;
     for (RackId rack : racks) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
   }
@@ -253,7 +258,8 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   // A node that fails on nothing is blocked by the job as a whole: its locality, or too few GPUs in all.
   const NodeReason usable = locality_blocked ? NodeReason::kNvlinkLocality : NodeReason::kNotEnoughTogether;
   const bool visit_nodes = by_node || !s.allowed.empty();
-  const ReasonTally tally = visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable);
+  const std::vector<Milliwatts> chain = ChainRooms(ledger);  // each power domain's least room up its chain
+  const ReasonTally tally = visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable, chain);
   out.counts = tally.counts;
   long long lifetime = 0;
   if (!Resolvable(ledger, r, s, by_node, &lifetime)) {
@@ -271,12 +277,12 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.
   std::string power;
   if (visit_nodes) {
-    PowerShortfall shortfall(ledger, r);
+    PowerShortfall shortfall(ledger, r, chain);
     for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack)
       shortfall.Consider(rack, tally.rack_free[rack]);
     power = shortfall.Describe();
   } else {
-    power = PowerShortfallByGroup(ledger, r, s);
+    power = PowerShortfallByGroup(ledger, r, s, chain);
   }
   if (!power.empty()) {
     out.detail = power;

@@ -235,12 +235,12 @@ class Ledger {
     // [type slot][i * (gpus + 1) + f]: up nodes of that type with exactly f free GPUs among the first i racks of
     // by_room, so that "nodes with room below X" is one binary search and a few sums.
     std::vector<std::vector<int>> cumulative;
-    int max_rack_free = 0;
   };
   // One per power domain, then one for the racks under none. Brought up to date when first asked after a change
   // (group_stale_), so a const query may write here: the ledger is not thread-safe (see the top).
   mutable std::vector<PowerGroupIndex> groups_;
   mutable std::vector<char> group_stale_;
+  mutable std::vector<int> group_max_rack_free_;  // per group: the most free GPUs (up nodes) in one of its racks
   const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
   size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room) const;  // how many of by_room
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
