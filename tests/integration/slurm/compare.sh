@@ -49,6 +49,13 @@ run_stream() {
     if [[ $name == *block* && $part == nvl && $gpus != *x* && $gpus -le 72 ]]; then  # <= 18 trays: one block
       args+=(-N $(((gpus + 3) / 4)) --segment=$(((gpus + 3) / 4)))
     fi
+    # --segment is a promise to wait for one block; the same promise to rackwise is --nvlink=required. With the
+    # default (preferred, preferred_wait_s 0) rackwise spreads a job when no domain is free at that moment, so
+    # the two runs' locality counts would compare their real-time timing, not the schedulers (a 24.11 run once
+    # spread "nvl 40" that way).
+    if [[ $base == cons_tres_block && $name == rackwise && $part == nvl && $gpus != *x* && $gpus -le 72 ]]; then
+      args+=(--nvlink=required)
+    fi
     id=$(sbatch --parsable -o /dev/null -e /dev/null -D "$RW_TMP" -p "$part" "${args[@]}" -t 5 \
       --wrap "sleep $secs" 2>>"$out/sbatch.err" | cut -d';' -f1)
     [[ -n $id ]] && echo "$id $part $gpus" >>"$out/jobs"
