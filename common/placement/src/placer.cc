@@ -68,19 +68,12 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     return PlacementContext(ledger, request, setup->locality, type, internal::PerGpuFor(t, request, type),
                             setup->allowed);
   };
-  // Whether any rack can power a share of the job on this type (worked out once per type: O(racks)).
-  std::vector<signed char> powered(t.node_types().size(), -1);
-  auto some_power = [&](const PlacementContext& ctx) {
-    signed char& p = powered[ctx.type()];
-    if (p < 0) p = ctx.SomeRackPowersAShare() ? 1 : 0;
-    return p == 1;
-  };
   // One domain, of any type, is the fewest there is. Locality none keeps whole domains free: the tightest partly
   // used domain that holds the job whole (no needless NVLink crossing), else the smallest fragments.
   for (NodeTypeId type : setup->types) {
     if (ShareGranule(request) > t.node_types()[type].gpus) continue;
     const PlacementContext ctx = context(type);
-    if (ctx.EffectiveDomainSize() <= 0 || !some_power(ctx)) continue;
+    if (ctx.EffectiveDomainSize() <= 0 || !ctx.SomeRackPowersAShare()) continue;
     if (std::optional<DomainPlan> plan = internal::PlanSingleDomain(ctx, setup->locality == Locality::kNone))
       return PlacementOutcome{Assemble(ctx, *plan, 1)};
   }
@@ -101,7 +94,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
       locality_blocked = true;  // this type can never give the fewest
       continue;
     }
-    if (!some_power(ctx)) continue;  // no plan can take a GPU of this type now
+    if (!ctx.SomeRackPowersAShare()) continue;  // no plan can take a GPU of this type now
     // Not enough free GPUs with power under their domains: no plan can cover the job (and the searches would
     // visit every domain to find that out).
     if (!ctx.restricted() && internal::CapacityNowAtMost(ledger, request, type) < request.gpus) continue;
