@@ -19,27 +19,11 @@ namespace {
 
 std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
 
-// Watts left under every rack's and power domain's cap (see PowerLimitedGpus for how they limit a job).
-struct PowerView {
-  std::vector<Milliwatts> rack_room, pd_room;
-};
-
-// Room under every cap less the reserve, now.
-PowerView Rooms(const Ledger& l) {
+// The most GPUs the job could get of one node type now (healthy nodes, free GPUs, power left), visiting every
+// node: any request, a node list included (CapacityNow answers unrestricted ones from the power groups).
+long long CapacityByNode(const Ledger& l, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type) {
   const Topology& t = l.topology();
   const double reserve = t.policy().power_reserve_fraction;
-  PowerView v;
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) v.rack_room.push_back(l.RackRoom(r, reserve));
-  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    v.pd_room.push_back(l.PowerDomainRoom(p, reserve));
-  return v;
-}
-
-// The most GPUs the job could get of one node type now (healthy nodes, free GPUs, power left).
-long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetup& s, NodeTypeId type,
-                   const PowerView& power, bool by_node) {
-  const Topology& t = l.topology();
-  if (!by_node && s.allowed.empty()) return CapacityNow(l, r, type);
   std::vector<long long> rack_gpus(t.racks().size(), 0);
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     const Node& node = t.nodes()[n];
@@ -49,8 +33,9 @@ long long Capacity(const Ledger& l, const PlacementRequest& r, const RequestSetu
   }
   std::vector<long long> below;
   return PowerLimitedGpus(
-      t, PerGpuFor(t, r, type), [&](RackId k) { return rack_gpus[k]; }, [&](RackId k) { return power.rack_room[k]; },
-      [&](PowerDomainId p) { return power.pd_room[p]; }, &below);
+      t, PerGpuFor(t, r, type), [&](RackId k) { return rack_gpus[k]; },
+      [&](RackId k) { return l.RackRoom(k, reserve); }, [&](PowerDomainId p) { return l.PowerDomainRoom(p, reserve); },
+      &below);
 }
 
 // Nodes per reason, and per rack the free GPUs of nodes that fail on nothing but power (or on nothing).
@@ -288,9 +273,9 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
     out.detail = power;
     return out;
   }
-  const PowerView now_rooms = Rooms(ledger);
   long long now = 0;
-  for (NodeTypeId type : s.types) now = std::max(now, Capacity(ledger, r, s, type, now_rooms, by_node));
+  for (NodeTypeId type : s.types)
+    now = std::max(now, visit_nodes ? CapacityByNode(ledger, r, s, type) : CapacityNow(ledger, r, type));
   out.detail = absl::StrFormat("The job asks for %d GPUs; at most %d free GPUs of one node type could take it now.",
                                r.gpus, now);
   return out;
