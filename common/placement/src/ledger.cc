@@ -74,6 +74,11 @@ Ledger::Ledger(const Topology& topology)
       Tally(node, +1);
     }
   }
+  for (RackId r = 0; r < static_cast<RackId>(topology.racks().size()); ++r)
+    if (topology.racks()[r].power_domain == kNoId) root_racks_.push_back(r);
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(topology.power_domains().size()); ++p)
+    if (topology.power_domains()[p].parent == kNoId) root_pds_.push_back(p);
+  LayOutPowerGroups();
   RebuildHeadroom();
 }
 

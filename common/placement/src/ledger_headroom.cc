@@ -28,12 +28,6 @@ Milliwatts Ledger::BestChildOf(PowerDomainId domain) const {
 void Ledger::RebuildHeadroom() {
   const Topology& t = *topology_;
   const double reserve = t.policy().power_reserve_fraction;
-  if (root_racks_.empty() && root_pds_.empty()) {
-    for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r)
-      if (t.racks()[r].power_domain == kNoId) root_racks_.push_back(r);
-    for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-      if (t.power_domains()[p].parent == kNoId) root_pds_.push_back(p);
-  }
   rack_room_kept_.resize(t.racks().size());
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) rack_room_kept_[r] = RackRoomWithPolicyReserve(r);
   pd_headroom_.assign(t.power_domains().size(), kNoHeadroom);
@@ -43,10 +37,7 @@ void Ledger::RebuildHeadroom() {
     pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), pd_child_best_[p]);
   }
   top_headroom_ = BestChildOf(kNoId);
-  groups_.resize(t.power_domains().size() + 1);
-  group_stale_.assign(groups_.size(), 0);
-  group_max_rack_free_.assign(groups_.size(), 0);
-  for (int g = 0; g < static_cast<int>(groups_.size()); ++g) RebuildPowerGroup(g);
+  std::fill(group_stale_.begin(), group_stale_.end(), 1);  // every rack's room may have moved
 }
 
 void Ledger::RackPowerChanged(RackId rack) {

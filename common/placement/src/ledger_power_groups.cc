@@ -2,9 +2,9 @@
 // node tallies, so that a refusal counts "nodes short of rack power" with one binary search per group instead of
 // a look at every rack. See GroupNodesWithFree in ledger.h.
 //
-// A change to one rack (its room, or a node's free GPUs or health) rebuilds its group: O(racks in the group x
-// GPUs per node), a handful of racks under a row. Racks under no power domain form one group, so a cluster
-// described without power domains pays O(racks) per change there.
+// A change to one rack (its room, or a node's free GPUs or health) marks its group stale; the next question about
+// the group refreshes it: O(racks in the group x GPUs per node), a handful of racks under a row. Racks under no
+// power domain form one group, so a cluster described without power domains pays O(racks) per refresh there.
 #include <algorithm>
 #include <limits>
 
@@ -13,34 +13,42 @@
 
 namespace rackwise {
 
-int Ledger::GroupOf(RackId rack) const {
-  const PowerDomainId p = topology_->racks()[rack].power_domain;
-  return p == kNoId ? static_cast<int>(topology_->power_domains().size()) : p;
+int Ledger::GroupIndex(PowerDomainId group) const {
+  return group == kNoId ? static_cast<int>(topology_->power_domains().size()) : group;
 }
+
+int Ledger::GroupOf(RackId rack) const { return GroupIndex(topology_->racks()[rack].power_domain); }
 
 const std::vector<RackId>& Ledger::GroupRacks(PowerDomainId group) const {
   return group == kNoId ? root_racks_ : topology_->power_domains()[group].racks;
 }
 
-void Ledger::RebuildPowerGroup(int group) {
+void Ledger::LayOutPowerGroups() {
   const Topology& t = *topology_;
-  PowerGroupIndex& g = groups_[group];
-  const bool root = group == static_cast<int>(t.power_domains().size());
-  g.by_room = root ? root_racks_ : t.power_domains()[group].racks;
-  g.types.clear();
-  for (RackId r : g.by_room)
-    for (const RackTypeTally& tally : rack_tallies_[r])
-      if (std::find(g.types.begin(), g.types.end(), tally.type) == g.types.end()) g.types.push_back(tally.type);
-  g.cumulative.resize(g.types.size());
-  for (size_t slot = 0; slot < g.types.size(); ++slot)
-    g.cumulative[slot].assign((g.by_room.size() + 1) * (t.node_types()[g.types[slot]].gpus + 1), 0);
-  RefreshPowerGroup(group);
+  groups_.resize(t.power_domains().size() + 1);
+  group_stale_.assign(groups_.size(), 1);  // filled when first asked
+  group_max_rack_free_.assign(groups_.size(), 0);
+  for (int group = 0; group < static_cast<int>(groups_.size()); ++group) {
+    PowerGroupIndex& g = groups_[group];
+    g.by_room = group == static_cast<int>(t.power_domains().size()) ? root_racks_ : t.power_domains()[group].racks;
+    for (RackId r : g.by_room)
+      for (const RackTypeTally& tally : rack_tallies_[r])
+        if (std::find(g.types.begin(), g.types.end(), tally.type) == g.types.end()) g.types.push_back(tally.type);
+    g.cumulative.resize(g.types.size());
+    for (size_t slot = 0; slot < g.types.size(); ++slot)
+      g.cumulative[slot].assign((g.by_room.size() + 1) * (t.node_types()[g.types[slot]].gpus + 1), 0);
+  }
 }
 
 const Ledger::PowerGroupIndex& Ledger::FreshGroup(PowerDomainId group) const {
-  const int index = group == kNoId ? static_cast<int>(topology_->power_domains().size()) : group;
+  const int index = GroupIndex(group);
   if (group_stale_[index]) RefreshPowerGroup(index);
   return groups_[index];
+}
+
+const std::vector<int>* Ledger::GroupSums(const PowerGroupIndex& g, NodeTypeId type) const {
+  const auto slot = std::find(g.types.begin(), g.types.end(), type);
+  return slot == g.types.end() ? nullptr : &g.cumulative[slot - g.types.begin()];
 }
 
 // In place, without allocating. Done when a group is first asked after a change, not on the change: the
@@ -90,23 +98,22 @@ size_t Ledger::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) const {
 
 absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId type, Milliwatts room) const {
   const PowerGroupIndex& g = FreshGroup(group);
-  const auto slot = std::find(g.types.begin(), g.types.end(), type);
-  if (slot == g.types.end()) return {};
+  const std::vector<int>* sums = GroupSums(g, type);
+  if (sums == nullptr) return {};
   const size_t width = topology_->node_types()[type].gpus + 1;
-  return absl::MakeConstSpan(g.cumulative[slot - g.types.begin()]).subspan(RacksBelowRoom(g, room) * width, width);
+  return absl::MakeConstSpan(*sums).subspan(RacksBelowRoom(g, room) * width, width);
 }
 
 Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
   const PowerGroupIndex& g = FreshGroup(group);
-  const auto slot = std::find(g.types.begin(), g.types.end(), type);
+  const std::vector<int>* sums = GroupSums(g, type);
   GroupNodes out;
-  if (slot == g.types.end()) return out;
+  if (sums == nullptr) return out;
   const size_t width = topology_->node_types()[type].gpus + 1;
-  const std::vector<int>& sums = g.cumulative[slot - g.types.begin()];
-  const int* all = &sums[g.by_room.size() * width];
+  const int* all = &(*sums)[g.by_room.size() * width];
   for (size_t f = std::max(least, 0); f < width; ++f) out.all += all[f];
   if (out.all == 0) return out;
-  const int* below = &sums[RacksBelowRoom(g, room) * width];
+  const int* below = &(*sums)[RacksBelowRoom(g, room) * width];
   for (size_t f = std::max(least, 0); f < width; ++f) out.below_room += below[f];
   return out;
 }
@@ -117,10 +124,9 @@ Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
 }
 
 int Ledger::GroupMaxRackFree(PowerDomainId group) const {
-  // Read from a dense array: a refusal asks it of every group, most of which it then skips.
-  const size_t index = group == kNoId ? topology_->power_domains().size() : static_cast<size_t>(group);
-  if (group_stale_[index]) RefreshPowerGroup(static_cast<int>(index));
-  return group_max_rack_free_[index];
+  // Kept in a dense array: a refusal asks it of every group, most of which it then skips.
+  FreshGroup(group);
+  return group_max_rack_free_[GroupIndex(group)];
 }
 
 absl::Status Ledger::CheckPowerGroups() const {

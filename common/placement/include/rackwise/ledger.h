@@ -184,13 +184,13 @@ class Ledger {
   absl::Status CheckTallies() const;
   // Recomputes rack_adjust_ for one rack from its reading and carries the change up the power chain.
   void Readjust(RackId rack);
-  // The headroom index (MaxRackHeadroom): rebuilt from scratch, or brought up to date after a change of one
-  // rack's draw or cap, or of one power domain's cap.
+  // The headroom index (MaxRackHeadroom): rebuilt from scratch (every power group marked stale), or brought up
+  // to date after a change of one rack's draw or cap, or of one power domain's cap.
   void RebuildHeadroom();
-  // Power groups: the group of a rack, rebuilding one group, and bringing a rack's group up to date after its
-  // room or its tallies changed.
+  // Power groups: the group of a rack, laying the groups out, and marking a rack's group stale after its room or
+  // its tallies changed (it is refreshed when next asked).
   int GroupOf(RackId rack) const;
-  void RebuildPowerGroup(int group);
+  void LayOutPowerGroups();  // once: each group's racks and node types, and room for its running sums
   void RefreshPowerGroup(int group) const;
   void RackGroupChanged(RackId rack);
   absl::Status CheckPowerGroups() const;
@@ -241,8 +241,10 @@ class Ledger {
   mutable std::vector<PowerGroupIndex> groups_;
   mutable std::vector<char> group_stale_;
   mutable std::vector<int> group_max_rack_free_;  // per group: the most free GPUs (up nodes) in one of its racks
+  int GroupIndex(PowerDomainId group) const;      // into groups_ (kNoId: the last)
   const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
-  size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room) const;  // how many of by_room
+  const std::vector<int>* GroupSums(const PowerGroupIndex& group, NodeTypeId type) const;  // null: no such node
+  size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room) const;              // how many of by_room
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 
