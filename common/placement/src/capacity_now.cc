@@ -2,24 +2,38 @@
 #include "capacity_now.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
+#include "rackwise/power_bounds.h"
 #include "rackwise/power_rollup.h"
 #include "request_setup.h"
 
 namespace rackwise::internal {
 namespace {
 
-long long SharesOf(const PlacementRequest& r, absl::Span<const int> nodes_by_free) {
-  long long shares = 0;
-  for (int f = 0; f < static_cast<int>(nodes_by_free.size()); ++f)
-    shares += static_cast<long long>(nodes_by_free[f]) * NodeShareOf(r, f);
-  return shares;
-}
+// What a node gives the job by its free GPU count (NodeShareOf for every count up to kMaxGpusPerNode), so that
+// the shares of a histogram are a dot product: it is summed once per power group and node type, and a division
+// per entry cost more than the rest of the pass.
+class ShareTable {
+ public:
+  explicit ShareTable(const PlacementRequest& r) {
+    for (int f = 0; f <= kMaxGpusPerNode; ++f) share_of_[f] = NodeShareOf(r, f);
+  }
+  long long SharesOf(absl::Span<const int> nodes_by_free) const {
+    long long shares = 0;
+    const size_t width = std::min(nodes_by_free.size(), share_of_.size());
+    for (size_t f = 0; f < width; ++f) shares += static_cast<long long>(nodes_by_free[f]) * share_of_[f];
+    return shares;
+  }
 
-long long RackShares(const Ledger& l, const PlacementRequest& r, RackId rack, NodeTypeId type) {
+ private:
+  std::array<int, kMaxGpusPerNode + 1> share_of_{};
+};
+
+long long RackShares(const Ledger& l, const ShareTable& shares, RackId rack, NodeTypeId type) {
   for (const Ledger::RackTypeTally& tally : l.rack_tallies(rack))
-    if (tally.type == type) return SharesOf(r, tally.up_by_free);
+    if (tally.type == type) return shares.SharesOf(tally.up_by_free);
   return 0;
 }
 
@@ -35,6 +49,19 @@ long long RollUp(const Ledger& l, Milliwatts per_gpu, GroupGpus group_gpus) {
                                  t, per_gpu, [&](PowerDomainId p) { return l.PowerDomainRoom(p, reserve); }, &below);
 }
 
+// Whether no cap can bind at `per_gpu`: the least room of any power domain with free GPUs powers every free GPU
+// and (`racks`) the least room of any rack with free GPUs powers the most free GPUs in one rack. O(1), from the
+// ledger's kept extremes.
+bool NoCapBinds(const Ledger& l, Milliwatts per_gpu, bool racks) {
+  if (per_gpu <= 0) return true;  // limits nothing (PowerLimitedGpus)
+  if (racks && l.LeastRackRoomWithFree() < static_cast<Milliwatts>(l.MostRackFree()) * per_gpu) return false;
+  return l.LeastPowerDomainRoomWithFree() >= l.FreeGpusTotal() * per_gpu;
+}
+
+long long TypeShares(const Ledger& l, const ShareTable& shares, NodeTypeId type) {
+  return shares.SharesOf(l.type_tally(type).up_by_free);
+}
+
 }  // namespace
 
 long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
@@ -42,14 +69,16 @@ long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId typ
   if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
   const Milliwatts per_gpu = PerGpuFor(t, r, type);
   const double reserve = t.policy().power_reserve_fraction;
+  const ShareTable table(r);
+  if (NoCapBinds(l, per_gpu, /*racks=*/true)) return TypeShares(l, table, type);
   return RollUp(l, per_gpu, [&](PowerDomainId group) -> long long {
-    const long long shares = SharesOf(r, l.GroupFreeHistogram(group, type));
+    const long long shares = table.SharesOf(l.GroupFreeHistogram(group, type));
     if (shares == 0 || per_gpu <= 0) return shares;
     // When the least room of the group powers more GPUs than any of its racks holds free, no rack's room binds.
     if (l.GroupLeastRackRoom(group) / per_gpu >= l.GroupMaxRackFree(group)) return shares;
     long long gpus = 0;
     for (RackId rack : l.GroupRacks(group))
-      gpus += std::min<long long>(RackShares(l, r, rack, type),
+      gpus += std::min<long long>(RackShares(l, table, rack, type),
                                   std::max<Milliwatts>(0, l.RackRoom(rack, reserve)) / per_gpu);
     return gpus;
   });
@@ -58,8 +87,12 @@ long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId typ
 long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
   const Topology& t = l.topology();
   if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
-  return RollUp(l, PerGpuFor(t, r, type),
-                [&](PowerDomainId group) { return SharesOf(r, l.GroupFreeHistogram(group, type)); });
+  const Milliwatts per_gpu = PerGpuFor(t, r, type);
+  // Never more than the type's free shares; without a power domain that binds, exactly those.
+  const ShareTable table(r);
+  const long long shares = TypeShares(l, table, type);
+  if (shares < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return shares;
+  return RollUp(l, per_gpu, [&](PowerDomainId group) { return table.SharesOf(l.GroupFreeHistogram(group, type)); });
 }
 
 }  // namespace rackwise::internal

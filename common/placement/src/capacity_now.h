@@ -8,12 +8,14 @@
 
 namespace rackwise::internal {
 
-// Exactly what PowerLimitedGpus gives over every rack's shares of the job (the refusal's "at most N now"). Visits
-// the racks of a group only where one of their own rooms could bind.
+// Exactly what PowerLimitedGpus gives over every rack's shares of the job (the refusal's "at most N now"). O(1)
+// where no cap can bind (the ledger's least rooms power every free GPU); else visits the racks of a group only
+// where one of their own rooms could bind.
 long long CapacityNow(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
 
-// An upper bound on CapacityNow in O(power domains x GPUs per node): every rack's own room is left out. The placer
-// skips the searches of a type whose bound is short of the job; they could not succeed.
+// An upper bound on CapacityNow: every rack's own room is left out, and so are the power domains when the type's
+// free shares alone fall short of the job or no domain can bind (O(1)); else O(power domains x GPUs per node).
+// The placer skips the searches of a type whose bound is short of the job; they could not succeed.
 long long CapacityNowAtMost(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
 
 }  // namespace rackwise::internal

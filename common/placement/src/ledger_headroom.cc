@@ -6,11 +6,15 @@
 // room. A change to one rack walks its power chain once; a level rescans its children only when the child that
 // held its largest value went down, so a commit costs O(chain length) in the usual case.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "rackwise/ledger.h"
 
 namespace rackwise {
+namespace {
+constexpr Milliwatts kNoRoomToKeep = std::numeric_limits<Milliwatts>::max();  // a rack or domain with no free GPU
+}  // namespace
 
 Milliwatts Ledger::RackRoomWithPolicyReserve(RackId rack) const {
   return RackRoom(rack, topology_->policy().power_reserve_fraction);
@@ -37,7 +41,48 @@ void Ledger::RebuildHeadroom() {
     pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), pd_child_best_[p]);
   }
   top_headroom_ = BestChildOf(kNoId);
+  least_rack_room_.Assign(t.racks().size());
+  most_rack_free_.Assign(t.racks().size());
+  pd_free_.assign(t.power_domains().size(), 0);
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    const int free = RackFree(r);
+    least_rack_room_.Set(r, free > 0 ? rack_room_kept_[r] : kNoRoomToKeep);
+    most_rack_free_.Set(r, free);
+    for (PowerDomainId p : t.racks()[r].power_chain) pd_free_[p] += free;
+  }
+  least_pd_room_.Assign(t.power_domains().size());
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) KeepPowerDomainRoom(p);
   std::fill(group_stale_.begin(), group_stale_.end(), 1);  // every rack's room may have moved
+}
+
+int Ledger::RackFree(RackId rack) const {
+  long long free = 0;
+  for (const RackTypeTally& tally : rack_tallies_[rack]) free += tally.up_free_gpus;
+  return static_cast<int>(free);
+}
+
+void Ledger::KeepPowerDomainRoom(PowerDomainId domain) {
+  least_pd_room_.Set(domain, pd_free_[domain] > 0 ? PowerDomainRoom(domain, topology_->policy().power_reserve_fraction)
+                                                  : kNoRoomToKeep);
+}
+
+void Ledger::KeepRoomExtremes(RackId rack) {
+  if (most_rack_free_.size() == 0) return;  // during construction: RebuildHeadroom fills them
+  const int free = RackFree(rack);
+  const int delta = free - most_rack_free_.at(rack);
+  most_rack_free_.Set(rack, free);
+  least_rack_room_.Set(rack, free > 0 ? rack_room_kept_[rack] : kNoRoomToKeep);
+  // Every domain of the chain: a draw change moves each one's room even when the free GPUs stay.
+  for (PowerDomainId p : topology_->racks()[rack].power_chain) {
+    pd_free_[p] += delta;
+    KeepPowerDomainRoom(p);
+  }
+}
+
+long long Ledger::FreeGpusTotal() const {
+  long long free = 0;
+  for (const RackTypeTally& tally : type_tallies_) free += tally.up_free_gpus;
+  return free;
 }
 
 void Ledger::RackPowerChanged(RackId rack) {
@@ -49,6 +94,7 @@ void Ledger::RackPowerChanged(RackId rack) {
 
 void Ledger::PowerDomainPowerChanged(PowerDomainId domain) {
   const Milliwatts old_value = pd_headroom_[domain];
+  KeepPowerDomainRoom(domain);
   pd_headroom_[domain] =
       std::min(PowerDomainRoom(domain, topology_->policy().power_reserve_fraction), pd_child_best_[domain]);
   CarryHeadroomUp(topology_->power_domains()[domain].parent, old_value, pd_headroom_[domain]);
@@ -85,6 +131,24 @@ absl::Status Ledger::CheckHeadroom() const {
   }
   if (top != top_headroom_)
     return absl::InternalError(absl::StrCat("largest rack headroom kept as ", top_headroom_, ", is ", top));
+  // The least rooms and the most free GPUs in one rack, against a pass over every rack and power domain.
+  Milliwatts least_rack = kNoRoomToKeep, least_pd = kNoRoomToKeep;
+  int most_free = 0;
+  std::vector<long long> pd_free(t.power_domains().size(), 0);
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    int free = 0;
+    for (NodeId n : t.racks()[r].nodes) free += free_gpu_count(n);
+    most_free = std::max(most_free, free);
+    if (free > 0) least_rack = std::min(least_rack, RackRoomWithPolicyReserve(r));
+    for (PowerDomainId p : t.racks()[r].power_chain) pd_free[p] += free;
+  }
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
+    if (pd_free[p] > 0) least_pd = std::min(least_pd, PowerDomainRoom(p, t.policy().power_reserve_fraction));
+  if (least_rack != LeastRackRoomWithFree() || least_pd != LeastPowerDomainRoomWithFree() ||
+      most_free != MostRackFree())
+    return absl::InternalError(absl::StrCat("least rooms or most free kept as ", LeastRackRoomWithFree(), "/",
+                                            LeastPowerDomainRoomWithFree(), "/", MostRackFree(), ", are ", least_rack,
+                                            "/", least_pd, "/", most_free));
   return absl::OkStatus();
 }
 

@@ -76,16 +76,13 @@ void Ledger::RefreshPowerGroup(int group) const {
     }
   }
   int most_free = 0;
-  for (RackId r : g.by_room) {
-    long long free = 0;
-    for (const RackTypeTally& tally : rack_tallies_[r]) free += tally.up_free_gpus;
-    most_free = std::max<int>(most_free, static_cast<int>(free));
-  }
+  for (RackId r : g.by_room) most_free = std::max(most_free, RackFree(r));
   group_max_rack_free_[group] = most_free;
 }
 
 void Ledger::RackGroupChanged(RackId rack) {
   if (!groups_.empty()) group_stale_[GroupOf(rack)] = 1;
+  KeepRoomExtremes(rack);
 }
 
 size_t Ledger::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) const {

@@ -110,8 +110,21 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     for (int f = 0; f < least; ++f) count(NodeReason::kInsufficientGpus, tally.up_by_free[f]);
   }
   std::vector<std::pair<NodeTypeId, Milliwatts>> needs;  // one share's watts, per type that takes shares
-  for (NodeTypeId type : s.types)
-    if (least <= t.node_types()[type].gpus) needs.push_back({type, least * PerGpuFor(t, r, type)});
+  Milliwatts most_need = 0;
+  for (NodeTypeId type : s.types) {
+    if (least > t.node_types()[type].gpus) continue;
+    needs.push_back({type, least * PerGpuFor(t, r, type)});
+    most_need = std::max(most_need, needs.back().second);
+  }
+  // Where the least room of any rack and of any power domain with free GPUs powers one share, power blocks no
+  // node: the per-type tallies give the rest, without a pass over the power groups.
+  if (most_need <= std::min(ledger.LeastRackRoomWithFree(), ledger.LeastPowerDomainRoomWithFree())) {
+    for (const auto& [type, need] : needs) {
+      const std::vector<int>& by_free = ledger.type_tally(type).up_by_free;
+      for (int f = least; f < static_cast<int>(by_free.size()); ++f) count(usable, by_free[f]);
+    }
+    return out;
+  }
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
     const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[id];
@@ -157,6 +170,12 @@ class PowerShortfall {
     if (Need(rack, free) <= left) return;
     best_free_ = free;
     best_rack_ = rack;
+  }
+  // Whether no rack anywhere can fall short: the least room of any rack and power domain with free GPUs powers
+  // the most free GPUs in one rack. O(1): most refusals where power does not bind end here.
+  bool NoneShortAnywhere() const {
+    const Milliwatts least_left = std::min(ledger_.LeastRackRoomWithFree(), ledger_.LeastPowerDomainRoomWithFree());
+    return static_cast<Milliwatts>(std::min(r_.gpus, ledger_.MostRackFree())) * most_per_gpu_ <= least_left;
   }
   // Whether no rack of the group can fall short: the least room there (its own, or above it) powers the most
   // free GPUs any of its racks holds, at the highest draw of the job's node types.
@@ -205,6 +224,7 @@ std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& 
                                   const std::vector<Milliwatts>& chain) {
   const Topology& t = ledger.topology();
   PowerShortfall shortfall(ledger, r, chain);
+  if (shortfall.NoneShortAnywhere()) return "";
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
     const int bound = ledger.GroupMaxRackFree(id);
