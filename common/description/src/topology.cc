@@ -212,6 +212,30 @@ absl::Status Topology::AddRackNodes(const std::string& rack_name, RackId rack_id
   return absl::OkStatus();
 }
 
+void Topology::BuildScopeSizes() {
+  max_multi_domain_rack_gpus_.assign(node_types_.size(), 0);
+  max_scalable_unit_gpus_.assign(node_types_.size(), 0);
+  std::vector<int> gpus(node_types_.size()), domains(node_types_.size());
+  for (const ScalableUnit& su : scalable_units_) {
+    std::vector<int> su_gpus(node_types_.size(), 0);
+    for (RackId r : su.racks) {
+      std::fill(gpus.begin(), gpus.end(), 0);
+      std::fill(domains.begin(), domains.end(), 0);
+      for (DomainId d : racks_[r].domains) {
+        gpus[domains_[d].type] += domains_[d].gpus;
+        domains[domains_[d].type]++;
+      }
+      for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(node_types_.size()); ++type) {
+        su_gpus[type] += gpus[type];
+        if (domains[type] > 1)
+          max_multi_domain_rack_gpus_[type] = std::max(max_multi_domain_rack_gpus_[type], gpus[type]);
+      }
+    }
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(node_types_.size()); ++type)
+      max_scalable_unit_gpus_[type] = std::max(max_scalable_unit_gpus_[type], su_gpus[type]);
+  }
+}
+
 void Topology::BuildDerivedTables() {
   max_domain_nodes_.assign(node_types_.size(), 0);
   max_domain_gpus_.assign(node_types_.size(), 0);
@@ -219,6 +243,7 @@ void Topology::BuildDerivedTables() {
     max_domain_nodes_[dom.type] = std::max(max_domain_nodes_[dom.type], static_cast<int>(dom.nodes.size()));
     max_domain_gpus_[dom.type] = std::max(max_domain_gpus_[dom.type], dom.gpus);
   }
+  BuildScopeSizes();
   const double reserve = policy_.power_reserve_fraction;
   auto room = [reserve](Milliwatts cap, Milliwatts idle) { return UsableCap(cap, reserve) - idle; };
   domain_rooms_.resize(node_types_.size());

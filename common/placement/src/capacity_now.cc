@@ -49,13 +49,13 @@ long long RollUp(const Ledger& l, Milliwatts per_gpu, GroupGpus group_gpus) {
                                  t, per_gpu, [&](PowerDomainId p) { return l.PowerDomainRoom(p, reserve); }, &below);
 }
 
-// Whether no cap can bind at `per_gpu`: the least room of any power domain with free GPUs powers every free GPU
-// and (`racks`) the least room of any rack with free GPUs powers the most free GPUs in one rack. O(1), from the
-// ledger's kept extremes.
+// Whether no cap can bind at `per_gpu`: every power domain powers all the free GPUs below it and (`racks`) the
+// least room of any rack with free GPUs powers the most free GPUs in one rack. O(1), from the ledger's kept
+// extremes.
 bool NoCapBinds(const Ledger& l, Milliwatts per_gpu, bool racks) {
   if (per_gpu <= 0) return true;  // limits nothing (PowerLimitedGpus)
   if (racks && l.LeastRackRoomWithFree() < static_cast<Milliwatts>(l.MostRackFree()) * per_gpu) return false;
-  return l.LeastPowerDomainRoomWithFree() >= l.FreeGpusTotal() * per_gpu;
+  return per_gpu <= l.LeastPowerDomainRoomPerFreeGpu();
 }
 
 long long TypeShares(const Ledger& l, const ShareTable& shares, NodeTypeId type) {
@@ -82,6 +82,11 @@ long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId typ
                                   std::max<Milliwatts>(0, l.RackRoom(rack, reserve)) / per_gpu);
     return gpus;
   });
+}
+
+long long FreeSharesNow(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
+  if (ShareGranule(r) > l.topology().node_types()[type].gpus) return 0;
+  return TypeShares(l, ShareTable(r), type);
 }
 
 long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {

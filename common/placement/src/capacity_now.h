@@ -13,9 +13,12 @@ namespace rackwise::internal {
 // where one of their own rooms could bind.
 long long CapacityNow(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
 
+// The job's shares on the type's free GPUs (up nodes), power aside: an upper bound on both below, in O(1).
+long long FreeSharesNow(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
+
 // An upper bound on CapacityNow: every rack's own room is left out, and so are the power domains when the type's
 // free shares alone fall short of the job or no domain can bind (O(1)); else O(power domains x GPUs per node).
-// The placer skips the searches of a type whose bound is short of the job; they could not succeed.
+// The multi-domain search asks it before it would visit every domain; it could not succeed below the job.
 long long CapacityNowAtMost(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
 
 }  // namespace rackwise::internal

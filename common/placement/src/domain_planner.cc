@@ -6,6 +6,8 @@
 #include <limits>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
+#include "domain_candidates.h"
 #include "fewest_domains.h"
 #include "rail_set.h"
 
@@ -15,13 +17,9 @@ namespace {
 // How many domains of one bucket the single-domain search compares before it settles: enough for a good
 // tie-break, few enough that a decision stays O(1) in the size of the cluster.
 constexpr int kExaminePerBucket = 32;
-// How many candidates past "enough GPUs" the multi-domain search keeps, to find ones that share a rack or SU.
-constexpr int kExtraCandidates = 512;
 // How many scopes the multi-domain search checks for a shared rail set (rail_set.h) before it settles for the
 // tightest.
 constexpr int kRailScopeChecks = 64;
-
-int MaxBucket(const PlacementContext& ctx) { return ctx.topology().max_domain_gpus(ctx.type()); }
 
 // Higher is better: racks already in use (keeps whole racks free), and power left after the placement.
 double TieBreakScore(const PlacementContext& ctx, DomainId d, int gpus) {
@@ -35,11 +33,6 @@ double TieBreakScore(const PlacementContext& ctx, DomainId d, int gpus) {
   const PlacementWeights& w = t.policy().weights;
   return w.rack_packing * used + w.power_headroom * left;
 }
-
-struct Candidate {
-  DomainId domain;
-  int cap;
-};
 
 struct GreedyResult {
   std::vector<DomainTake> takes;
@@ -145,76 +138,18 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool par
 
 namespace {
 
-// Candidates from the buckets: largest domains first (or smallest, for locality none). Unless `exhaustive`,
-// stops once they add up to the job (plus, for required and preferred, a bounded number more). `*skipped_max`
-// is the most a domain left out could offer (0 when none was left out).
-std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhaustive, long long* sum,
-                                         int* skipped_max) {
-  const int g = ctx.gpus();
-  const int max_f = MaxBucket(ctx);
-  const bool fragments_first = ctx.locality() == Locality::kNone;
-  // A domain left out of bucket f offers at most f, and at most what the best-powered rack can power: on a
-  // capped cluster that keeps the bound below (CountBound) from sending the search over every domain when the
-  // first candidates already give the fewest.
-  const int most_powered = ctx.MostPowerGpus();
-  auto at_most = [&](int f) { return ctx.RoundDown(std::min(f, most_powered)); };
-  std::vector<Candidate> cands;
-  *sum = 0;
-  int extra = 0;
-  bool enough = false;
-  *skipped_max = 0;
-  for (int step = 0; step < max_f; ++step) {
-    const int f = fragments_first ? step + 1 : max_f - step;
-    if (enough) {
-      if (!ctx.ledger().DomainsWithFree(ctx.type(), f).empty()) *skipped_max = at_most(fragments_first ? max_f : f);
-      if (*skipped_max > 0) break;
-      continue;
-    }
-    for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
-      const int cap = ctx.DomainCapacity(d);
-      if (cap <= 0) continue;
-      cands.push_back({d, cap});
-      *sum += cap;
-      if (!exhaustive && *sum >= g && (fragments_first || ++extra > kExtraCandidates)) {
-        *skipped_max = at_most(f);  // the rest of this bucket
-        break;
-      }
-    }
-    // Past "enough", smaller buckets still give the tightest-first order partly used domains to choose from.
-    enough = !exhaustive && *sum >= g && (fragments_first || extra > kExtraCandidates);
-  }
-  return cands;
-}
-
 // `fewest_possible`: a lower bound on the domains of any plan (CountBound), which lets the scope search stop
 // at the first scope that reaches it.
 std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum,
                                              int fewest_possible, PowerScratch* scratch);
-
-// The fewest domains any plan could use if every skipped domain offered `skipped_max` (0: none was skipped) and
-// no cap shared by domains bound: a plan with this many is the fewest there are. kNever when even that falls short.
-constexpr int kNever = std::numeric_limits<int>::max();
-int CountBound(const PlacementContext& ctx, const std::vector<Candidate>& cands, int skipped_max) {
-  std::vector<int> caps;
-  caps.reserve(cands.size());
-  for (const Candidate& c : cands) caps.push_back(c.cap);
-  std::sort(caps.begin(), caps.end(), std::greater<int>());
-  long long got = 0;
-  int n = 0;
-  for (size_t i = 0; got < ctx.gpus(); ++n) {
-    const bool listed = i < caps.size() && caps[i] >= skipped_max;
-    if (!listed && skipped_max <= 0) return kNever;
-    got += listed ? caps[i++] : skipped_max;
-  }
-  return n;
-}
 
 }  // namespace
 
 std::optional<DomainPlan> PlanMultiDomain(const PlacementContext& ctx, PowerScratch* scratch) {
   long long sum = 0;
   int skipped_max = 0;
-  std::vector<Candidate> cands = CollectCandidates(ctx, /*exhaustive=*/false, &sum, &skipped_max);
+  CapacityGate gate(ctx);
+  std::vector<Candidate> cands = CollectCandidates(ctx, /*exhaustive=*/false, &gate, &sum, &skipped_max);
   if (sum < ctx.gpus() && skipped_max == 0) return std::nullopt;  // not enough even without shared limits
   const int bound = CountBound(ctx, cands, skipped_max);
   std::optional<DomainPlan> plan = PlanFromCandidates(ctx, std::move(cands), sum, bound, scratch);
@@ -222,8 +157,9 @@ std::optional<DomainPlan> PlanMultiDomain(const PlacementContext& ctx, PowerScra
   const bool fewest = plan && static_cast<int>(plan->takes.size()) <= bound;
   if (skipped_max == 0 || (plan && fragments_first) || fewest) return plan;
   // Power shared by racks and rows made the first candidates fall short, or a domain left out might do
-  // with fewer: look at every domain.
-  cands = CollectCandidates(ctx, /*exhaustive=*/true, &sum, &skipped_max);
+  // with fewer: look at every domain, unless the power domains cannot power the job at all.
+  if (!gate.MayFit()) return plan;
+  cands = CollectCandidates(ctx, /*exhaustive=*/true, &gate, &sum, &skipped_max);
   const int bound_over_all = CountBound(ctx, cands, 0);
   std::optional<DomainPlan> all = PlanFromCandidates(ctx, std::move(cands), sum, bound_over_all, scratch);
   if (all && (!plan || all->takes.size() < plan->takes.size())) return all;
@@ -287,41 +223,58 @@ struct Scope {
   std::optional<RailChoice> rails;  // its nodes' rail set, once asked (rail jobs only)
 };
 
+// The candidates' totals per rack and per scalable unit. Hash maps rather than arrays over the cluster: a search
+// usually holds a few dozen candidates, and clearing arrays over 1,821 racks cost more than the search.
+struct ScopeTotals {
+  struct Total {
+    long long gpus = 0;
+    int members = 0;
+    int slot = -1;  // its scope's index (GroupScopes)
+  };
+  absl::flat_hash_map<RackId, Total> rack;
+  absl::flat_hash_map<ScalableUnitId, Total> su;
+
+  ScopeTotals(const Topology& t, const std::vector<Candidate>& cands) {
+    rack.reserve(cands.size());
+    su.reserve(cands.size());
+    for (const Candidate& c : cands) {
+      const RackId r = t.domains()[c.domain].rack;
+      Total& in_rack = rack[r];
+      in_rack.gpus += c.cap;
+      in_rack.members++;
+      Total& in_su = su[t.racks()[r].scalable_unit];
+      in_su.gpus += c.cap;
+      in_su.members++;
+    }
+  }
+};
+
 // The rack scopes (more than one domain) and scalable-unit scopes (when there are several) that hold the job, in
 // the candidates' order, racks first.
 std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Candidate>& cands) {
   const Topology& t = ctx.topology();
-  // First the totals, so that only the groups that hold the job get a scope (and a list of members): hundreds
-  // of candidates are one domain to a rack on NVL72 racks.
-  std::vector<long long> rack_total(t.racks().size(), 0), su_total(t.scalable_units().size(), 0);
-  std::vector<int> rack_members(t.racks().size(), 0);
-  int sus_seen = 0;
-  for (const Candidate& c : cands) {
-    const RackId r = t.domains()[c.domain].rack;
-    const ScalableUnitId su = t.racks()[r].scalable_unit;
-    rack_total[r] += c.cap;
-    rack_members[r]++;
-    if (su_total[su] == 0) ++sus_seen;
-    su_total[su] += c.cap;
-  }
-  std::vector<int> rack_slot(t.racks().size(), -1), su_slot(t.scalable_units().size(), -1);
+  // Only the groups that hold the job get a scope (and a list of members): hundreds of candidates are one domain
+  // to a rack on NVL72 racks.
+  ScopeTotals totals(t, cands);
+  const bool several_sus = totals.su.size() > 1;
   std::vector<Scope> racks, sus;
   for (const Candidate& c : cands) {
     const RackId r = t.domains()[c.domain].rack;
-    const ScalableUnitId su = t.racks()[r].scalable_unit;
-    if (rack_members[r] > 1 && rack_total[r] >= ctx.gpus()) {
-      if (rack_slot[r] < 0) {
-        rack_slot[r] = static_cast<int>(racks.size());
-        racks.push_back({0, {}, rack_total[r]});
+    ScopeTotals::Total& rack = totals.rack[r];
+    if (rack.members > 1 && rack.gpus >= ctx.gpus()) {
+      if (rack.slot < 0) {
+        rack.slot = static_cast<int>(racks.size());
+        racks.push_back({0, {}, rack.gpus});
       }
-      racks[rack_slot[r]].members.push_back(c);
+      racks[rack.slot].members.push_back(c);
     }
-    if (sus_seen > 1 && su_total[su] >= ctx.gpus()) {
-      if (su_slot[su] < 0) {
-        su_slot[su] = static_cast<int>(sus.size());
-        sus.push_back({1, {}, su_total[su]});
+    ScopeTotals::Total& su = totals.su[t.racks()[r].scalable_unit];
+    if (several_sus && su.gpus >= ctx.gpus()) {
+      if (su.slot < 0) {
+        su.slot = static_cast<int>(sus.size());
+        sus.push_back({1, {}, su.gpus});
       }
-      sus[su_slot[su]].members.push_back(c);
+      sus[su.slot].members.push_back(c);
     }
   }
   std::vector<Scope> scopes = std::move(racks);
@@ -332,23 +285,30 @@ std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Ca
 // The cluster scope: largest first; ties in capacity go to the scalable unit and rack holding the most.
 Scope ClusterScope(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum) {
   const Topology& t = ctx.topology();
-  std::vector<long long> su_total(t.scalable_units().size(), 0), rack_total(t.racks().size(), 0);
+  ScopeTotals totals(t, cands);
+  struct Keyed {
+    Candidate candidate;
+    long long su_gpus, rack_gpus;
+    ScalableUnitId su;
+    RackId rack;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(cands.size());
   for (const Candidate& c : cands) {
     const RackId r = t.domains()[c.domain].rack;
-    su_total[t.racks()[r].scalable_unit] += c.cap;
-    rack_total[r] += c.cap;
+    const ScalableUnitId su = t.racks()[r].scalable_unit;
+    keyed.push_back({c, totals.su[su].gpus, totals.rack[r].gpus, su, r});
   }
-  Scope all{2, std::move(cands), sum};
-  std::stable_sort(all.members.begin(), all.members.end(), [&](const Candidate& a, const Candidate& b) {
-    if (a.cap != b.cap) return a.cap > b.cap;
-    const RackId ra = t.domains()[a.domain].rack, rb = t.domains()[b.domain].rack;
-    const long long sa = su_total[t.racks()[ra].scalable_unit], sb = su_total[t.racks()[rb].scalable_unit];
-    if (sa != sb) return sa > sb;
-    if (t.racks()[ra].scalable_unit != t.racks()[rb].scalable_unit)
-      return t.racks()[ra].scalable_unit < t.racks()[rb].scalable_unit;
-    if (rack_total[ra] != rack_total[rb]) return rack_total[ra] > rack_total[rb];
-    return ra < rb;
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    if (a.candidate.cap != b.candidate.cap) return a.candidate.cap > b.candidate.cap;
+    if (a.su_gpus != b.su_gpus) return a.su_gpus > b.su_gpus;
+    if (a.su != b.su) return a.su < b.su;
+    if (a.rack_gpus != b.rack_gpus) return a.rack_gpus > b.rack_gpus;
+    return a.rack < b.rack;
   });
+  Scope all{2, {}, sum};
+  all.members.reserve(keyed.size());
+  for (const Keyed& k : keyed) all.members.push_back(k.candidate);
   return all;
 }
 
@@ -356,11 +316,8 @@ Scope ClusterScope(const PlacementContext& ctx, std::vector<Candidate> cands, lo
 // the tightest fit. Keeps the first of equals, in the order scopes are offered.
 class ScopeChooser {
  public:
-  ScopeChooser(const PlacementContext& ctx, PowerScratch* scratch) : ctx_(ctx), scratch_(scratch) {
-    const Topology& t = ctx.topology();
-    rail_ = ctx.k() > 0 && ctx.k() < t.node_types()[ctx.type()].gpus &&
-            t.node_types()[ctx.type()].nvlink == NvlinkScope::kNode;
-  }
+  ScopeChooser(const PlacementContext& ctx, PowerScratch* scratch)
+      : ctx_(ctx), scratch_(scratch), rail_(RailJob(ctx)) {}
   bool rail() const { return rail_; }
 
   void Consider(Scope s) {
@@ -401,7 +358,7 @@ class ScopeChooser {
 
   const PlacementContext& ctx_;
   PowerScratch* scratch_;
-  bool rail_ = false;
+  const bool rail_;
   int rail_checks_ = 0;
   std::optional<Scope> best_;
   GreedyResult best_result_;

@@ -14,6 +14,12 @@
 namespace rackwise {
 namespace {
 constexpr Milliwatts kNoRoomToKeep = std::numeric_limits<Milliwatts>::max();  // a rack or domain with no free GPU
+
+// A power domain's room shared among the free GPUs below it: per_gpu <= this exactly when free * per_gpu fits.
+Milliwatts RoomPerFreeGpu(Milliwatts room, long long free) {
+  if (free <= 0) return kNoRoomToKeep;
+  return room < 0 ? -1 : room / free;
+}
 }  // namespace
 
 Milliwatts Ledger::RackRoomWithPolicyReserve(RackId rack) const {
@@ -50,7 +56,7 @@ void Ledger::RebuildHeadroom() {
     most_rack_free_.Set(r, free);
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free_[p] += free;
   }
-  least_pd_room_.Assign(t.power_domains().size());
+  least_pd_room_per_free_.Assign(t.power_domains().size());
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) KeepPowerDomainRoom(p);
   std::fill(group_stale_.begin(), group_stale_.end(), 1);  // every rack's room may have moved
 }
@@ -62,8 +68,8 @@ int Ledger::RackFree(RackId rack) const {
 }
 
 void Ledger::KeepPowerDomainRoom(PowerDomainId domain) {
-  least_pd_room_.Set(domain, pd_free_[domain] > 0 ? PowerDomainRoom(domain, topology_->policy().power_reserve_fraction)
-                                                  : kNoRoomToKeep);
+  const Milliwatts room = PowerDomainRoom(domain, topology_->policy().power_reserve_fraction);
+  least_pd_room_per_free_.Set(domain, RoomPerFreeGpu(room, pd_free_[domain]));
 }
 
 void Ledger::KeepRoomExtremes(RackId rack) {
@@ -77,12 +83,6 @@ void Ledger::KeepRoomExtremes(RackId rack) {
     pd_free_[p] += delta;
     KeepPowerDomainRoom(p);
   }
-}
-
-long long Ledger::FreeGpusTotal() const {
-  long long free = 0;
-  for (const RackTypeTally& tally : type_tallies_) free += tally.up_free_gpus;
-  return free;
 }
 
 void Ledger::RackPowerChanged(RackId rack) {
@@ -143,12 +143,12 @@ absl::Status Ledger::CheckHeadroom() const {
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free[p] += free;
   }
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    if (pd_free[p] > 0) least_pd = std::min(least_pd, PowerDomainRoom(p, t.policy().power_reserve_fraction));
-  if (least_rack != LeastRackRoomWithFree() || least_pd != LeastPowerDomainRoomWithFree() ||
+    least_pd = std::min(least_pd, RoomPerFreeGpu(PowerDomainRoom(p, t.policy().power_reserve_fraction), pd_free[p]));
+  if (least_rack != LeastRackRoomWithFree() || least_pd != LeastPowerDomainRoomPerFreeGpu() ||
       most_free != MostRackFree())
     return absl::InternalError(absl::StrCat("least rooms or most free kept as ", LeastRackRoomWithFree(), "/",
-                                            LeastPowerDomainRoomWithFree(), "/", MostRackFree(), ", are ", least_rack,
-                                            "/", least_pd, "/", most_free));
+                                            LeastPowerDomainRoomPerFreeGpu(), "/", MostRackFree(), ", are ",
+                                            least_rack, "/", least_pd, "/", most_free));
   return absl::OkStatus();
 }
 

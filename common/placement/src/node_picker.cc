@@ -48,6 +48,16 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
   }
   // Any split: the tightest single node that holds the rest; else the node that gives the most, and repeat.
   // With a share size, a node gives its free GPUs in whole shares (`remaining` is a multiple of the share).
+  long long usable = 0;
+  for (const Option& o : options) usable += o.usable;
+  if (usable == remaining) {
+    // Every node is taken whole: the loop below would take the largest first (ties in member order) until one is
+    // left, in O(nodes^2); the same order, sorted.
+    std::stable_sort(options.begin(), options.end(),
+                     [](const Option& a, const Option& b) { return a.usable > b.usable; });
+    for (const Option& o : options) out->push_back({o.node, PickIndices(o.free, o.usable, 0)});
+    return true;
+  }
   std::vector<bool> used(options.size(), false);
   while (remaining > 0) {
     int fit = -1, largest = -1;

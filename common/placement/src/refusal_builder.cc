@@ -110,15 +110,16 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     for (int f = 0; f < least; ++f) count(NodeReason::kInsufficientGpus, tally.up_by_free[f]);
   }
   std::vector<std::pair<NodeTypeId, Milliwatts>> needs;  // one share's watts, per type that takes shares
-  Milliwatts most_need = 0;
+  Milliwatts most_need = 0, most_per_gpu = 0;
   for (NodeTypeId type : s.types) {
     if (least > t.node_types()[type].gpus) continue;
     needs.push_back({type, least * PerGpuFor(t, r, type)});
     most_need = std::max(most_need, needs.back().second);
+    most_per_gpu = std::max(most_per_gpu, PerGpuFor(t, r, type));
   }
-  // Where the least room of any rack and of any power domain with free GPUs powers one share, power blocks no
-  // node: the per-type tallies give the rest, without a pass over the power groups.
-  if (most_need <= std::min(ledger.LeastRackRoomWithFree(), ledger.LeastPowerDomainRoomWithFree())) {
+  // Where the least room of any rack with free GPUs powers one share and every power domain powers all the free
+  // GPUs below it, power blocks no node: the per-type tallies give the rest, without a pass over the power groups.
+  if (most_need <= ledger.LeastRackRoomWithFree() && most_per_gpu <= ledger.LeastPowerDomainRoomPerFreeGpu()) {
     for (const auto& [type, need] : needs) {
       const std::vector<int>& by_free = ledger.type_tally(type).up_by_free;
       for (int f = least; f < static_cast<int>(by_free.size()); ++f) count(usable, by_free[f]);
@@ -171,11 +172,13 @@ class PowerShortfall {
     best_free_ = free;
     best_rack_ = rack;
   }
-  // Whether no rack anywhere can fall short: the least room of any rack and power domain with free GPUs powers
-  // the most free GPUs in one rack. O(1): most refusals where power does not bind end here.
+  // Whether no rack anywhere can fall short: the least room of any rack with free GPUs powers the most free GPUs
+  // in one rack, and every power domain powers all the free GPUs below it. O(1): most refusals where power does
+  // not bind end here.
   bool NoneShortAnywhere() const {
-    const Milliwatts least_left = std::min(ledger_.LeastRackRoomWithFree(), ledger_.LeastPowerDomainRoomWithFree());
-    return static_cast<Milliwatts>(std::min(r_.gpus, ledger_.MostRackFree())) * most_per_gpu_ <= least_left;
+    return static_cast<Milliwatts>(std::min(r_.gpus, ledger_.MostRackFree())) * most_per_gpu_ <=
+               ledger_.LeastRackRoomWithFree() &&
+           most_per_gpu_ <= ledger_.LeastPowerDomainRoomPerFreeGpu();
   }
   // Whether no rack of the group can fall short: the least room there (its own, or above it) powers the most
   // free GPUs any of its racks holds, at the highest draw of the job's node types.

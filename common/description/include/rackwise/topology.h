@@ -125,6 +125,11 @@ class Topology {
   // The largest NVLink domain of a node type, in nodes and in GPUs (0 if the type has no nodes).
   int max_domain_nodes(NodeTypeId type) const { return max_domain_nodes_[type]; }
   int max_domain_gpus(NodeTypeId type) const { return max_domain_gpus_[type]; }
+  // The most GPUs of a node type in one rack of several of its domains (0 if no rack has two), and in one
+  // scalable unit: whether a job could ever stay within one rack or one SU, so that the placer looks for such a
+  // scope only when there can be one.
+  int max_multi_domain_rack_gpus(NodeTypeId type) const { return max_multi_domain_rack_gpus_[type]; }
+  int max_scalable_unit_gpus(NodeTypeId type) const { return max_scalable_unit_gpus_[type]; }
 
   // Every NVLink domain of a type with the watts its rack could ever give it (the rack's cap and every power
   // domain's above it, less the policy's reserve, less idle draw), largest first. Lets the placer say how few
@@ -158,6 +163,7 @@ class Topology {
                             const std::string& hostlist, Rack* rack,
                             absl::flat_hash_map<NodeTypeId, DomainId>* rack_domain_of_type);
   // What decisions read often: largest domain per type, each domain's power room, power domains deepest first.
+  void BuildScopeSizes();  // max_multi_domain_rack_gpus_, max_scalable_unit_gpus_
   void BuildDerivedTables();
 
   std::string cluster_name_;
@@ -172,6 +178,7 @@ class Topology {
   absl::flat_hash_map<std::string, RackId> rack_index_;
   absl::flat_hash_map<std::string, PowerDomainId> power_domain_index_;
   std::vector<int> max_domain_nodes_, max_domain_gpus_;
+  std::vector<int> max_multi_domain_rack_gpus_, max_scalable_unit_gpus_;
   std::vector<std::vector<DomainRoom>> domain_rooms_;
   std::vector<PowerDomainId> power_domains_deepest_first_;
   int total_gpus_ = 0;

@@ -97,15 +97,16 @@ class Ledger {
   // job?" costs O(1) instead of a pass over every rack.
   static constexpr Milliwatts kNoHeadroom = std::numeric_limits<Milliwatts>::min();
   Milliwatts MaxRackHeadroom() const { return top_headroom_; }
-  // The least room (the policy's reserve kept) of any rack, and of any power domain, that has free GPUs on up
-  // nodes below it (the largest Milliwatts when there is none), and the most free GPUs on up nodes in one rack:
-  // kept on every change in O(log n), so that "can power block this job anywhere?" is O(1) and a refusal where it
-  // cannot skips the power groups. A full rack or row has no room, but no GPU to block either.
+  // Kept on every change in O(log n), so that "can power block this job anywhere?" is O(1) and a refusal or a
+  // capacity bound where it cannot skips the power groups (a full rack or row has no room, but no GPU to block):
+  // - the least room (the policy's reserve kept) of any rack with free GPUs on up nodes (the largest Milliwatts
+  //   when there is none);
+  // - the least, over power domains with free GPUs below, of their room shared among those GPUs (rounded down;
+  //   -1 when a room is negative): a job drawing at most this per GPU is blocked by no power domain;
+  // - the most free GPUs on up nodes in one rack.
   Milliwatts LeastRackRoomWithFree() const { return least_rack_room_.Top(); }
-  Milliwatts LeastPowerDomainRoomWithFree() const { return least_pd_room_.Top(); }
+  Milliwatts LeastPowerDomainRoomPerFreeGpu() const { return least_pd_room_per_free_.Top(); }
   int MostRackFree() const { return most_rack_free_.Top(); }
-  // Free GPUs on up nodes, every node type.
-  long long FreeGpusTotal() const;
 
   GpuMask allocated_gpus(NodeId node) const { return allocated_[node]; }
   // GPUs that could be given out now: not allocated, not failed, node up.
@@ -240,7 +241,7 @@ class Ledger {
   std::vector<PowerDomainId> root_pds_;
   Milliwatts top_headroom_ = kNoHeadroom;
   TournamentTree<Milliwatts, std::less<Milliwatts>> least_rack_room_{std::numeric_limits<Milliwatts>::max()};
-  TournamentTree<Milliwatts, std::less<Milliwatts>> least_pd_room_{std::numeric_limits<Milliwatts>::max()};
+  TournamentTree<Milliwatts, std::less<Milliwatts>> least_pd_room_per_free_{std::numeric_limits<Milliwatts>::max()};
   TournamentTree<int, std::greater<int>> most_rack_free_{0};
   std::vector<long long> pd_free_;  // free GPUs on up nodes below each power domain
   int RackFree(RackId rack) const;  // free GPUs on the rack's up nodes, from its tallies
