@@ -97,6 +97,14 @@ long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeType
   const ShareTable table(r);
   const long long shares = TypeShares(l, table, type);
   if (shares < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return shares;
+  // The power domains under none alone: each passes at most its room's worth of the free GPUs below it. O(roots);
+  // settles most jobs a capped cluster can never hold now.
+  long long roots = table.SharesOf(l.GroupFreeHistogram(kNoId, type));
+  for (PowerDomainId p : l.root_power_domains())
+    roots +=
+        std::min<long long>(l.power_domain_free_gpus(p),
+                            std::max<Milliwatts>(0, l.PowerDomainRoom(p, t.policy().power_reserve_fraction)) / per_gpu);
+  if (roots < r.gpus) return roots;
   return RollUp(l, per_gpu, [&](PowerDomainId group) { return table.SharesOf(l.GroupFreeHistogram(group, type)); });
 }
 

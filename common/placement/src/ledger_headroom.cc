@@ -56,6 +56,7 @@ void Ledger::RebuildHeadroom() {
     most_rack_free_.Set(r, free);
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free_[p] += free;
   }
+  least_pd_room_.Assign(t.power_domains().size());
   least_pd_room_per_free_.Assign(t.power_domains().size());
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) KeepPowerDomainRoom(p);
   std::fill(group_stale_.begin(), group_stale_.end(), 1);  // every rack's room may have moved
@@ -69,6 +70,7 @@ int Ledger::RackFree(RackId rack) const {
 
 void Ledger::KeepPowerDomainRoom(PowerDomainId domain) {
   const Milliwatts room = PowerDomainRoom(domain, topology_->policy().power_reserve_fraction);
+  least_pd_room_.Set(domain, pd_free_[domain] > 0 ? room : kNoRoomToKeep);
   least_pd_room_per_free_.Set(domain, RoomPerFreeGpu(room, pd_free_[domain]));
 }
 
@@ -132,7 +134,7 @@ absl::Status Ledger::CheckHeadroom() const {
   if (top != top_headroom_)
     return absl::InternalError(absl::StrCat("largest rack headroom kept as ", top_headroom_, ", is ", top));
   // The least rooms and the most free GPUs in one rack, against a pass over every rack and power domain.
-  Milliwatts least_rack = kNoRoomToKeep, least_pd = kNoRoomToKeep;
+  Milliwatts least_rack = kNoRoomToKeep, least_pd = kNoRoomToKeep, least_pd_per_free = kNoRoomToKeep;
   int most_free = 0;
   std::vector<long long> pd_free(t.power_domains().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
@@ -142,13 +144,19 @@ absl::Status Ledger::CheckHeadroom() const {
     if (free > 0) least_rack = std::min(least_rack, RackRoomWithPolicyReserve(r));
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free[p] += free;
   }
-  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    least_pd = std::min(least_pd, RoomPerFreeGpu(PowerDomainRoom(p, t.policy().power_reserve_fraction), pd_free[p]));
-  if (least_rack != LeastRackRoomWithFree() || least_pd != LeastPowerDomainRoomPerFreeGpu() ||
-      most_free != MostRackFree())
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
+    if (pd_free[p] != pd_free_[p])
+      return absl::InternalError(absl::StrCat("power domain ", t.power_domains()[p].name, " free GPUs stale"));
+    const Milliwatts room = PowerDomainRoom(p, t.policy().power_reserve_fraction);
+    if (pd_free[p] > 0) least_pd = std::min(least_pd, room);
+    least_pd_per_free = std::min(least_pd_per_free, RoomPerFreeGpu(room, pd_free[p]));
+  }
+  if (least_rack != LeastRackRoomWithFree() || least_pd != LeastPowerDomainRoomWithFree() ||
+      least_pd_per_free != LeastPowerDomainRoomPerFreeGpu() || most_free != MostRackFree())
     return absl::InternalError(absl::StrCat("least rooms or most free kept as ", LeastRackRoomWithFree(), "/",
-                                            LeastPowerDomainRoomPerFreeGpu(), "/", MostRackFree(), ", are ",
-                                            least_rack, "/", least_pd, "/", most_free));
+                                            LeastPowerDomainRoomWithFree(), "/", LeastPowerDomainRoomPerFreeGpu(), "/",
+                                            MostRackFree(), ", are ", least_rack, "/", least_pd, "/", least_pd_per_free,
+                                            "/", most_free));
   return absl::OkStatus();
 }
 

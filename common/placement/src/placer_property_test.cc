@@ -14,7 +14,9 @@
 #include <random>
 #include <set>
 
+#include "capacity_now.h"
 #include "rackwise/placer.h"
+#include "rackwise/power_rollup.h"
 #include "rackwise/synthetic_cluster.h"
 #include "refusal_builder.h"
 #include "request_setup.h"
@@ -399,6 +401,58 @@ TEST(PlacerPropertyTest, RefusalFromTalliesEqualsTheNodeByNodeReport) {
       l.SetRackCap(rk, t.racks()[rk].cap * pick(50, 110) / 100);
     }
   });
+}
+
+// What the job could get of one type now, counted independently: every up node's shares, limited by every
+// rack's and power domain's room (the policy's reserve kept).
+long long CapacityByVisitingEveryNode(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
+  const Topology& t = l.topology();
+  if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
+  const double reserve = t.policy().power_reserve_fraction;
+  std::vector<long long> rack_gpus(t.racks().size(), 0), below;
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
+    if (t.nodes()[n].type == type && l.node_health(n) == NodeHealth::kUp)
+      rack_gpus[t.nodes()[n].rack] += NodeShareOf(r, l.free_gpu_count(n));
+  return PowerLimitedGpus(
+      t, internal::PerGpuFor(t, r, type), [&](RackId k) { return rack_gpus[k]; },
+      [&](RackId k) { return l.RackRoom(k, reserve); }, [&](PowerDomainId p) { return l.PowerDomainRoom(p, reserve); },
+      &below);
+}
+
+// The capacity figures the placer and the refusal take from the ledger's kept extremes and power groups: "now" is
+// exact, "at most" and the free shares never fall below it (else the placer would skip a search that fits). The
+// requests ask for about what the cluster holds now, where the bounds are close to the exact figure.
+TEST(PlacerPropertyTest, CapacityFromTheLedgerEqualsAVisitToEveryNode) {
+  int binding = 0;
+  OverRandomRequests(9500, 9700, 40, [&binding](std::mt19937_64& rng, Ledger& l, PlacementRequest& r) {
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const Topology& t = l.topology();
+    r.allowed_nodes.clear();
+    r.excluded_nodes.clear();
+    MaybeInShares(rng, &r);
+    for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+      const long long exact = CapacityByVisitingEveryNode(l, r, type);
+      ASSERT_EQ(internal::CapacityNow(l, r, type), exact);
+      PlacementRequest near = r;
+      near.gpus = std::max<int>(1, static_cast<int>(exact) + pick(-2, 2));
+      const long long at_most = internal::CapacityNowAtMost(l, near, type);
+      ASSERT_GE(at_most, internal::CapacityNow(l, near, type));
+      ASSERT_GE(internal::FreeSharesNow(l, near, type), at_most);
+      if (at_most > internal::CapacityNow(l, near, type)) ++binding;
+    }
+    if (auto d = Placer::Place(l, r); d.ok() && std::holds_alternative<PlacementDecision>(*d) && pick(0, 3)) {
+      ASSERT_TRUE(l.Commit(std::get<PlacementDecision>(*d).ToAllocation(r.id)).ok());
+    }
+    if (pick(0, 5) == 0) {
+      const RackId rk = pick(0, static_cast<int>(t.racks().size()) - 1);
+      l.SetRackCap(rk, t.racks()[rk].cap * pick(30, 110) / 100);
+    }
+    if (pick(0, 5) == 0 && !t.power_domains().empty()) {
+      const PowerDomainId p = pick(0, static_cast<int>(t.power_domains().size()) - 1);
+      l.SetPowerDomainCap(p, t.power_domains()[p].cap * pick(30, 110) / 100);
+    }
+  });
+  EXPECT_GT(binding, 100);  // cases where the bound is loose (a cap binds below the free shares) were met
 }
 
 // kube-scheduler binds a pod to the node its prioritize verb scores best (the extender's weight dominates). That

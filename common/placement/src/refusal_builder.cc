@@ -110,16 +110,15 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     for (int f = 0; f < least; ++f) count(NodeReason::kInsufficientGpus, tally.up_by_free[f]);
   }
   std::vector<std::pair<NodeTypeId, Milliwatts>> needs;  // one share's watts, per type that takes shares
-  Milliwatts most_need = 0, most_per_gpu = 0;
+  Milliwatts most_need = 0;
   for (NodeTypeId type : s.types) {
     if (least > t.node_types()[type].gpus) continue;
     needs.push_back({type, least * PerGpuFor(t, r, type)});
     most_need = std::max(most_need, needs.back().second);
-    most_per_gpu = std::max(most_per_gpu, PerGpuFor(t, r, type));
   }
-  // Where the least room of any rack with free GPUs powers one share and every power domain powers all the free
-  // GPUs below it, power blocks no node: the per-type tallies give the rest, without a pass over the power groups.
-  if (most_need <= ledger.LeastRackRoomWithFree() && most_per_gpu <= ledger.LeastPowerDomainRoomPerFreeGpu()) {
+  // Where the least room of any rack and of any power domain with free GPUs powers one share, power blocks no
+  // node: the per-type tallies give the rest, without a pass over the power groups.
+  if (most_need <= std::min(ledger.LeastRackRoomWithFree(), ledger.LeastPowerDomainRoomWithFree())) {
     for (const auto& [type, need] : needs) {
       const std::vector<int>& by_free = ledger.type_tally(type).up_by_free;
       for (int f = least; f < static_cast<int>(by_free.size()); ++f) count(usable, by_free[f]);
