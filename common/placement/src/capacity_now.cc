@@ -49,12 +49,11 @@ long long RollUp(const Ledger& l, Milliwatts per_gpu, GroupGpus group_gpus) {
                                  t, per_gpu, [&](PowerDomainId p) { return l.PowerDomainRoom(p, reserve); }, &below);
 }
 
-// Whether no cap can bind at `per_gpu`: every power domain powers all the free GPUs below it and (`racks`) the
-// least room of any rack with free GPUs powers the most free GPUs in one rack. O(1), from the ledger's kept
-// extremes.
+// Whether no cap can bind at `per_gpu`: every power domain and (`racks`) every rack powers all the free GPUs
+// below it. O(1), from the ledger's kept extremes.
 bool NoCapBinds(const Ledger& l, Milliwatts per_gpu, bool racks) {
   if (per_gpu <= 0) return true;  // limits nothing (PowerLimitedGpus)
-  if (racks && l.LeastRackRoomWithFree() < static_cast<Milliwatts>(l.MostRackFree()) * per_gpu) return false;
+  if (racks && per_gpu > l.LeastRackRoomPerFreeGpu()) return false;
   return per_gpu <= l.LeastPowerDomainRoomPerFreeGpu();
 }
 

@@ -15,7 +15,8 @@ namespace rackwise {
 namespace {
 constexpr Milliwatts kNoRoomToKeep = std::numeric_limits<Milliwatts>::max();  // a rack or domain with no free GPU
 
-// A power domain's room shared among the free GPUs below it: per_gpu <= this exactly when free * per_gpu fits.
+// A rack's or power domain's room shared among the free GPUs below it: per_gpu <= this exactly when
+// free * per_gpu fits.
 Milliwatts RoomPerFreeGpu(Milliwatts room, long long free) {
   if (free <= 0) return kNoRoomToKeep;
   return room < 0 ? -1 : room / free;
@@ -48,11 +49,13 @@ void Ledger::RebuildHeadroom() {
   }
   top_headroom_ = BestChildOf(kNoId);
   least_rack_room_.Assign(t.racks().size());
+  least_rack_room_per_free_.Assign(t.racks().size());
   most_rack_free_.Assign(t.racks().size());
   pd_free_.assign(t.power_domains().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     const int free = RackFree(r);
     least_rack_room_.Set(r, free > 0 ? rack_room_kept_[r] : kNoRoomToKeep);
+    least_rack_room_per_free_.Set(r, RoomPerFreeGpu(rack_room_kept_[r], free));
     most_rack_free_.Set(r, free);
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free_[p] += free;
   }
@@ -80,6 +83,7 @@ void Ledger::KeepRoomExtremes(RackId rack) {
   const int delta = free - most_rack_free_.at(rack);
   most_rack_free_.Set(rack, free);
   least_rack_room_.Set(rack, free > 0 ? rack_room_kept_[rack] : kNoRoomToKeep);
+  least_rack_room_per_free_.Set(rack, RoomPerFreeGpu(rack_room_kept_[rack], free));
   // Every domain of the chain: a draw change moves each one's room even when the free GPUs stay.
   for (PowerDomainId p : topology_->racks()[rack].power_chain) {
     pd_free_[p] += delta;
@@ -134,7 +138,8 @@ absl::Status Ledger::CheckHeadroom() const {
   if (top != top_headroom_)
     return absl::InternalError(absl::StrCat("largest rack headroom kept as ", top_headroom_, ", is ", top));
   // The least rooms and the most free GPUs in one rack, against a pass over every rack and power domain.
-  Milliwatts least_rack = kNoRoomToKeep, least_pd = kNoRoomToKeep, least_pd_per_free = kNoRoomToKeep;
+  Milliwatts least_rack = kNoRoomToKeep, least_rack_per_free = kNoRoomToKeep;
+  Milliwatts least_pd = kNoRoomToKeep, least_pd_per_free = kNoRoomToKeep;
   int most_free = 0;
   std::vector<long long> pd_free(t.power_domains().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
@@ -142,6 +147,7 @@ absl::Status Ledger::CheckHeadroom() const {
     for (NodeId n : t.racks()[r].nodes) free += free_gpu_count(n);
     most_free = std::max(most_free, free);
     if (free > 0) least_rack = std::min(least_rack, RackRoomWithPolicyReserve(r));
+    least_rack_per_free = std::min(least_rack_per_free, RoomPerFreeGpu(RackRoomWithPolicyReserve(r), free));
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free[p] += free;
   }
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
@@ -151,6 +157,9 @@ absl::Status Ledger::CheckHeadroom() const {
     if (pd_free[p] > 0) least_pd = std::min(least_pd, room);
     least_pd_per_free = std::min(least_pd_per_free, RoomPerFreeGpu(room, pd_free[p]));
   }
+  if (least_rack_per_free != LeastRackRoomPerFreeGpu())
+    return absl::InternalError(
+        absl::StrCat("least rack room per free GPU kept as ", LeastRackRoomPerFreeGpu(), ", is ", least_rack_per_free));
   if (least_rack != LeastRackRoomWithFree() || least_pd != LeastPowerDomainRoomWithFree() ||
       least_pd_per_free != LeastPowerDomainRoomPerFreeGpu() || most_free != MostRackFree())
     return absl::InternalError(absl::StrCat("least rooms or most free kept as ", LeastRackRoomWithFree(), "/",

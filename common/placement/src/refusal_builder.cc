@@ -171,13 +171,14 @@ class PowerShortfall {
     best_free_ = free;
     best_rack_ = rack;
   }
-  // Whether no rack anywhere can fall short: the least room of any rack with free GPUs powers the most free GPUs
-  // in one rack, and every power domain powers all the free GPUs below it. O(1): most refusals where power does
-  // not bind end here.
+  // Whether no rack anywhere can fall short: every rack powers its free GPUs (or the least room of any rack with
+  // free GPUs powers the most free GPUs in one rack), and every power domain powers all the free GPUs below it.
+  // O(1): most refusals where power does not bind end here.
   bool NoneShortAnywhere() const {
-    return static_cast<Milliwatts>(std::min(r_.gpus, ledger_.MostRackFree())) * most_per_gpu_ <=
-               ledger_.LeastRackRoomWithFree() &&
-           most_per_gpu_ <= ledger_.LeastPowerDomainRoomPerFreeGpu();
+    const bool racks_power_all = most_per_gpu_ <= ledger_.LeastRackRoomPerFreeGpu() ||
+                                 static_cast<Milliwatts>(std::min(r_.gpus, ledger_.MostRackFree())) * most_per_gpu_ <=
+                                     ledger_.LeastRackRoomWithFree();
+    return racks_power_all && most_per_gpu_ <= ledger_.LeastPowerDomainRoomPerFreeGpu();
   }
   // Whether no rack of the group can fall short: the least room there (its own, or above it) powers the most
   // free GPUs any of its racks holds, at the highest draw of the job's node types.

@@ -101,11 +101,13 @@ class Ledger {
   // capacity bound where it cannot skips the power groups (a full rack or row has no room, but no GPU to block):
   // - the least room (the policy's reserve kept) of any rack with free GPUs on up nodes (the largest Milliwatts
   //   when there is none);
+  // - the least, over racks with free GPUs, of their room shared among those GPUs (as for power domains below);
   // - the least room of any power domain with free GPUs below it;
   // - the least, over power domains with free GPUs below, of their room shared among those GPUs (rounded down;
   //   -1 when a room is negative): a job drawing at most this per GPU is blocked by no power domain;
   // - the most free GPUs on up nodes in one rack.
   Milliwatts LeastRackRoomWithFree() const { return least_rack_room_.Top(); }
+  Milliwatts LeastRackRoomPerFreeGpu() const { return least_rack_room_per_free_.Top(); }
   Milliwatts LeastPowerDomainRoomWithFree() const { return least_pd_room_.Top(); }
   Milliwatts LeastPowerDomainRoomPerFreeGpu() const { return least_pd_room_per_free_.Top(); }
   int MostRackFree() const { return most_rack_free_.Top(); }
@@ -246,6 +248,7 @@ class Ledger {
   std::vector<PowerDomainId> root_pds_;
   Milliwatts top_headroom_ = kNoHeadroom;
   TournamentTree<Milliwatts, std::less<Milliwatts>> least_rack_room_{std::numeric_limits<Milliwatts>::max()};
+  TournamentTree<Milliwatts, std::less<Milliwatts>> least_rack_room_per_free_{std::numeric_limits<Milliwatts>::max()};
   TournamentTree<Milliwatts, std::less<Milliwatts>> least_pd_room_{std::numeric_limits<Milliwatts>::max()};
   TournamentTree<Milliwatts, std::less<Milliwatts>> least_pd_room_per_free_{std::numeric_limits<Milliwatts>::max()};
   TournamentTree<int, std::greater<int>> most_rack_free_{0};
