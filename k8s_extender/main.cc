@@ -103,27 +103,6 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
       ->check(CLI::Range(1000, 3600000));
 }
 
-// Loads and compiles the description; nullopt (the reason logged) when either step fails.
-std::optional<Topology> LoadCluster(const std::string& path, v1::ClusterDescription* description) {
-  Diagnostics diagnostics;
-  absl::StatusOr<v1::ClusterDescription> loaded = LoadClusterDescription(path, &diagnostics);
-  if (!loaded.ok()) {
-    for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
-    if (diagnostics.empty()) Log(std::string(loaded.status().message()));
-    return std::nullopt;
-  }
-  *description = std::move(*loaded);
-  absl::StatusOr<Topology> topology = Topology::Build(*description);
-  if (!topology.ok()) {
-    Log(absl::StrCat(path, ": ", topology.status().message()));
-    return std::nullopt;
-  }
-  Log(absl::StrCat("cluster ", topology->cluster_name(), ": ", topology->nodes().size(), " nodes, ",
-                   topology->racks().size(), " racks, ", topology->domains().size(), " NVLink domains, ",
-                   topology->total_gpus(), " GPUs"));
-  return std::move(*topology);
-}
-
 // The API-server client, or null in standalone mode (no credentials found); false (logged) when the
 // credentials found cannot be used, which must stop the start rather than silently run standalone.
 bool ConnectApiServer(const std::string& kubeconfig, std::unique_ptr<KubeClient>* client) {
@@ -290,7 +269,7 @@ int RunExtender(int argc, char** argv) {
   }
 
   v1::ClusterDescription description;
-  std::optional<Topology> topology = LoadCluster(flags.cluster, &description);
+  std::optional<Topology> topology = LoadClusterTopology(flags.cluster, &description, Log);
   if (!topology) return 1;
   std::unique_ptr<KubeClient> client;
   if (!ConnectApiServer(flags.kubeconfig, &client)) return 1;
