@@ -66,9 +66,9 @@ absl::Status LedgerClient::Reserve(const v1::Allocation& allocation) {
 }
 
 absl::StatusOr<bool> LedgerClient::Release(const std::string& owner) {
-  v1::ReleaseRequest request;
+  v1::ReleaseOwnerRequest request;
   request.set_owner(owner);
-  v1::ReleaseResponse response;
+  v1::ReleaseOwnerResponse response;
   absl::Status s = CallLeader(
       [&](v1::PowerLedger::Stub* stub, grpc::ClientContext* ctx) { return stub->Release(ctx, request, &response); });
   if (!s.ok()) return s;

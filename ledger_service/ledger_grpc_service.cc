@@ -30,8 +30,8 @@ grpc::Status LedgerGrpcService::Reserve(grpc::ServerContext* ctx, const v1::Rese
   return ToGrpcStatus(ledger_->Reserve(req->allocation()));
 }
 
-grpc::Status LedgerGrpcService::Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req,
-                                        v1::ReleaseResponse* resp) {
+grpc::Status LedgerGrpcService::Release(grpc::ServerContext* ctx, const v1::ReleaseOwnerRequest* req,
+                                        v1::ReleaseOwnerResponse* resp) {
   if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
   absl::StatusOr<bool> released = ledger_->Release(req->owner());
   if (!released.ok()) return ToGrpcStatus(released.status());

@@ -25,7 +25,8 @@ class LedgerGrpcService final : public v1::PowerLedger::Service {
       : ledger_(ledger), self_(std::move(self)), current_leader_(std::move(current_leader)) {}
 
   grpc::Status Reserve(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::ReserveResponse* resp) override;
-  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req, v1::ReleaseResponse* resp) override;
+  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseOwnerRequest* req,
+                       v1::ReleaseOwnerResponse* resp) override;
   grpc::Status Reconcile(grpc::ServerContext* ctx, const v1::ReconcileRequest* req,
                          v1::ReconcileResponse* resp) override;
   grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest* req, v1::ListResponse* resp) override;

@@ -1,0 +1,359 @@
+// The ledger against a real etcd (/usr/bin/etcd on free loopback ports, its data in a fresh directory) and
+// real rackwise-ledger replicas: the etcd client, the store's fence, leader election and fail-over, reconcile,
+// and the figures of BENCHMARKS.md (issue 17). Skipped only when /usr/bin/etcd is missing.
+#include <stdlib.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "etcd_client.h"
+#include "etcd_ledger_store.h"
+#include "ledger_client.h"
+#include "ledger_grpc_service.h"
+#include "test_process.h"
+#include "test_support.h"
+
+namespace rackwise::ledger {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::ChildProcess;
+using testing::MakeAllocation;
+using testing::WaitFor;
+using testing::WholeNode;
+
+constexpr char kEtcd[] = "/usr/bin/etcd";
+constexpr int kLeaseTtlS = 2;
+
+std::string TwoRacks() { return absl::StrCat(RACKWISE_LEDGER_TESTDATA, "/two_racks.yaml"); }
+
+// One etcd for the whole suite; every test uses its own ledger name, so keys never meet.
+class Etcd {
+ public:
+  std::string Start() {
+    char tmpl[] = "/tmp/rackwise-ledger-etcd-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return "mkdtemp failed";
+    dir_ = tmpl;
+    const int client_port = testing::FreeLoopbackPort(), peer_port = testing::FreeLoopbackPort();
+    endpoint_ = absl::StrCat("http://127.0.0.1:", client_port);
+    const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port);
+    process_ = std::make_unique<ChildProcess>("etcd", dir_ + "/etcd.log");
+    if (!process_->Spawn({kEtcd, "--name", "default", "--data-dir", dir_ + "/data", "--listen-client-urls", endpoint_,
+                          "--advertise-client-urls", endpoint_, "--listen-peer-urls", peer,
+                          "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer}))
+      return "cannot fork etcd";
+    client_ = std::make_unique<EtcdClient>(endpoint_, 1000);
+    return WaitFor(
+        "etcd /health", [this] { return client_->Health().ok(); }, {process_.get()}, milliseconds(30000));
+  }
+  void Stop() {
+    process_.reset();
+    if (!dir_.empty()) (void)std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  EtcdClient& client() { return *client_; }
+  ChildProcess* process() { return process_.get(); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_, endpoint_;
+  std::unique_ptr<ChildProcess> process_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+struct Replica {
+  std::string id;
+  std::unique_ptr<ChildProcess> process;
+  std::string address;  // HOST:PORT of its gRPC service
+};
+
+class LedgerEtcdTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::access(kEtcd, X_OK) != 0) return;
+    etcd_ = new Etcd;
+    start_error_ = etcd_->Start();
+  }
+  static void TearDownTestSuite() {
+    if (etcd_ != nullptr) etcd_->Stop();
+    delete etcd_;
+    etcd_ = nullptr;
+  }
+  void SetUp() override {
+    if (::access(kEtcd, X_OK) != 0)
+      GTEST_SKIP() << kEtcd << " is missing: install Debian's etcd-server (scripts/install-deps.sh does)";
+    ASSERT_EQ(start_error_, "");
+    name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  // Starts a replica of this test's ledger and waits until it serves gRPC (its address is in its log).
+  Replica* StartReplica(const std::string& id, const std::string& cluster = TwoRacks()) {
+    auto r = std::make_unique<Replica>();
+    r->id = id;
+    r->process = std::make_unique<ChildProcess>(id, absl::StrCat(etcd_->dir(), "/", name_, "-", id, ".log"));
+    EXPECT_TRUE(r->process->Spawn({RACKWISE_LEDGER_BINARY, "--cluster", cluster, "--etcd", etcd_->endpoint(),
+                                   "--listen", "127.0.0.1:0", "--name", name_, "--replica-id", id, "--lease-ttl-s",
+                                   std::to_string(kLeaseTtlS)}));
+    const std::string marker = "serving rackwise.v1.PowerLedger on ";
+    std::string error = WaitFor(
+        id + " listening",
+        [&] {
+          const std::string log = r->process->Log();
+          const size_t at = log.find(marker);
+          if (at == std::string::npos) return false;
+          const size_t end = log.find(';', at);
+          if (end == std::string::npos) return false;
+          r->address = log.substr(at + marker.size(), end - at - marker.size());
+          return true;
+        },
+        {r->process.get(), etcd_->process()}, milliseconds(30000));
+    EXPECT_EQ(error, "");
+    replicas_.push_back(std::move(r));
+    return replicas_.back().get();
+  }
+
+  static std::optional<v1::StatusResponse> StatusOf(const Replica& r) {
+    LedgerClient client({r.address}, milliseconds(500));
+    absl::StatusOr<v1::StatusResponse> s = client.Status();
+    if (!s.ok()) return std::nullopt;
+    return *s;
+  }
+  std::vector<ChildProcess*> Watched(const std::vector<Replica*>& replicas) {
+    std::vector<ChildProcess*> out{etcd_->process()};
+    for (Replica* r : replicas) out.push_back(r->process.get());
+    return out;
+  }
+  // Waits until one of `replicas` serves as the leader; returns it.
+  Replica* WaitForLeader(const std::vector<Replica*>& replicas, milliseconds bound = milliseconds(30000)) {
+    Replica* leader = nullptr;
+    std::string error = WaitFor(
+        "a serving leader",
+        [&] {
+          for (Replica* r : replicas) {
+            std::optional<v1::StatusResponse> s = StatusOf(*r);
+            if (s && s->serving() && s->leader_id() == r->id) leader = r;
+          }
+          return leader != nullptr;
+        },
+        Watched(replicas), bound);
+    EXPECT_EQ(error, "");
+    return leader;
+  }
+  LedgerClient ClientOf(const std::vector<Replica*>& replicas) {
+    std::vector<std::string> addresses;
+    for (Replica* r : replicas) addresses.push_back(r->address);
+    return LedgerClient(addresses, milliseconds(10000));
+  }
+  std::set<std::string> Owners(LedgerClient& client, const std::string& prefix = "") {
+    std::set<std::string> out;
+    absl::StatusOr<std::vector<v1::Allocation>> held = client.List(prefix);
+    EXPECT_TRUE(held.ok()) << held.status();
+    if (held.ok())
+      for (const v1::Allocation& a : *held) out.insert(a.id());
+    return out;
+  }
+  size_t StoredKeys() {
+    absl::StatusOr<std::vector<EtcdKeyValue>> kvs = etcd_->client().GetPrefix(KeysOfLedger(name_).alloc_prefix);
+    EXPECT_TRUE(kvs.ok()) << kvs.status();
+    return kvs.ok() ? kvs->size() : 0;
+  }
+
+  static Etcd* etcd_;
+  static std::string start_error_;
+  std::string name_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+};
+
+Etcd* LedgerEtcdTest::etcd_ = nullptr;
+std::string LedgerEtcdTest::start_error_;
+
+TEST_F(LedgerEtcdTest, ClientSpeaksTheJsonGateway) {
+  EtcdClient& etcd = etcd_->client();
+  const std::string key = absl::StrCat("/test/", name_, "/k\x01\xff");  // bytes that need base64
+  const EtcdCompare absent{.key = key, .create_revision = 0};
+  const EtcdWrite put{.key = key, .value = std::string("v\0w", 3)};
+  absl::StatusOr<EtcdTxnResult> first = etcd.Txn({&absent, 1}, {&put, 1});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->succeeded);
+  absl::StatusOr<EtcdTxnResult> second = etcd.Txn({&absent, 1}, {&put, 1});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->succeeded) << "the key exists: the create_revision == 0 compare must fail";
+  absl::StatusOr<std::vector<EtcdKeyValue>> got = etcd.GetPrefix(absl::StrCat("/test/", name_, "/"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(got->front().key, key);
+  EXPECT_EQ(got->front().value, std::string("v\0w", 3));
+  EXPECT_EQ(got->front().create_revision, first->revision);
+
+  absl::StatusOr<int64_t> lease = etcd.LeaseGrant(5);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<int64_t> ttl = etcd.LeaseKeepAlive(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  EXPECT_GT(*ttl, 0);
+  ASSERT_TRUE(etcd.LeaseRevoke(*lease).ok());
+  EXPECT_EQ(*etcd.LeaseKeepAlive(*lease), 0) << "a revoked lease must read as gone";
+  absl::Status again = etcd.LeaseRevoke(*lease);
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound) << again;
+  EXPECT_NE(again.message().find(etcd_->endpoint()), std::string::npos) << "errors name the endpoint: " << again;
+  EXPECT_EQ(*etcd.DeletePrefix(absl::StrCat("/test/", name_, "/")), 1);
+
+  EtcdClient nobody(absl::StrCat("http://127.0.0.1:", testing::FreeLoopbackPort()), 500);
+  EXPECT_EQ(nobody.Get("x").status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(LedgerEtcdTest, TheStoreRefusesAWriteOnceAnotherReplicaHoldsTheLeaderKey) {
+  EtcdClient& etcd = etcd_->client();
+  const LedgerKeys keys = KeysOfLedger(name_);
+  const EtcdCompare vacant{.key = keys.leader, .create_revision = 0};
+  const EtcdWrite claim{.key = keys.leader, .value = "a 127.0.0.1:1"};
+  absl::StatusOr<EtcdTxnResult> won = etcd.Txn({&vacant, 1}, {&claim, 1});
+  ASSERT_TRUE(won.ok() && won->succeeded);
+  EtcdLedgerStore store(&etcd, keys);
+  const StoreWrite first{"slurm/c1/1", "x"};
+  EXPECT_EQ(store.Write({&first, 1}).code(), absl::StatusCode::kFailedPrecondition) << "no fence: not a leader";
+  store.SetFence(won->revision);
+  ASSERT_TRUE(store.Write({&first, 1}).ok());
+  // Replica a's lease expires and b wins: the key is created anew, at a later revision.
+  ASSERT_EQ(*etcd.DeletePrefix(keys.leader), 1);
+  const EtcdWrite b_claims{.key = keys.leader, .value = "b 127.0.0.1:2"};
+  ASSERT_TRUE(etcd.Txn({&vacant, 1}, {&b_claims, 1})->succeeded);
+  const StoreWrite deposed{"slurm/c1/2", "y"};
+  absl::Status refused = store.Write({&deposed, 1});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_NE(refused.message().find("fenced"), std::string::npos) << refused;
+  absl::StatusOr<std::vector<StoredAllocation>> stored = store.LoadAll();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ(stored->front().owner, "slurm/c1/1");
+}
+
+TEST_F(LedgerEtcdTest, CapsHoldAndAKilledLeaderIsReplacedWithNothingLost) {
+  Replica* a = StartReplica("a");
+  Replica* b = StartReplica("b");
+  Replica* leader = WaitForLeader({a, b});
+  ASSERT_NE(leader, nullptr);
+  Replica* follower = leader == a ? b : a;
+  LedgerClient client = ClientOf({follower, leader});  // the follower first: the client must be redirected
+  ASSERT_TRUE(client.Reserve(WholeNode("slurm/c1/1", "n1")).ok());
+  ASSERT_TRUE(client.Reserve(WholeNode("k8s/ns/pod-1", "n2")).ok());
+  absl::Status over = client.Reserve(WholeNode("slurm/c1/2", "n3"));
+  EXPECT_EQ(over.code(), absl::StatusCode::kFailedPrecondition) << over;
+  EXPECT_NE(over.message().find("r1"), std::string::npos) << over;
+  ASSERT_TRUE(client.Reserve(MakeAllocation("slurm/c1/3", "n5", {0, 1, 2})).ok());
+  EXPECT_EQ(client.current_address(), leader->address);
+
+  // The follower answers a write with the leader's address.
+  grpc::ClientContext context;
+  v1::ReserveRequest request;
+  *request.mutable_allocation() = WholeNode("slurm/c1/4", "n6");
+  v1::ReserveResponse response;
+  auto stub = v1::PowerLedger::NewStub(grpc::CreateChannel(follower->address, grpc::InsecureChannelCredentials()));
+  grpc::Status direct = stub->Reserve(&context, request, &response);
+  EXPECT_EQ(direct.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << direct.error_message();
+  auto named = context.GetServerTrailingMetadata().find(kLeaderAddressMetadata);
+  ASSERT_NE(named, context.GetServerTrailingMetadata().end());
+  EXPECT_EQ(std::string(named->second.data(), named->second.size()), leader->address);
+
+  const std::set<std::string> reserved = {"k8s/ns/pod-1", "slurm/c1/1", "slurm/c1/3"};
+  EXPECT_EQ(Owners(client), reserved);
+  const auto killed_at = std::chrono::steady_clock::now();
+  leader->process->Signal(SIGKILL);
+  Replica* successor = WaitForLeader({follower}, milliseconds(kLeaseTtlS * 1000 + 3000));
+  ASSERT_EQ(successor, follower);
+  const auto takeover_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - killed_at).count();
+  std::printf("BENCH takeover after kill -9: %lld ms (lease TTL %d s)\n", static_cast<long long>(takeover_ms),
+              kLeaseTtlS);
+  EXPECT_LE(takeover_ms, kLeaseTtlS * 1000 + 1000) << "etcd expires leases on a 500 ms loop; the follower polls";
+  EXPECT_EQ(Owners(client), reserved) << "nothing lost, nothing doubled";
+  EXPECT_EQ(StoredKeys(), reserved.size());
+  std::optional<v1::StatusResponse> status = StatusOf(*follower);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->allocations(), reserved.size());
+  EXPECT_DOUBLE_EQ(status->racks(0).slurm_kw(), 8.0);
+  EXPECT_DOUBLE_EQ(status->racks(0).k8s_kw(), 8.0);
+  EXPECT_DOUBLE_EQ(status->racks(1).slurm_kw(), 3.0);
+  // Still no room for a third node in r1 after the fail-over.
+  EXPECT_EQ(client.Reserve(WholeNode("slurm/c1/2", "n3")).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(LedgerEtcdTest, APartitionedLeaderCannotWriteWhenItComesBack) {
+  Replica* a = StartReplica("a");
+  Replica* b = StartReplica("b");
+  Replica* leader = WaitForLeader({a, b});
+  ASSERT_NE(leader, nullptr);
+  Replica* follower = leader == a ? b : a;
+  // Frozen (as if cut off): it cannot renew its lease, and the follower takes over.
+  leader->process->Signal(SIGSTOP);
+  ASSERT_EQ(WaitForLeader({follower}, milliseconds(kLeaseTtlS * 1000 + 3000)), follower);
+  LedgerClient to_successor({follower->address}, milliseconds(5000));
+  ASSERT_TRUE(to_successor.Reserve(WholeNode("k8s/ns/after", "n1")).ok());
+  leader->process->Signal(SIGCONT);
+  // Straight away, before it may have noticed: its write must be refused, by its lease deadline or the fence.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ReserveRequest request;
+  *request.mutable_allocation() = WholeNode("slurm/c1/stale", "n5");
+  v1::ReserveResponse response;
+  auto stub = v1::PowerLedger::NewStub(grpc::CreateChannel(leader->address, grpc::InsecureChannelCredentials()));
+  grpc::Status stale = stub->Reserve(&context, request, &response);
+  EXPECT_FALSE(stale.ok()) << "the deposed leader accepted a write";
+  EXPECT_EQ(Owners(to_successor), (std::set<std::string>{"k8s/ns/after"}));
+  EXPECT_EQ(StoredKeys(), 1u);
+  // Once it has noticed, it follows and redirects to the new leader.
+  std::string error = WaitFor(
+      "the old leader to follow",
+      [&] {
+        std::optional<v1::StatusResponse> s = StatusOf(*leader);
+        return s && !s->serving() && s->leader_id() == follower->id;
+      },
+      Watched({leader, follower}), milliseconds(10000));
+  EXPECT_EQ(error, "");
+}
+
+TEST_F(LedgerEtcdTest, ReconcileIsIdempotentAndDropsWhatIsNoLongerListed) {
+  Replica* a = StartReplica("a");
+  ASSERT_NE(WaitForLeader({a}), nullptr);
+  LedgerClient client = ClientOf({a});
+  ASSERT_TRUE(client.Reserve(WholeNode("k8s/ns/p", "n1")).ok());
+  std::vector<v1::Allocation> list = {WholeNode("slurm/c1/1", "n5"), WholeNode("slurm/c1/2", "n6"),
+                                      MakeAllocation("slurm/c1/3", "n7", {0})};
+  absl::StatusOr<v1::ReconcileResponse> first = client.Reconcile("slurm/c1/", list);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->added(), 3u);
+  absl::StatusOr<v1::ReconcileResponse> second = client.Reconcile("slurm/c1/", list);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->unchanged(), 3u);
+  EXPECT_EQ(second->added() + second->replaced() + second->released(), 0u);
+  EXPECT_EQ(StoredKeys(), 4u);
+  list.erase(list.begin());
+  absl::StatusOr<v1::ReconcileResponse> third = client.Reconcile("slurm/c1/", list);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->released(), 1u);
+  EXPECT_EQ(Owners(client), (std::set<std::string>{"k8s/ns/p", "slurm/c1/2", "slurm/c1/3"}));
+  EXPECT_EQ(StoredKeys(), 3u);
+  EXPECT_EQ(client.Reconcile("slurm/c1", list).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LedgerEtcdTest, ACleanStopHandsOverWithoutWaitingForTheLease) {
+  Replica* a = StartReplica("a");
+  Replica* b = StartReplica("b");
+  Replica* leader = WaitForLeader({a, b});
+  ASSERT_NE(leader, nullptr);
+  Replica* follower = leader == a ? b : a;
+  const auto stopped_at = std::chrono::steady_clock::now();
+  leader->process->Signal(SIGTERM);
+  ASSERT_EQ(WaitForLeader({follower}, milliseconds(kLeaseTtlS * 1000)), follower);
+  const auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - stopped_at).count();
+  EXPECT_LT(ms, kLeaseTtlS * 1000 / 2) << "the lease was revoked on SIGTERM; took " << ms << " ms";
+  EXPECT_NE(leader->process->Log().find("lease revoked"), std::string::npos) << leader->process->Log();
+}
+
+}  // namespace
+}  // namespace rackwise::ledger
