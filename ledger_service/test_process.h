@@ -69,11 +69,11 @@ class ChildProcess {
     }
     return true;
   }
-  // Sends `signal`; SIGKILL and SIGTERM also wait for the end.
+  // Sends `signal`; SIGKILL also waits for the end (a SIGTERM'd child is reaped by Running or the destructor).
   void Signal(int signal) {
     if (pid_ <= 0) return;
     ::kill(pid_, signal);
-    if (signal == SIGKILL || signal == SIGTERM) {
+    if (signal == SIGKILL) {
       int status = 0;
       ::waitpid(pid_, &status, 0);
       pid_ = -1;
