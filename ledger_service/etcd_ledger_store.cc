@@ -22,8 +22,9 @@ absl::StatusOr<std::vector<StoredAllocation>> EtcdLedgerStore::LoadAll() {
 absl::Status EtcdLedgerStore::Write(absl::Span<const StoreWrite> writes) {
   const int64_t fence = fence_.load();
   if (fence == 0) return absl::FailedPreconditionError("not the leader: this replica holds no leader key");
-  if (writes.size() > kMaxTxnOps)
-    return absl::InvalidArgumentError(absl::StrCat(writes.size(), " writes in one transaction; at most ", kMaxTxnOps));
+  if (writes.size() > max_txn_ops_)
+    return absl::InvalidArgumentError(
+        absl::StrCat(writes.size(), " writes in one transaction; at most ", max_txn_ops_));
   if (writes.empty()) return absl::OkStatus();
   std::vector<EtcdWrite> ops;
   ops.reserve(writes.size());

@@ -33,6 +33,7 @@ struct LedgerFlags {
   std::string cluster, etcd = "http://127.0.0.1:2379", listen = "127.0.0.1:8890", name, replica_id, advertise;
   int lease_ttl_s = 3;
   int etcd_timeout_ms = 2000;
+  size_t etcd_max_txn_ops = EtcdLedgerStore::kDefaultMaxTxnOps;
 };
 
 void AddFlags(CLI::App& app, LedgerFlags* f) {
@@ -53,6 +54,9 @@ void AddFlags(CLI::App& app, LedgerFlags* f) {
                  "leader lease TTL: a crashed leader is replaced within it (etcd grants at least about 2 s)")
       ->check(CLI::Range(2, 60));
   app.add_option("--etcd-timeout-ms", f->etcd_timeout_ms, "bound of each etcd call")->check(CLI::Range(100, 60000));
+  app.add_option("--etcd-max-txn-ops", f->etcd_max_txn_ops,
+                 "writes per etcd transaction; at most etcd's own --max-txn-ops (default 128 on both sides)")
+      ->check(CLI::Range(size_t{1}, size_t{100000}));
 }
 
 void WaitForStopSignal() {
@@ -82,7 +86,7 @@ int RunLedger(int argc, char** argv) {
   EtcdClient store_client(flags.etcd, flags.etcd_timeout_ms);
   EtcdClient election_client(flags.etcd, std::min(flags.etcd_timeout_ms, flags.lease_ttl_s * 1000 / 3));
   const LedgerKeys keys = KeysOfLedger(flags.name);
-  EtcdLedgerStore store(&store_client, keys);
+  EtcdLedgerStore store(&store_client, keys, flags.etcd_max_txn_ops);
   SharedLedger shared(&*topology, &store);
 
   LeaderInfo self{flags.replica_id, flags.advertise};
