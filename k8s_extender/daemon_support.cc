@@ -1,5 +1,6 @@
 #include "daemon_support.h"
 
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 
@@ -15,6 +16,23 @@ void LogLine(absl::string_view program, const std::string& line) {
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   std::fprintf(stderr, "%s %.*s: %s\n", ts, static_cast<int>(program.size()), program.data(), line.c_str());
   std::fflush(stderr);
+}
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnStopSignal(int) { g_stop = 1; }
+
+}  // namespace
+
+void WaitForStopSignal() {
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  while (!g_stop) {
+    struct timespec ts = {0, 100'000'000};
+    nanosleep(&ts, nullptr);
+  }
 }
 
 bool SplitHostPort(const std::string& text, std::string* host, int* port) {

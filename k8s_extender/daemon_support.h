@@ -1,5 +1,5 @@
 // Small pieces the daemons (rackwise-extender, rackwise-node-agent, rackwise-ledger) share in their main(): a
-// timestamped log line on stderr, HOST:PORT flags, and loading the cluster description.
+// timestamped log line on stderr, HOST:PORT flags, waiting for SIGTERM, and loading the cluster description.
 #pragma once
 
 #include <functional>
@@ -17,6 +17,9 @@ void LogLine(absl::string_view program, const std::string& line);
 
 // "host:port", "[::1]:port" or ":port"; false when the port is missing or not in 0..65535.
 bool SplitHostPort(const std::string& text, std::string* host, int* port);
+
+// Blocks until SIGINT or SIGTERM; a closed peer (SIGPIPE) must not end the process.
+void WaitForStopSignal();
 
 // Loads and compiles the description at `path`; nullopt when either step fails, the reason given to `log` (or
 // each diagnostic on stderr). Logs the cluster's size on success.

@@ -30,9 +30,6 @@
 namespace rackwise::k8s {
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void OnSignal(int) { g_stop = 1; }
-
 void Log(const std::string& line) { LogLine("rackwise-extender", line); }
 
 // Everything the command line sets; the defaults are the ones --help shows.
@@ -231,17 +228,6 @@ int StartServers(ExtenderFlags& flags, bool api_server, ExtenderService* service
   if (int rc = StartPlacementServer(flags, service, servers); rc != 0) return rc;
 #endif
   return 0;
-}
-
-// Blocks until SIGINT or SIGTERM; a closed peer (SIGPIPE) must not end the process.
-void WaitForStopSignal() {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  while (!g_stop) {
-    struct timespec ts = {0, 200'000'000};
-    nanosleep(&ts, nullptr);
-  }
 }
 
 // Stops the background work first (nothing new reaches the service), then the servers, then the timer.

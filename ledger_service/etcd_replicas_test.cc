@@ -161,6 +161,13 @@ class LedgerEtcdTest : public ::testing::Test {
     EXPECT_EQ(error, "");
     return leader;
   }
+  // Replicas "a" and "b" of this test's ledger, once one of them leads: {leader, follower}.
+  std::pair<Replica*, Replica*> StartTwoReplicas() {
+    Replica* a = StartReplica("a");
+    Replica* b = StartReplica("b");
+    Replica* leader = WaitForLeader({a, b});
+    return {leader, leader == a ? b : a};
+  }
   LedgerClient ClientOf(const std::vector<Replica*>& replicas) {
     std::vector<std::string> addresses;
     for (Replica* r : replicas) addresses.push_back(r->address);
@@ -178,6 +185,16 @@ class LedgerEtcdTest : public ::testing::Test {
     absl::StatusOr<std::vector<EtcdKeyValue>> kvs = etcd_->client().GetPrefix(KeysOfLedger(name_).alloc_prefix);
     EXPECT_TRUE(kvs.ok()) << kvs.status();
     return kvs.ok() ? kvs->size() : 0;
+  }
+
+  // Creates this test's leader key with `value` as a replica winning the election would; its create_revision.
+  int64_t ClaimLeaderKey(const std::string& value) {
+    const LedgerKeys keys = KeysOfLedger(name_);
+    const EtcdCompare vacant{.key = keys.leader, .create_revision = 0};
+    const EtcdWrite claim{.key = keys.leader, .value = value};
+    absl::StatusOr<EtcdTxnResult> won = etcd_->client().Txn({&vacant, 1}, {&claim, 1});
+    EXPECT_TRUE(won.ok() && won->succeeded) << value;
+    return won.ok() && won->succeeded ? won->revision : 0;
   }
 
   static Etcd* etcd_;
@@ -226,19 +243,15 @@ TEST_F(LedgerEtcdTest, ClientSpeaksTheJsonGateway) {
 TEST_F(LedgerEtcdTest, TheStoreRefusesAWriteOnceAnotherReplicaHoldsTheLeaderKey) {
   EtcdClient& etcd = etcd_->client();
   const LedgerKeys keys = KeysOfLedger(name_);
-  const EtcdCompare vacant{.key = keys.leader, .create_revision = 0};
-  const EtcdWrite claim{.key = keys.leader, .value = "a 127.0.0.1:1"};
-  absl::StatusOr<EtcdTxnResult> won = etcd.Txn({&vacant, 1}, {&claim, 1});
-  ASSERT_TRUE(won.ok() && won->succeeded);
+  const int64_t won = ClaimLeaderKey("a 127.0.0.1:1");
   EtcdLedgerStore store(&etcd, keys);
   const StoreWrite first{"slurm/c1/1", "x"};
   EXPECT_EQ(store.Write({&first, 1}).code(), absl::StatusCode::kFailedPrecondition) << "no fence: not a leader";
-  store.SetFence(won->revision);
+  store.SetFence(won);
   ASSERT_TRUE(store.Write({&first, 1}).ok());
   // Replica a's lease expires and b wins: the key is created anew, at a later revision.
   ASSERT_EQ(*etcd.DeletePrefix(keys.leader), 1);
-  const EtcdWrite b_claims{.key = keys.leader, .value = "b 127.0.0.1:2"};
-  ASSERT_TRUE(etcd.Txn({&vacant, 1}, {&b_claims, 1})->succeeded);
+  ASSERT_GT(ClaimLeaderKey("b 127.0.0.1:2"), won);
   const StoreWrite deposed{"slurm/c1/2", "y"};
   absl::Status refused = store.Write({&deposed, 1});
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
@@ -259,18 +272,13 @@ TEST_F(LedgerEtcdTest, ADeposedLeaderThatHasNotNoticedIsStoppedByTheFence) {
   ASSERT_TRUE(topology.ok()) << topology.status();
   EtcdClient& etcd = etcd_->client();
   const LedgerKeys keys = KeysOfLedger(name_);
-  const EtcdCompare vacant{.key = keys.leader, .create_revision = 0};
-  const EtcdWrite claim{.key = keys.leader, .value = "a 127.0.0.1:1"};
-  absl::StatusOr<EtcdTxnResult> won = etcd.Txn({&vacant, 1}, {&claim, 1});
-  ASSERT_TRUE(won.ok() && won->succeeded);
   EtcdLedgerStore store(&etcd, keys);
-  store.SetFence(won->revision);
+  store.SetFence(ClaimLeaderKey("a 127.0.0.1:1"));
   SharedLedger ledger(&*topology, &store);
   ASSERT_TRUE(ledger.TakeOver(SharedLedger::Clock::now() + std::chrono::hours(1)).ok());
   ASSERT_TRUE(ledger.Reserve(WholeNode("slurm/c1/1", "n1")).ok());
   ASSERT_EQ(*etcd.DeletePrefix(keys.leader), 1);
-  const EtcdWrite b_claims{.key = keys.leader, .value = "b 127.0.0.1:2"};
-  ASSERT_TRUE(etcd.Txn({&vacant, 1}, {&b_claims, 1})->succeeded);
+  ClaimLeaderKey("b 127.0.0.1:2");
   EXPECT_EQ(ledger.Reserve(WholeNode("slurm/c1/2", "n5")).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ledger.Release("slurm/c1/1").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ledger.Reconcile("slurm/c1/", {}).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -279,11 +287,8 @@ TEST_F(LedgerEtcdTest, ADeposedLeaderThatHasNotNoticedIsStoppedByTheFence) {
 }
 
 TEST_F(LedgerEtcdTest, CapsHoldAndAKilledLeaderIsReplacedWithNothingLost) {
-  Replica* a = StartReplica("a");
-  Replica* b = StartReplica("b");
-  Replica* leader = WaitForLeader({a, b});
+  auto [leader, follower] = StartTwoReplicas();
   ASSERT_NE(leader, nullptr);
-  Replica* follower = leader == a ? b : a;
   LedgerClient client = ClientOf({follower, leader});  // the follower first: the client must be redirected
   ASSERT_TRUE(client.Reserve(WholeNode("slurm/c1/1", "n1")).ok());
   ASSERT_TRUE(client.Reserve(WholeNode("k8s/ns/pod-1", "n2")).ok());
@@ -329,11 +334,8 @@ TEST_F(LedgerEtcdTest, CapsHoldAndAKilledLeaderIsReplacedWithNothingLost) {
 }
 
 TEST_F(LedgerEtcdTest, APartitionedLeaderCannotWriteWhenItComesBack) {
-  Replica* a = StartReplica("a");
-  Replica* b = StartReplica("b");
-  Replica* leader = WaitForLeader({a, b});
+  auto [leader, follower] = StartTwoReplicas();
   ASSERT_NE(leader, nullptr);
-  Replica* follower = leader == a ? b : a;
   // Frozen (as if cut off): it cannot renew its lease, and the follower takes over.
   leader->process->Signal(SIGSTOP);
   ASSERT_EQ(WaitForLeader({follower}, milliseconds(kLeaseTtlS * 1000 + 3000)), follower);
@@ -388,11 +390,8 @@ TEST_F(LedgerEtcdTest, ReconcileIsIdempotentAndDropsWhatIsNoLongerListed) {
 }
 
 TEST_F(LedgerEtcdTest, ACleanStopHandsOverWithoutWaitingForTheLease) {
-  Replica* a = StartReplica("a");
-  Replica* b = StartReplica("b");
-  Replica* leader = WaitForLeader({a, b});
+  auto [leader, follower] = StartTwoReplicas();
   ASSERT_NE(leader, nullptr);
-  Replica* follower = leader == a ? b : a;
   const auto stopped_at = std::chrono::steady_clock::now();
   leader->process->Signal(SIGTERM);
   ASSERT_EQ(WaitForLeader({follower}, milliseconds(kLeaseTtlS * 1000)), follower);

@@ -4,9 +4,6 @@
 // another replica takes over at once. All logic lives in the rackwise_ledger library; this file wires it.
 #include <algorithm>
 #include <atomic>
-#include <csignal>
-#include <cstdio>
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,9 +20,6 @@
 
 namespace rackwise::ledger {
 namespace {
-
-volatile std::sig_atomic_t g_stop = 0;
-void OnSignal(int) { g_stop = 1; }
 
 void Log(const std::string& line) { k8s::LogLine("rackwise-ledger", line); }
 
@@ -57,16 +51,6 @@ void AddFlags(CLI::App& app, LedgerFlags* f) {
   app.add_option("--etcd-max-txn-ops", f->etcd_max_txn_ops,
                  "writes per etcd transaction; at most etcd's own --max-txn-ops (default 128 on both sides)")
       ->check(CLI::Range(size_t{1}, size_t{100000}));
-}
-
-void WaitForStopSignal() {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  while (!g_stop) {
-    struct timespec ts = {0, 100'000'000};
-    nanosleep(&ts, nullptr);
-  }
 }
 
 int RunLedger(int argc, char** argv) {
@@ -130,7 +114,7 @@ int RunLedger(int argc, char** argv) {
   election_seen.store(election.get());
   election->Start();
 
-  WaitForStopSignal();
+  k8s::WaitForStopSignal();
   Log("stopping");
   election->Stop();  // revokes the lease: a follower takes over without waiting for the TTL
   server.Stop();

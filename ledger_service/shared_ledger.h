@@ -54,9 +54,9 @@ class SharedLedger {
   void StopServing();
   bool serving() const;
 
-  // Reserves `allocation` for its owner (allocation.id()) under the policy's usable caps. The same owner with
+  // Reserves `request` for its owner (request.id()) under the policy's usable caps. The same owner with
   // the same content again is a no-op; with other content AlreadyExists. FailedPrecondition names the cap or GPU.
-  absl::Status Reserve(const v1::Allocation& allocation);
+  absl::Status Reserve(const v1::Allocation& request);
   // Returns false when the owner held nothing.
   absl::StatusOr<bool> Release(absl::string_view owner);
   // Makes what is held under `owner_prefix` exactly `allocations` (see ReconcileRequest). Listed owners must be
