@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "etcd_client.h"
 #include "etcd_ledger_store.h"
+#include "leader_election.h"
 #include "ledger_client.h"
 #include "ledger_grpc_service.h"
 #include "rackwise/cluster_description.h"
@@ -362,6 +363,35 @@ TEST_F(LedgerEtcdTest, APartitionedLeaderCannotWriteWhenItComesBack) {
         return s && !s->serving() && s->leader_id() == follower->id;
       },
       Watched({leader, follower}), milliseconds(10000));
+  EXPECT_EQ(error, "");
+}
+
+// The leader key deleted under a live lease (by hand, or by a bug elsewhere): the follower may win the new key,
+// so the old leader must notice at its next renewal and stop serving; never two serving replicas for long.
+TEST_F(LedgerEtcdTest, ALeaderWhoseKeyIsGoneStepsDown) {
+  auto [leader, follower] = StartTwoReplicas();
+  ASSERT_NE(leader, nullptr);
+  absl::StatusOr<std::vector<EtcdKeyValue>> before = etcd_->client().Get(KeysOfLedger(name_).leader);
+  ASSERT_TRUE(before.ok() && before->size() == 1);
+  ASSERT_EQ(*etcd_->client().DeletePrefix(KeysOfLedger(name_).leader), 1);
+  std::string error = WaitFor(
+      "one serving replica, the holder of a new leader key",
+      [&] {
+        absl::StatusOr<std::vector<EtcdKeyValue>> now = etcd_->client().Get(KeysOfLedger(name_).leader);
+        if (!now.ok() || now->empty() || now->front().create_revision == before->front().create_revision) return false;
+        const std::string holder = ParseLeaderValue(now->front().value).replica_id;
+        int serving = 0;
+        bool holder_serves = false;
+        for (Replica* r : {leader, follower}) {
+          std::optional<v1::StatusResponse> s = StatusOf(*r);
+          if (s && s->serving()) {
+            ++serving;
+            holder_serves = holder_serves || r->id == holder;
+          }
+        }
+        return serving == 1 && holder_serves;
+      },
+      Watched({leader, follower}), milliseconds(kLeaseTtlS * 1000 + 2000));
   EXPECT_EQ(error, "");
 }
 

@@ -76,7 +76,7 @@ bool LeaderElection::Campaign(int64_t* lease, int64_t* revision, Clock::time_poi
   return true;
 }
 
-void LeaderElection::Lead(int64_t lease, Clock::time_point deadline) {
+void LeaderElection::Lead(int64_t lease, int64_t revision, Clock::time_point deadline) {
   const auto renew_every = std::chrono::milliseconds(options_.lease_ttl_s * 1000 / 3);
   Clock::time_point next_renewal = Clock::now() + renew_every;
   while (true) {
@@ -90,6 +90,12 @@ void LeaderElection::Lead(int64_t lease, Clock::time_point deadline) {
     const Clock::time_point sent = Clock::now();
     absl::StatusOr<int64_t> ttl = client_->LeaseKeepAlive(lease);
     if (ttl.ok() && *ttl > 0) {
+      // The lease lives, but the key may not be ours any more (deleted by hand, or re-created by another
+      // replica after that): then the fence refuses every write and another replica may lead, so step down.
+      if (!HoldsKey(revision)) {
+        Log("the leader key is no longer the one this replica created: stepping down");
+        break;
+      }
       deadline = sent + std::chrono::seconds(*ttl);
       next_renewal = sent + renew_every;
       if (callbacks_.renewed) callbacks_.renewed(deadline);
@@ -106,6 +112,13 @@ void LeaderElection::Lead(int64_t lease, Clock::time_point deadline) {
   leading_.store(false);
   lease_.store(0);
   if (callbacks_.lost) callbacks_.lost();
+  (void)client_->LeaseRevoke(lease);  // best effort: it may be gone already
+}
+
+bool LeaderElection::HoldsKey(int64_t revision) {
+  absl::StatusOr<std::vector<EtcdKeyValue>> held = client_->Get(options_.key);
+  if (!held.ok()) return true;  // unknown: the lease deadline decides
+  return !held->empty() && held->front().create_revision == revision;
 }
 
 void LeaderElection::Run() {
@@ -126,7 +139,7 @@ void LeaderElection::Run() {
         }
         leading_.store(true);
         Log(absl::StrCat("leader (", options_.key, " created at revision ", revision, ")"));
-        Lead(lease, deadline);
+        Lead(lease, revision, deadline);
       }
     } else if (absl::Status health = client_->Health(); !health.ok()) {
       if (health.ToString() != last_error) Log(absl::StrCat("etcd: ", health.message()));

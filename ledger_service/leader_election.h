@@ -1,8 +1,9 @@
 // Leader election on etcd with a lease: a replica campaigns with one transaction, "if the leader key does not
 // exist, put it = <replica id> <address> with my lease", and while it leads renews the lease every third of its
-// TTL. A replica that cannot renew, or whose lease etcd reports gone, steps down at once (on_lost), and so does
-// one whose last renewal is a whole TTL old. Followers read the key every poll interval and campaign as soon as
-// it is gone (its holder revoked its lease on a clean stop, or the lease expired after a crash).
+// TTL. A replica that cannot renew, whose lease etcd reports gone, or whose key is no longer the one it created
+// steps down at once (on_lost), and so does one whose last renewal is a whole TTL old. Followers read the key every
+// poll interval and campaign as soon as it is gone (its holder revoked its lease on a clean stop, or the lease expired
+// after a crash).
 #pragma once
 
 #include <atomic>
@@ -61,8 +62,11 @@ class LeaderElection {
   void Run();
   // One attempt: true when this replica now holds the key (create_revision in *revision, lease in *lease).
   bool Campaign(int64_t* lease, int64_t* revision, Clock::time_point* deadline);
-  // Renews until the lease is lost or Stop; returns with leading_ false.
-  void Lead(int64_t lease, Clock::time_point deadline);
+  // Renews until the lease is lost, the key is no longer the one created at `revision`, or Stop; returns with
+  // leading_ false (unless stopping).
+  void Lead(int64_t lease, int64_t revision, Clock::time_point deadline);
+  // Whether the leader key is still the one this replica created (true when etcd does not answer).
+  bool HoldsKey(int64_t revision);
   bool WaitFor(std::chrono::milliseconds interval);  // false when stopping
   void Log(const std::string& line) const;
 
