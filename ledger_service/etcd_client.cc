@@ -30,6 +30,13 @@ absl::StatusOr<int64_t> Int64Field(const json& object, const char* name) {
   return absl::InternalError(absl::StrCat("etcd answered a non-integer '", name, "': ", it->dump()));
 }
 
+// A string field; "" when absent or not a string (etcd's JSON is trusted to be well-formed, but a proxy or a
+// different server on the port must give an error, not an exception).
+std::string StringField(const json& object, const char* name) {
+  auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 absl::StatusOr<json> ParseJson(absl::string_view where, const std::string& body) {
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object())
@@ -40,8 +47,9 @@ absl::StatusOr<json> ParseJson(absl::string_view where, const std::string& body)
 
 absl::StatusOr<EtcdKeyValue> KeyValueFromJson(const json& kv) {
   EtcdKeyValue out;
-  absl::StatusOr<std::string> key = Base64Decode(kv.value("key", ""));
-  absl::StatusOr<std::string> value = Base64Decode(kv.value("value", ""));
+  if (!kv.is_object()) return absl::InternalError(absl::StrCat("etcd answered a key-value that is not an object"));
+  absl::StatusOr<std::string> key = Base64Decode(StringField(kv, "key"));
+  absl::StatusOr<std::string> value = Base64Decode(StringField(kv, "value"));
   if (!key.ok()) return key.status();
   if (!value.ok()) return value.status();
   out.key = std::move(*key);
@@ -142,7 +150,7 @@ absl::Status EtcdClient::Health() {
   if (!body.ok()) return body.status();
   absl::StatusOr<json> parsed = ParseJson(absl::StrCat(endpoint_, "/health"), *body);
   if (!parsed.ok()) return parsed.status();
-  if (parsed->value("health", "") != "true")
+  if (StringField(*parsed, "health") != "true")
     return absl::UnavailableError(absl::StrCat("etcd ", endpoint_, "/health: ", *body));
   return absl::OkStatus();
 }
@@ -157,6 +165,7 @@ absl::StatusOr<std::vector<EtcdKeyValue>> EtcdClient::Range(absl::string_view ke
   std::vector<EtcdKeyValue> out;
   auto kvs = parsed->find("kvs");
   if (kvs == parsed->end()) return out;
+  if (!kvs->is_array()) return absl::InternalError(absl::StrCat("etcd ", endpoint_, "/v3/kv/range: kvs is not a list"));
   out.reserve(kvs->size());
   for (const json& kv : *kvs) {
     absl::StatusOr<EtcdKeyValue> decoded = KeyValueFromJson(kv);
@@ -183,8 +192,12 @@ absl::StatusOr<EtcdTxnResult> EtcdClient::Txn(absl::Span<const EtcdCompare> comp
   absl::StatusOr<json> parsed = ParseJson(absl::StrCat(endpoint_, "/v3/kv/txn"), *body);
   if (!parsed.ok()) return parsed.status();
   EtcdTxnResult out;
-  out.succeeded = parsed->value("succeeded", false);
-  absl::StatusOr<int64_t> revision = Int64Field(parsed->value("header", json::object()), "revision");
+  auto succeeded = parsed->find("succeeded");
+  out.succeeded = succeeded != parsed->end() && succeeded->is_boolean() && succeeded->get<bool>();
+  auto header = parsed->find("header");
+  if (header == parsed->end() || !header->is_object())
+    return absl::InternalError(absl::StrCat("etcd ", endpoint_, "/v3/kv/txn: no header in ", body->substr(0, 200)));
+  absl::StatusOr<int64_t> revision = Int64Field(*header, "revision");
   if (!revision.ok()) return revision.status();
   out.revision = *revision;
   return out;
@@ -204,7 +217,7 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(int ttl_s) {
   if (!body.ok()) return body.status();
   absl::StatusOr<json> parsed = ParseJson(absl::StrCat(endpoint_, "/v3/lease/grant"), *body);
   if (!parsed.ok()) return parsed.status();
-  if (parsed->contains("error") && !(*parsed)["error"].get<std::string>().empty())
+  if (!StringField(*parsed, "error").empty())
     return absl::UnavailableError(absl::StrCat("etcd ", endpoint_, "/v3/lease/grant: ", (*parsed)["error"].dump()));
   absl::StatusOr<int64_t> id = Int64Field(*parsed, "ID");
   if (id.ok() && *id == 0) return absl::InternalError(absl::StrCat("etcd ", endpoint_, "/v3/lease/grant: no ID"));
@@ -219,7 +232,11 @@ absl::StatusOr<int64_t> EtcdClient::LeaseKeepAlive(int64_t lease) {
   if (!parsed.ok()) return parsed.status();
   if (parsed->contains("error"))
     return absl::UnavailableError(absl::StrCat("etcd ", endpoint_, "/v3/lease/keepalive: ", (*parsed)["error"].dump()));
-  return Int64Field(parsed->value("result", json::object()), "TTL");
+  auto result = parsed->find("result");
+  if (result == parsed->end() || !result->is_object())
+    return absl::InternalError(
+        absl::StrCat("etcd ", endpoint_, "/v3/lease/keepalive: no result in ", body->substr(0, 200)));
+  return Int64Field(*result, "TTL");
 }
 
 absl::Status EtcdClient::LeaseRevoke(int64_t lease) {

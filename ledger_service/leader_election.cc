@@ -48,9 +48,9 @@ bool LeaderElection::WaitFor(std::chrono::milliseconds interval) {
   return !stopping_;
 }
 
-bool LeaderElection::Campaign(int64_t* lease, int64_t* revision, Clock::time_point* deadline) {
+absl::StatusOr<bool> LeaderElection::Campaign(int64_t* lease, int64_t* revision, Clock::time_point* deadline) {
   absl::StatusOr<std::vector<EtcdKeyValue>> held = client_->Get(options_.key);
-  if (!held.ok()) return false;  // etcd unreachable: Run logs the change of state
+  if (!held.ok()) return held.status();  // etcd unreachable: Run logs the change of state
   if (!held->empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     leader_ = ParseLeaderValue(held->front().value);
@@ -126,7 +126,8 @@ void LeaderElection::Run() {
   while (true) {
     int64_t lease = 0, revision = 0;
     Clock::time_point deadline;
-    if (Campaign(&lease, &revision, &deadline)) {
+    absl::StatusOr<bool> won = Campaign(&lease, &revision, &deadline);
+    if (won.ok() && *won) {
       lease_.store(lease);
       if (absl::Status s = callbacks_.elected(revision, deadline); !s.ok()) {
         Log(absl::StrCat("won the election but cannot serve: ", s.message(), "; giving the leadership up"));
@@ -141,9 +142,9 @@ void LeaderElection::Run() {
         Log(absl::StrCat("leader (", options_.key, " created at revision ", revision, ")"));
         Lead(lease, revision, deadline);
       }
-    } else if (absl::Status health = client_->Health(); !health.ok()) {
-      if (health.ToString() != last_error) Log(absl::StrCat("etcd: ", health.message()));
-      last_error = health.ToString();
+    } else if (!won.ok()) {
+      if (won.status().ToString() != last_error) Log(absl::StrCat("etcd: ", won.status().message()));
+      last_error = won.status().ToString();
     } else {
       last_error.clear();
     }

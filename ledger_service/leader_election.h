@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "etcd_client.h"
 
 namespace rackwise::ledger {
@@ -60,8 +61,9 @@ class LeaderElection {
 
  private:
   void Run();
-  // One attempt: true when this replica now holds the key (create_revision in *revision, lease in *lease).
-  bool Campaign(int64_t* lease, int64_t* revision, Clock::time_point* deadline);
+  // One attempt: true when this replica now holds the key (create_revision in *revision, lease in *lease);
+  // an error when etcd cannot be read.
+  absl::StatusOr<bool> Campaign(int64_t* lease, int64_t* revision, Clock::time_point* deadline);
   // Renews until the lease is lost, the key is no longer the one created at `revision`, or Stop; returns with
   // leading_ false (unless stopping).
   void Lead(int64_t lease, int64_t revision, Clock::time_point deadline);

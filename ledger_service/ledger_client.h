@@ -1,6 +1,8 @@
 // The client the faces (the Slurm plugin, the extender) use to reach the shared power ledger: every call has a
 // deadline, and follows the leader: a replica that does not lead names the leader's address and the call is
 // sent there; an unreachable replica (or one that knows no leader yet) makes the call try the next address.
+// Retrying is safe: Reserve of the same owner and content, Release and Reconcile are idempotent, so a call whose
+// answer was lost with a dying leader may be sent again to its successor.
 // Not thread-safe: one client per thread, or a lock around it.
 #pragma once
 
