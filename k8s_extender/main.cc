@@ -30,9 +30,6 @@
 namespace rackwise::k8s {
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void OnSignal(int) { g_stop = 1; }
-
 void Log(const std::string& line) { LogLine("rackwise-extender", line); }
 
 // Everything the command line sets; the defaults are the ones --help shows.
@@ -101,27 +98,6 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
       ->check(CLI::Range(100, 600000));
   app.add_option("--idle-timeout-ms", http.idle_timeout_ms, "close a keep-alive connection idle this long")
       ->check(CLI::Range(1000, 3600000));
-}
-
-// Loads and compiles the description; nullopt (the reason logged) when either step fails.
-std::optional<Topology> LoadCluster(const std::string& path, v1::ClusterDescription* description) {
-  Diagnostics diagnostics;
-  absl::StatusOr<v1::ClusterDescription> loaded = LoadClusterDescription(path, &diagnostics);
-  if (!loaded.ok()) {
-    for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
-    if (diagnostics.empty()) Log(std::string(loaded.status().message()));
-    return std::nullopt;
-  }
-  *description = std::move(*loaded);
-  absl::StatusOr<Topology> topology = Topology::Build(*description);
-  if (!topology.ok()) {
-    Log(absl::StrCat(path, ": ", topology.status().message()));
-    return std::nullopt;
-  }
-  Log(absl::StrCat("cluster ", topology->cluster_name(), ": ", topology->nodes().size(), " nodes, ",
-                   topology->racks().size(), " racks, ", topology->domains().size(), " NVLink domains, ",
-                   topology->total_gpus(), " GPUs"));
-  return std::move(*topology);
 }
 
 // The API-server client, or null in standalone mode (no credentials found); false (logged) when the
@@ -254,17 +230,6 @@ int StartServers(ExtenderFlags& flags, bool api_server, ExtenderService* service
   return 0;
 }
 
-// Blocks until SIGINT or SIGTERM; a closed peer (SIGPIPE) must not end the process.
-void WaitForStopSignal() {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  while (!g_stop) {
-    struct timespec ts = {0, 200'000'000};
-    nanosleep(&ts, nullptr);
-  }
-}
-
 // Stops the background work first (nothing new reaches the service), then the servers, then the timer.
 void StopAll(telemetry::TelemetryPoller* poller, KubeSync* sync, Servers& servers, ReservationTimer& timer) {
   if (poller) poller->Stop();
@@ -290,7 +255,7 @@ int RunExtender(int argc, char** argv) {
   }
 
   v1::ClusterDescription description;
-  std::optional<Topology> topology = LoadCluster(flags.cluster, &description);
+  std::optional<Topology> topology = LoadClusterTopology(flags.cluster, &description, Log);
   if (!topology) return 1;
   std::unique_ptr<KubeClient> client;
   if (!ConnectApiServer(flags.kubeconfig, &client)) return 1;

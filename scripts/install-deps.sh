@@ -11,6 +11,7 @@ packages=(
   curl procps iproute2 openssl ccache
   man-db binutils file shellcheck
   libboost-dev prometheus
+  etcd-server
 )
 # kubectl (for `kubectl kustomize`) and npm (kubernetes-models, to validate the rendered manifests): Debian's
 # kubernetes-client and npm, unless the machine already has a kubectl or an npm (their packages would clash).

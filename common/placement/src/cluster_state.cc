@@ -49,6 +49,39 @@ absl::Status ApplyMeasured(const v1::ClusterState& state, Ledger* ledger) {
 
 }  // namespace
 
+absl::StatusOr<Allocation> AllocationFromProto(const Topology& t, const v1::Allocation& a) {
+  if (absl::Status s = CheckWattsPerGpu(a.watts_per_gpu()); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), ": ", s.message()));
+  Allocation out;
+  out.id = a.id();
+  out.per_gpu = WattsToMilliwatts(a.watts_per_gpu());
+  for (const v1::NodeGpus& ng : a.nodes()) {
+    std::optional<NodeId> n = t.FindNode(ng.node());
+    if (!n)
+      return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), " names unknown node '", ng.node(), "'"));
+    GpuMask mask = 0;
+    for (uint32_t gpu : ng.gpus()) {
+      if (gpu >= static_cast<uint32_t>(kMaxGpusPerNode))
+        return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), ": GPU index ", gpu, " out of range"));
+      mask |= GpuMask{1} << gpu;
+    }
+    out.nodes.push_back({*n, mask});
+  }
+  return out;
+}
+
+v1::Allocation AllocationToProto(const Topology& t, const Allocation& a) {
+  v1::Allocation out;
+  out.set_id(a.id);
+  out.set_watts_per_gpu(MilliwattsToWatts(a.per_gpu));
+  for (const NodeGpus& ng : a.nodes) {
+    v1::NodeGpus* png = out.add_nodes();
+    png->set_node(t.nodes()[ng.node].name);
+    for (int gpu : GpuIndices(ng.gpus)) png->add_gpus(static_cast<uint32_t>(gpu));
+  }
+  return out;
+}
+
 absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
   const Topology& t = ledger->topology();
   for (const v1::NodeStatus& ns : state.nodes()) {
@@ -74,24 +107,9 @@ absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
     }
   }
   for (const v1::Allocation& a : state.allocations()) {
-    if (absl::Status s = CheckWattsPerGpu(a.watts_per_gpu()); !s.ok())
-      return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), ": ", s.message()));
-    Allocation out;
-    out.id = a.id();
-    out.per_gpu = WattsToMilliwatts(a.watts_per_gpu());
-    for (const v1::NodeGpus& ng : a.nodes()) {
-      std::optional<NodeId> n = t.FindNode(ng.node());
-      if (!n)
-        return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), " names unknown node '", ng.node(), "'"));
-      GpuMask mask = 0;
-      for (uint32_t gpu : ng.gpus()) {
-        if (gpu >= static_cast<uint32_t>(kMaxGpusPerNode))
-          return absl::InvalidArgumentError(absl::StrCat("allocation ", a.id(), ": GPU index ", gpu, " out of range"));
-        mask |= GpuMask{1} << gpu;
-      }
-      out.nodes.push_back({*n, mask});
-    }
-    if (absl::Status s = ledger->Commit(out, CommitMode::kRecover); !s.ok()) return s;
+    absl::StatusOr<Allocation> out = AllocationFromProto(t, a);
+    if (!out.ok()) return out.status();
+    if (absl::Status s = ledger->Commit(*out, CommitMode::kRecover); !s.ok()) return s;
   }
   return ApplyMeasured(state, ledger);
 }
@@ -99,16 +117,7 @@ absl::Status ApplyClusterState(const v1::ClusterState& state, Ledger* ledger) {
 v1::ClusterState CaptureClusterState(const Ledger& ledger) {
   const Topology& t = ledger.topology();
   v1::ClusterState out;
-  for (const Allocation* a : ledger.Allocations()) {
-    v1::Allocation* pa = out.add_allocations();
-    pa->set_id(a->id);
-    pa->set_watts_per_gpu(MilliwattsToWatts(a->per_gpu));
-    for (const NodeGpus& ng : a->nodes) {
-      v1::NodeGpus* png = pa->add_nodes();
-      png->set_node(t.nodes()[ng.node].name);
-      for (int gpu : GpuIndices(ng.gpus)) png->add_gpus(static_cast<uint32_t>(gpu));
-    }
-  }
+  for (const Allocation* a : ledger.Allocations()) *out.add_allocations() = AllocationToProto(t, *a);
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     if (ledger.node_health(n) == NodeHealth::kUp && ledger.failed_gpus(n) == 0) continue;
     v1::NodeStatus* ns = out.add_nodes();

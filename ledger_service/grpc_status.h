@@ -1,0 +1,22 @@
+// absl::Status and grpc::Status carry the same canonical codes (both number them as google.rpc.Code does).
+#pragma once
+
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace rackwise::ledger {
+
+inline grpc::Status ToGrpcStatus(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+inline absl::Status FromGrpcStatus(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace rackwise::ledger

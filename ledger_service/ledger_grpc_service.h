@@ -1,0 +1,60 @@
+// rackwise.v1.PowerLedger over a SharedLedger. A replica that does not lead answers every call but Status with
+// FAILED_PRECONDITION naming the leader, and the leader's address in the trailing metadata
+// kLeaderAddressMetadata so that a client can redirect (UNAVAILABLE while no leader is known).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "leader_election.h"
+#include "rackwise/v1/ledger_service.grpc.pb.h"
+#include "shared_ledger.h"
+
+namespace rackwise::ledger {
+
+inline constexpr char kLeaderAddressMetadata[] = "rackwise-leader-address";
+
+class LedgerGrpcService final : public v1::PowerLedger::Service {
+ public:
+  // `current_leader` says who leads as this replica last saw it.
+  LedgerGrpcService(SharedLedger* ledger, LeaderInfo self, std::function<LeaderInfo()> current_leader)
+      : ledger_(ledger), self_(std::move(self)), current_leader_(std::move(current_leader)) {}
+
+  grpc::Status Reserve(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::ReserveResponse* resp) override;
+  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseOwnerRequest* req,
+                       v1::ReleaseOwnerResponse* resp) override;
+  grpc::Status Reconcile(grpc::ServerContext* ctx, const v1::ReconcileRequest* req,
+                         v1::ReconcileResponse* resp) override;
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest* req, v1::ListResponse* resp) override;
+  grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) override;
+
+ private:
+  // OK when this replica serves; else the redirect (or UNAVAILABLE) to answer with.
+  grpc::Status Redirect(grpc::ServerContext* ctx) const;
+
+  SharedLedger* ledger_;
+  LeaderInfo self_;
+  std::function<LeaderInfo()> current_leader_;
+};
+
+// Owns the grpc::Server; Start() binds (port 0: any free port, see port()).
+class LedgerGrpcServer {
+ public:
+  LedgerGrpcServer(LedgerGrpcService* service, std::string address) : service_(service), address_(std::move(address)) {}
+  ~LedgerGrpcServer() { Stop(); }
+  absl::Status Start();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  LedgerGrpcService* service_;
+  std::string address_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace rackwise::ledger
