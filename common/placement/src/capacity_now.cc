@@ -83,12 +83,7 @@ long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId typ
   });
 }
 
-long long FreeSharesNow(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
-  if (ShareGranule(r) > l.topology().node_types()[type].gpus) return 0;
-  return TypeShares(l, ShareTable(r), type);
-}
-
-long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
+long long CapacityNowAtMostByRoots(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
   const Topology& t = l.topology();
   if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
   const Milliwatts per_gpu = PerGpuFor(t, r, type);
@@ -96,14 +91,21 @@ long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeType
   const ShareTable table(r);
   const long long shares = TypeShares(l, table, type);
   if (shares < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return shares;
-  // The power domains under none alone: each passes at most its room's worth of the free GPUs below it. O(roots);
-  // settles most jobs a capped cluster can never hold now.
+  // The power domains under none alone: each passes at most its room's worth of the free GPUs below it; settles
+  // most jobs a capped cluster cannot hold now.
   long long roots = table.SharesOf(l.GroupFreeHistogram(kNoId, type));
   for (PowerDomainId p : l.root_power_domains())
     roots +=
         std::min<long long>(l.power_domain_free_gpus(p),
                             std::max<Milliwatts>(0, l.PowerDomainRoom(p, t.policy().power_reserve_fraction)) / per_gpu);
-  if (roots < r.gpus) return roots;
+  return std::min(shares, roots);
+}
+
+long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
+  const long long by_roots = CapacityNowAtMostByRoots(l, r, type);
+  const Milliwatts per_gpu = PerGpuFor(l.topology(), r, type);
+  if (by_roots < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return by_roots;
+  const ShareTable table(r);
   return RollUp(l, per_gpu, [&](PowerDomainId group) { return table.SharesOf(l.GroupFreeHistogram(group, type)); });
 }
 

@@ -13,8 +13,9 @@ namespace rackwise::internal {
 // where one of their own rooms could bind.
 long long CapacityNow(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
 
-// The job's shares on the type's free GPUs (up nodes), power aside: an upper bound on both below, in O(1).
-long long FreeSharesNow(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
+// An upper bound on CapacityNowAtMost in O(root power domains): the free shares, or what the power domains under
+// none can pass. The placer skips the searches of a type whose bound is short of the job.
+long long CapacityNowAtMostByRoots(const Ledger& ledger, const PlacementRequest& request, NodeTypeId type);
 
 // An upper bound on CapacityNow: every rack's own room is left out, and so are the power domains when the type's
 // free shares alone fall short of the job or no domain can bind (O(1)); else O(power domains x GPUs per node).

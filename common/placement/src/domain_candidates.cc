@@ -15,8 +15,10 @@ constexpr int kExtraCandidates = 512;
 // It stops sooner once this many racks (or scalable units) among them hold the job in as few domains as the
 // candidates needed: the scope search then picks the tightest of those.
 constexpr int kNarrowScopesToCompare = 4;
-// Domains a search visits without reaching the job before it asks the gate.
-constexpr int kVisitsBeforeCapacityGate = 16;
+// When a search asks the gate: after a few domains with no power for the job (a capped cluster at its limit,
+// where the next thousands would be the same), or after more domains than most jobs need, all short of the job.
+constexpr int kStarvedBeforeCapacityGate = 4;
+constexpr int kVisitsBeforeCapacityGate = 64;
 
 // Scope levels: a rack (of several domains), a scalable unit, the cluster.
 constexpr int kRackLevel = 0, kScalableUnitLevel = 1, kClusterLevel = 2;
@@ -99,7 +101,7 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   bool enough = false;
   *skipped_max = 0;
   NarrowScopeWatch watch(ctx);
-  int visited = 0;
+  int visited = 0, starved = 0;
   // Past "enough" GPUs: for locality none at once; else after kExtraCandidates more, or once the watch settles.
   auto had_enough = [&] {
     return !exhaustive && *sum >= g && (fragments_first || extra > kExtraCandidates || watch.Settled());
@@ -112,12 +114,16 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
       continue;
     }
     for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
-      if (*sum < g && ++visited == kVisitsBeforeCapacityGate && !gate->MayFit()) {
-        *sum = 0;
-        *skipped_max = 0;
-        return {};
-      }
       const int cap = ctx.DomainCapacity(d);
+      if (*sum < g) {
+        const bool ask =
+            ++visited == kVisitsBeforeCapacityGate || (cap <= 0 && ++starved == kStarvedBeforeCapacityGate);
+        if (ask && !gate->MayFit()) {
+          *sum = 0;
+          *skipped_max = 0;
+          return {};
+        }
+      }
       if (cap <= 0) continue;
       cands.push_back({d, cap});
       *sum += cap;

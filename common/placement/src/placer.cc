@@ -95,9 +95,10 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
       continue;
     }
     if (!ctx.SomeRackPowersAShare()) continue;  // no plan can take a GPU of this type now
-    // Not enough free GPUs (power aside): no plan can cover the job, and the search would visit every domain to
-    // find that out. Power: the search asks CapacityNowAtMost itself, when it has to.
-    if (!ctx.restricted() && internal::FreeSharesNow(ledger, request, type) < request.gpus) continue;
+    // Not enough free GPUs, or not enough that the root power domains can power: no plan can cover the job, and
+    // the search would visit every domain to find that out. The power domains below: the search asks
+    // CapacityNowAtMost itself, when it has to.
+    if (!ctx.restricted() && internal::CapacityNowAtMostByRoots(ledger, request, type) < request.gpus) continue;
     if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
     std::optional<DomainPlan> plan = internal::PlanMultiDomain(ctx, &*scratch);
     if (plan && required && static_cast<int>(plan->takes.size()) > insist) {

@@ -420,8 +420,9 @@ long long CapacityByVisitingEveryNode(const Ledger& l, const PlacementRequest& r
 }
 
 // The capacity figures the placer and the refusal take from the ledger's kept extremes and power groups: "now" is
-// exact, "at most" and the free shares never fall below it (else the placer would skip a search that fits). The
-// requests ask for about what the cluster holds now, where the bounds are close to the exact figure.
+// exact, "at most" never falls below it and its bound by the root power domains never below "at most" (else the placer
+// would skip a search that fits). The requests ask for about what the cluster holds now, where the bounds are close to
+// the exact figure.
 TEST(PlacerPropertyTest, CapacityFromTheLedgerEqualsAVisitToEveryNode) {
   int binding = 0;
   OverRandomRequests(9500, 9700, 40, [&binding](std::mt19937_64& rng, Ledger& l, PlacementRequest& r) {
@@ -437,7 +438,7 @@ TEST(PlacerPropertyTest, CapacityFromTheLedgerEqualsAVisitToEveryNode) {
       near.gpus = std::max<int>(1, static_cast<int>(exact) + pick(-2, 2));
       const long long at_most = internal::CapacityNowAtMost(l, near, type);
       ASSERT_GE(at_most, internal::CapacityNow(l, near, type));
-      ASSERT_GE(internal::FreeSharesNow(l, near, type), at_most);
+      ASSERT_GE(internal::CapacityNowAtMostByRoots(l, near, type), at_most);
       if (at_most > internal::CapacityNow(l, near, type)) ++binding;
     }
     if (auto d = Placer::Place(l, r); d.ok() && std::holds_alternative<PlacementDecision>(*d) && pick(0, 3)) {
