@@ -52,6 +52,8 @@ void Ledger::RebuildHeadroom() {
   least_rack_room_per_free_.Assign(t.racks().size());
   most_rack_free_.Assign(t.racks().size());
   pd_free_.assign(t.power_domains().size(), 0);
+  extremes_stale_.clear();
+  rack_extremes_stale_.assign(t.racks().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     const int free = RackFree(r);
     least_rack_room_.Set(r, free > 0 ? rack_room_kept_[r] : kNoRoomToKeep);
@@ -71,14 +73,27 @@ int Ledger::RackFree(RackId rack) const {
   return static_cast<int>(free);
 }
 
-void Ledger::KeepPowerDomainRoom(PowerDomainId domain) {
+void Ledger::KeepPowerDomainRoom(PowerDomainId domain) const {
   const Milliwatts room = PowerDomainRoom(domain, topology_->policy().power_reserve_fraction);
   least_pd_room_.Set(domain, pd_free_[domain] > 0 ? room : kNoRoomToKeep);
   least_pd_room_per_free_.Set(domain, RoomPerFreeGpu(room, pd_free_[domain]));
 }
 
 void Ledger::KeepRoomExtremes(RackId rack) {
-  if (most_rack_free_.size() == 0) return;  // during construction: RebuildHeadroom fills them
+  if (rack_extremes_stale_.empty() || rack_extremes_stale_[rack]) return;  // (construction: RebuildHeadroom fills)
+  rack_extremes_stale_[rack] = 1;
+  extremes_stale_.push_back(rack);
+}
+
+void Ledger::RefreshExtremes() const {
+  for (RackId rack : extremes_stale_) {
+    rack_extremes_stale_[rack] = 0;
+    RefreshRackExtremes(rack);
+  }
+  extremes_stale_.clear();
+}
+
+void Ledger::RefreshRackExtremes(RackId rack) const {
   const int free = RackFree(rack);
   const int delta = free - most_rack_free_.at(rack);
   most_rack_free_.Set(rack, free);
@@ -126,6 +141,7 @@ void Ledger::CarryHeadroomUp(PowerDomainId parent, Milliwatts old_value, Milliwa
 
 absl::Status Ledger::CheckHeadroom() const {
   const Topology& t = *topology_;
+  RefreshExtremes();
   Milliwatts top = kNoHeadroom;
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     if (rack_room_kept_[r] != RackRoomWithPolicyReserve(r))

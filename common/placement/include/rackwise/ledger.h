@@ -106,13 +106,15 @@ class Ledger {
   // - the least, over power domains with free GPUs below, of their room shared among those GPUs (rounded down;
   //   -1 when a room is negative): a job drawing at most this per GPU is blocked by no power domain;
   // - the most free GPUs on up nodes in one rack.
-  Milliwatts LeastRackRoomWithFree() const { return least_rack_room_.Top(); }
-  Milliwatts LeastRackRoomPerFreeGpu() const { return least_rack_room_per_free_.Top(); }
-  Milliwatts LeastPowerDomainRoomWithFree() const { return least_pd_room_.Top(); }
-  Milliwatts LeastPowerDomainRoomPerFreeGpu() const { return least_pd_room_per_free_.Top(); }
-  int MostRackFree() const { return most_rack_free_.Top(); }
+  // The racks changed since the last question are brought up to date when next asked (O(changed racks x log n)):
+  // the simulator's backfill commits and releases thousands of times on scratch ledgers that never ask.
+  Milliwatts LeastRackRoomWithFree() const { return FreshExtremes().least_rack_room_.Top(); }
+  Milliwatts LeastRackRoomPerFreeGpu() const { return FreshExtremes().least_rack_room_per_free_.Top(); }
+  Milliwatts LeastPowerDomainRoomWithFree() const { return FreshExtremes().least_pd_room_.Top(); }
+  Milliwatts LeastPowerDomainRoomPerFreeGpu() const { return FreshExtremes().least_pd_room_per_free_.Top(); }
+  int MostRackFree() const { return FreshExtremes().most_rack_free_.Top(); }
   // Free GPUs on up nodes below a power domain, and the power domains under none.
-  long long power_domain_free_gpus(PowerDomainId domain) const { return pd_free_[domain]; }
+  long long power_domain_free_gpus(PowerDomainId domain) const { return FreshExtremes().pd_free_[domain]; }
   const std::vector<PowerDomainId>& root_power_domains() const { return root_pds_; }
 
   GpuMask allocated_gpus(NodeId node) const { return allocated_[node]; }
@@ -247,16 +249,27 @@ class Ledger {
   std::vector<RackId> root_racks_;         // racks under no power domain
   std::vector<PowerDomainId> root_pds_;
   Milliwatts top_headroom_ = kNoHeadroom;
-  TournamentTree<Milliwatts, std::less<Milliwatts>> least_rack_room_{std::numeric_limits<Milliwatts>::max()};
-  TournamentTree<Milliwatts, std::less<Milliwatts>> least_rack_room_per_free_{std::numeric_limits<Milliwatts>::max()};
-  TournamentTree<Milliwatts, std::less<Milliwatts>> least_pd_room_{std::numeric_limits<Milliwatts>::max()};
-  TournamentTree<Milliwatts, std::less<Milliwatts>> least_pd_room_per_free_{std::numeric_limits<Milliwatts>::max()};
-  TournamentTree<int, std::greater<int>> most_rack_free_{0};
-  std::vector<long long> pd_free_;  // free GPUs on up nodes below each power domain
+  // The kept extremes (LeastRackRoomWithFree and the rest), refreshed when asked (mutable, as the power groups).
+  using LeastTree = TournamentTree<Milliwatts, std::less<Milliwatts>>;
+  mutable LeastTree least_rack_room_{std::numeric_limits<Milliwatts>::max()};
+  mutable LeastTree least_rack_room_per_free_{std::numeric_limits<Milliwatts>::max()};
+  mutable LeastTree least_pd_room_{std::numeric_limits<Milliwatts>::max()};
+  mutable LeastTree least_pd_room_per_free_{std::numeric_limits<Milliwatts>::max()};
+  mutable TournamentTree<int, std::greater<int>> most_rack_free_{0};
+  mutable std::vector<long long> pd_free_;      // free GPUs on up nodes below each power domain
+  mutable std::vector<RackId> extremes_stale_;  // racks whose room or tallies moved since the last question
+  mutable std::vector<char> rack_extremes_stale_;
   int RackFree(RackId rack) const;  // free GPUs on the rack's up nodes, from its tallies
-  // Brings the three trees above up to date for one rack and its power chain, after its room or tallies moved.
+  const Ledger& FreshExtremes() const {
+    if (!extremes_stale_.empty()) RefreshExtremes();
+    return *this;
+  }
+  void RefreshExtremes() const;
+  // Marks one rack for the refresh, after its room or tallies moved.
   void KeepRoomExtremes(RackId rack);
-  void KeepPowerDomainRoom(PowerDomainId domain);
+  // Brings one rack's entries, and its power chain's, up to date.
+  void RefreshRackExtremes(RackId rack) const;
+  void KeepPowerDomainRoom(PowerDomainId domain) const;
   struct PowerGroupIndex {
     std::vector<RackId> by_room;    // the group's racks by kept room, ascending (ties by id)
     std::vector<NodeTypeId> types;  // node types present in the group
