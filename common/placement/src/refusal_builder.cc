@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -72,6 +73,20 @@ std::vector<Milliwatts> ChainRooms(const Ledger& l) {
   return chain;
 }
 
+// ChainRooms, worked out when first needed: a refusal where power cannot block never needs it.
+class LazyChainRooms {
+ public:
+  explicit LazyChainRooms(const Ledger& ledger) : ledger_(ledger) {}
+  const std::vector<Milliwatts>& get() {
+    if (!rooms_) rooms_ = ChainRooms(ledger_);
+    return *rooms_;
+  }
+
+ private:
+  const Ledger& ledger_;
+  std::optional<std::vector<Milliwatts>> rooms_;
+};
+
 Milliwatts ChainRoomOf(const Topology& t, const std::vector<Milliwatts>& chain, RackId rack) {
   const PowerDomainId p = t.racks()[rack].power_domain;
   return p == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[p];
@@ -86,9 +101,8 @@ bool TypeTakesShares(const Topology& t, const PlacementRequest& r, const Request
 // The same counts from the ledger's tallies, in NodeBlock's order of reasons; unrestricted requests. Reasons that
 // do not depend on power come from the per-type tallies; nodes that fail on power only are split per power group:
 // the racks whose own room is short (one binary search in the group), else the power domains above.
-// `chain`: ChainRooms(ledger).
 ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable,
-                         const std::vector<Milliwatts>& chain) {
+                         LazyChainRooms* chain_rooms) {
   const Topology& t = ledger.topology();
   ReasonTally out;
   auto count = [&out](NodeReason why, long long nodes) {
@@ -127,7 +141,7 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
   }
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
-    const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[id];
+    const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_rooms->get()[id];
     for (const auto& [type, need] : needs) {
       const Ledger::GroupNodes fitting = ledger.GroupNodesWithFree(id, type, least, need);
       count(NodeReason::kRackPower, fitting.below_room);
@@ -153,9 +167,9 @@ int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const Reque
 // lowest id. Racks are offered in any order.
 class PowerShortfall {
  public:
-  // `chain`: ChainRooms(ledger), which must outlive this.
-  PowerShortfall(const Ledger& ledger, const PlacementRequest& r, const std::vector<Milliwatts>& chain)
-      : ledger_(ledger), r_(r), chain_(chain) {
+  // `chain`, which must outlive this, is asked only when a rack or group is looked at.
+  PowerShortfall(const Ledger& ledger, const PlacementRequest& r, LazyChainRooms* chain)
+      : ledger_(ledger), r_(r), chain_(*chain) {
     const Topology& t = ledger.topology();
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type)
       most_per_gpu_ = std::max(most_per_gpu_, PerGpuFor(t, r, type));
@@ -166,7 +180,7 @@ class PowerShortfall {
     if (free <= 0 || free < best_free_ || (free == best_free_ && rack > best_rack_)) return;
     const Topology& t = ledger_.topology();
     const Milliwatts left =
-        std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction), ChainRoomOf(t, chain_, rack));
+        std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction), ChainRoomOf(t, chain_.get(), rack));
     if (Need(rack, free) <= left) return;
     best_free_ = free;
     best_rack_ = rack;
@@ -183,8 +197,9 @@ class PowerShortfall {
   // Whether no rack of the group can fall short: the least room there (its own, or above it) powers the most
   // free GPUs any of its racks holds, at the highest draw of the job's node types.
   bool NoneShort(PowerDomainId group, int most_free) const {
-    const Milliwatts least_left = std::min(ledger_.GroupLeastRackRoom(group),
-                                           group == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_[group]);
+    const Milliwatts least_left =
+        std::min(ledger_.GroupLeastRackRoom(group),
+                 group == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_.get()[group]);
     return static_cast<Milliwatts>(std::min(r_.gpus, most_free)) * most_per_gpu_ <= least_left;
   }
   // "power domain row01 would need 5.1 kW for 4 GPUs, 0.9 kW left." (empty when no rack fell short)
@@ -215,7 +230,7 @@ class PowerShortfall {
 
   const Ledger& ledger_;
   const PlacementRequest& r_;
-  const std::vector<Milliwatts>& chain_;
+  LazyChainRooms& chain_;
   Milliwatts most_per_gpu_ = 0;  // the job's highest draw per GPU over every node type
   int best_free_ = 0;
   RackId best_rack_ = kNoId;
@@ -224,7 +239,7 @@ class PowerShortfall {
 // The power sentence for an unrestricted request: groups whose fullest rack holds fewer free GPUs than the best
 // found so far (or as many, all after it) are skipped without visiting their racks.
 std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
-                                  const std::vector<Milliwatts>& chain) {
+                                  LazyChainRooms* chain) {
   const Topology& t = ledger.topology();
   PowerShortfall shortfall(ledger, r, chain);
   if (shortfall.NoneShortAnywhere()) return "";
@@ -266,8 +281,9 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   // A node that fails on nothing is blocked by the job as a whole: its locality, or too few GPUs in all.
   const NodeReason usable = locality_blocked ? NodeReason::kNvlinkLocality : NodeReason::kNotEnoughTogether;
   const bool visit_nodes = by_node || !s.allowed.empty();
-  const std::vector<Milliwatts> chain = ChainRooms(ledger);  // each power domain's least room up its chain
-  const ReasonTally tally = visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable, chain);
+  LazyChainRooms chain(ledger);  // each power domain's least room up its chain
+  const ReasonTally tally =
+      visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable, &chain);
   out.counts = tally.counts;
   long long lifetime = 0;
   if (!Resolvable(ledger, r, s, by_node, &lifetime)) {
@@ -285,12 +301,12 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.
   std::string power;
   if (visit_nodes) {
-    PowerShortfall shortfall(ledger, r, chain);
+    PowerShortfall shortfall(ledger, r, &chain);
     for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack)
       shortfall.Consider(rack, tally.rack_free[rack]);
     power = shortfall.Describe();
   } else {
-    power = PowerShortfallByGroup(ledger, r, s, chain);
+    power = PowerShortfallByGroup(ledger, r, s, &chain);
   }
   if (!power.empty()) {
     out.detail = power;
