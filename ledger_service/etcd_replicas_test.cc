@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <set>
@@ -17,6 +18,7 @@
 #include "leader_election.h"
 #include "ledger_client.h"
 #include "ledger_grpc_service.h"
+#include "nlohmann/json.hpp"
 #include "rackwise/cluster_description.h"
 #include "shared_ledger.h"
 #include "test_process.h"
@@ -417,6 +419,37 @@ TEST_F(LedgerEtcdTest, ReconcileIsIdempotentAndDropsWhatIsNoLongerListed) {
   EXPECT_EQ(Owners(client), (std::set<std::string>{"k8s/ns/p", "slurm/c1/2", "slurm/c1/3"}));
   EXPECT_EQ(StoredKeys(), 3u);
   EXPECT_EQ(client.Reconcile("slurm/c1", list).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// `rackwise status --ledger` given a follower: it asks the leader the follower names, and shows each rack's draw
+// split by owner.
+TEST_F(LedgerEtcdTest, StatusCommandSplitsEachRacksDrawByOwner) {
+  auto [leader, follower] = StartTwoReplicas();
+  ASSERT_NE(leader, nullptr);
+  LedgerClient client = ClientOf({leader, follower});
+  ASSERT_TRUE(client.Reserve(WholeNode("slurm/c1/1", "n1")).ok());
+  ASSERT_TRUE(client.Reserve(MakeAllocation("k8s/ns/pod-1", "n2", {0, 1, 2, 3})).ok());
+  ASSERT_TRUE(client.Reserve(MakeAllocation("operator/drain", "n5", {0})).ok());
+  const std::string command = absl::StrCat(RACKWISE_CLI_BINARY, " status --json --ledger ", follower->address);
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << out;
+  const nlohmann::json status = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(status.is_discarded()) << out;
+  EXPECT_EQ(status["leader_id"], leader->id);
+  EXPECT_EQ(status["source"], leader->address) << "a follower's answer names the leader, which is asked";
+  EXPECT_EQ(status["allocations"], 3);
+  ASSERT_EQ(status["racks"].size(), 2u) << out;
+  const nlohmann::json& r1 = status["racks"][0];
+  const nlohmann::json& r2 = status["racks"][1];
+  EXPECT_EQ(r1["rack"], "r1");
+  EXPECT_DOUBLE_EQ(r1["slurm_kw"].get<double>(), 8.0);  // 8 GPUs at the default 1 kW
+  EXPECT_DOUBLE_EQ(r1["k8s_kw"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(r1["left_kw"].get<double>(), 24.0 - 8.0 - 12.0);
+  EXPECT_DOUBLE_EQ(r2["other_kw"].get<double>(), 1.0);
 }
 
 TEST_F(LedgerEtcdTest, ACleanStopHandsOverWithoutWaitingForTheLease) {

@@ -1,19 +1,23 @@
 // `rackwise status`: a `top`-like table of racks and power domains (draw, cap, usable cap, headroom, jobs) from
 // a description plus a state file (--cluster F --state S; the Slurm plugin keeps one in StateSaveLocation), or
-// from a running extender's gRPC ClusterState (--grpc host:port). --watch S redraws every S seconds.
+// from a running extender's gRPC ClusterState (--grpc host:port); or each rack's draw split by owner (Slurm,
+// Kubernetes, other) from the shared power ledger service (--ledger host:port). --watch S redraws every S seconds.
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 
+#include "adopt/ledger_status.h"
 #include "adopt/power_status.h"
 #include "command.h"
 #include "placement_session.h"
 
 #include <grpcpp/grpcpp.h>
 
+#include "rackwise/v1/ledger_service.grpc.pb.h"
 #include "rackwise/v1/placement_service.grpc.pb.h"
 
 namespace rackwise::cli {
@@ -34,6 +38,33 @@ std::optional<adopt::PowerStatus> FromGrpc(const std::string& address) {
   return s;
 }
 
+std::optional<v1::StatusResponse> LedgerStatus(const std::string& address) {
+  auto stub = v1::PowerLedger::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::StatusResponse response;
+  grpc::Status status = stub->Status(&context, v1::StatusRequest(), &response);
+  if (!status.ok()) {
+    std::fprintf(stderr, "rackwise status: ledger %s: %s\n", address.c_str(), status.error_message().c_str());
+    return std::nullopt;
+  }
+  return response;
+}
+
+// Any replica answers Status, but only the leader holds the allocations: a follower's answer names the leader,
+// which is asked in turn (one hop; the address shown is the one that answered).
+std::optional<std::string> LedgerFrame(const std::string& address, bool json) {
+  std::optional<v1::StatusResponse> response = LedgerStatus(address);
+  std::string source = address;
+  if (response && !response->serving() && !response->leader_address().empty() &&
+      response->leader_address() != address) {
+    source = response->leader_address();
+    response = LedgerStatus(source);
+  }
+  if (!response) return std::nullopt;
+  return json ? adopt::LedgerStatusJson(*response, source).dump(2) + "\n" : adopt::LedgerStatusTable(*response, source);
+}
+
 std::optional<adopt::PowerStatus> FromFiles(const SessionFlags& flags) {
   std::optional<Session> session = LoadSession(flags);
   if (!session) return std::nullopt;
@@ -50,6 +81,10 @@ int RunStatus(int argc, char** argv) {
   AddSessionFlags(&app, &flags);
   auto* grpc_option = app.add_option("--grpc", grpc, "ask a running rackwise-extender (host:port) instead");
   grpc_option->excludes(app.get_option("--state"));
+  std::string ledger;
+  app.add_option("--ledger", ledger, "each rack's draw by owner, from a rackwise-ledger replica (host:port)")
+      ->excludes(app.get_option("--state"))
+      ->excludes(grpc_option);
   app.add_option("--watch", watch, "redraw every this many seconds until interrupted")->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
@@ -57,15 +92,18 @@ int RunStatus(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   if (flags.cluster.empty()) flags.cluster = DefaultClusterPath();
-  for (;;) {
+  // One frame: the ledger service's split by owner, or the racks and power domains.
+  auto frame = [&]() -> std::optional<std::string> {
+    if (!ledger.empty()) return LedgerFrame(ledger, flags.json);
     std::optional<adopt::PowerStatus> status = grpc.empty() ? FromFiles(flags) : FromGrpc(grpc);
-    if (!status) return kExitInvalidInput;
+    if (!status) return std::nullopt;
+    return flags.json ? adopt::StatusJson(*status).dump(2) + "\n" : adopt::StatusTable(*status);
+  };
+  for (;;) {
+    const std::optional<std::string> text = frame();
+    if (!text) return kExitInvalidInput;
     if (watch > 0) std::fputs("\x1b[H\x1b[2J", stdout);  // clear the screen, like top
-    if (flags.json) {
-      std::printf("%s\n", adopt::StatusJson(*status).dump(2).c_str());
-    } else {
-      std::fputs(adopt::StatusTable(*status).c_str(), stdout);
-    }
+    std::fputs(text->c_str(), stdout);
     std::fflush(stdout);
     if (watch <= 0) return kExitOk;
     std::this_thread::sleep_for(std::chrono::duration<double>(watch));
