@@ -23,32 +23,33 @@
 namespace rackwise::cli {
 namespace {
 
-std::optional<adopt::PowerStatus> FromGrpc(const std::string& address) {
-  auto stub = v1::Placement::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+// One unary call with a 10 s deadline; an error is printed (naming `what`) and gives nullopt.
+template <typename Stub, typename Request, typename Response>
+std::optional<Response> Ask(const std::string& what, Stub& stub,
+                            grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*)) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::ClusterStateResponse response;
-  grpc::Status status = stub->ClusterState(&context, v1::ClusterStateRequest(), &response);
+  Response response;
+  grpc::Status status = (stub.*rpc)(&context, Request(), &response);
   if (!status.ok()) {
-    std::fprintf(stderr, "rackwise status: %s: %s\n", address.c_str(), status.error_message().c_str());
+    std::fprintf(stderr, "rackwise status: %s: %s\n", what.c_str(), status.error_message().c_str());
     return std::nullopt;
   }
-  adopt::PowerStatus s = adopt::StatusFromClusterState(response);
+  return response;
+}
+
+std::optional<adopt::PowerStatus> FromGrpc(const std::string& address) {
+  auto stub = v1::Placement::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  std::optional<v1::ClusterStateResponse> response = Ask(address, *stub, &v1::Placement::Stub::ClusterState);
+  if (!response) return std::nullopt;
+  adopt::PowerStatus s = adopt::StatusFromClusterState(*response);
   s.source = address;
   return s;
 }
 
 std::optional<v1::StatusResponse> LedgerStatus(const std::string& address) {
   auto stub = v1::PowerLedger::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::StatusResponse response;
-  grpc::Status status = stub->Status(&context, v1::StatusRequest(), &response);
-  if (!status.ok()) {
-    std::fprintf(stderr, "rackwise status: ledger %s: %s\n", address.c_str(), status.error_message().c_str());
-    return std::nullopt;
-  }
-  return response;
+  return Ask("ledger " + address, *stub, &v1::PowerLedger::Stub::Status);
 }
 
 // Any replica answers Status, but only the leader holds the allocations: a follower's answer names the leader,

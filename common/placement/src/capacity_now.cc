@@ -83,29 +83,46 @@ long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId typ
   });
 }
 
-long long CapacityNowAtMostByRoots(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
-  const Topology& t = l.topology();
-  if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
-  const Milliwatts per_gpu = PerGpuFor(t, r, type);
+namespace {
+
+// The bound by the root power domains, and whether it settles "at most" (the free shares fall short, no power
+// domain can bind, or the roots alone fall short): else only the pass over every power domain does.
+struct RootsBound {
+  long long gpus = 0;
+  bool settled = true;
+};
+
+RootsBound BoundByRoots(const Ledger& l, const PlacementRequest& r, NodeTypeId type, const ShareTable& table,
+                        Milliwatts per_gpu) {
   // Never more than the type's free shares; without a power domain that binds, exactly those.
-  const ShareTable table(r);
   const long long shares = TypeShares(l, table, type);
-  if (shares < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return shares;
+  if (shares < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return {shares, true};
   // The power domains under none alone: each passes at most its room's worth of the free GPUs below it; settles
   // most jobs a capped cluster cannot hold now.
   long long roots = table.SharesOf(l.GroupFreeHistogram(kNoId, type));
   for (PowerDomainId p : l.root_power_domains())
-    roots +=
-        std::min<long long>(l.power_domain_free_gpus(p),
-                            std::max<Milliwatts>(0, l.PowerDomainRoom(p, t.policy().power_reserve_fraction)) / per_gpu);
-  return std::min(shares, roots);
+    roots += std::min<long long>(
+        l.power_domain_free_gpus(p),
+        std::max<Milliwatts>(0, l.PowerDomainRoom(p, l.topology().policy().power_reserve_fraction)) / per_gpu);
+  const long long bound = std::min(shares, roots);
+  return {bound, bound < r.gpus};
+}
+
+}  // namespace
+
+long long CapacityNowAtMostByRoots(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
+  const Topology& t = l.topology();
+  if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
+  return BoundByRoots(l, r, type, ShareTable(r), PerGpuFor(t, r, type)).gpus;
 }
 
 long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeTypeId type) {
-  const long long by_roots = CapacityNowAtMostByRoots(l, r, type);
-  const Milliwatts per_gpu = PerGpuFor(l.topology(), r, type);
-  if (by_roots < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return by_roots;
+  const Topology& t = l.topology();
+  if (ShareGranule(r) > t.node_types()[type].gpus) return 0;
+  const Milliwatts per_gpu = PerGpuFor(t, r, type);
   const ShareTable table(r);
+  const RootsBound by_roots = BoundByRoots(l, r, type, table, per_gpu);
+  if (by_roots.settled) return by_roots.gpus;
   return RollUp(l, per_gpu, [&](PowerDomainId group) { return table.SharesOf(l.GroupFreeHistogram(group, type)); });
 }
 

@@ -41,10 +41,10 @@ class NarrowScopeWatch {
   // Rail jobs keep every extra candidate: the scope search compares their scopes' rail sets too.
   explicit NarrowScopeWatch(const PlacementContext& ctx)
       : ctx_(ctx), level_(RailJob(ctx) ? kClusterLevel : NarrowestLevel(ctx)) {}
-  void Add(const Candidate& c, long long sum) {
+  // `c` is the `count`-th candidate, and the candidates so far offer `sum`.
+  void Add(const Candidate& c, int count, long long sum) {
     if (level_ == kClusterLevel) return;
-    ++candidates_;
-    if (needed_ == 0 && sum >= ctx_.gpus()) needed_ = candidates_;
+    if (needed_ == 0 && sum >= ctx_.gpus()) needed_ = count;
     const Topology& t = ctx_.topology();
     const RackId rack = t.domains()[c.domain].rack;
     Running& scope = running_[level_ == kRackLevel ? rack : t.racks()[rack].scalable_unit];
@@ -62,7 +62,6 @@ class NarrowScopeWatch {
   };
   const PlacementContext& ctx_;
   const int level_;
-  int candidates_ = 0;
   int needed_ = 0;  // the candidates it took to reach the job (0: not yet)
   int settled_ = 0;
   absl::flat_hash_map<int, Running> running_;
@@ -127,7 +126,7 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
       if (cap <= 0) continue;
       cands.push_back({d, cap});
       *sum += cap;
-      if (!exhaustive) watch.Add(cands.back(), *sum);
+      if (!exhaustive) watch.Add(cands.back(), static_cast<int>(cands.size()), *sum);
       if (!exhaustive && *sum >= g) ++extra;
       if (had_enough()) {
         *skipped_max = at_most(f);  // the rest of this bucket

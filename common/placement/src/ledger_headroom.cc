@@ -56,9 +56,7 @@ void Ledger::RebuildHeadroom() {
   rack_extremes_stale_.assign(t.racks().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     const int free = RackFree(r);
-    least_rack_room_.Set(r, free > 0 ? rack_room_kept_[r] : kNoRoomToKeep);
-    least_rack_room_per_free_.Set(r, RoomPerFreeGpu(rack_room_kept_[r], free));
-    most_rack_free_.Set(r, free);
+    SetRackExtremes(r, free);
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free_[p] += free;
   }
   least_pd_room_.Assign(t.power_domains().size());
@@ -93,12 +91,16 @@ void Ledger::RefreshExtremes() const {
   extremes_stale_.clear();
 }
 
-void Ledger::RefreshRackExtremes(RackId rack) const {
-  const int free = RackFree(rack);
-  const int delta = free - most_rack_free_.at(rack);
+void Ledger::SetRackExtremes(RackId rack, int free) const {
   most_rack_free_.Set(rack, free);
   least_rack_room_.Set(rack, free > 0 ? rack_room_kept_[rack] : kNoRoomToKeep);
   least_rack_room_per_free_.Set(rack, RoomPerFreeGpu(rack_room_kept_[rack], free));
+}
+
+void Ledger::RefreshRackExtremes(RackId rack) const {
+  const int free = RackFree(rack);
+  const int delta = free - most_rack_free_.at(rack);  // the free GPUs last carried up the chain
+  SetRackExtremes(rack, free);
   // Every domain of the chain: a draw change moves each one's room even when the free GPUs stay.
   for (PowerDomainId p : topology_->racks()[rack].power_chain) {
     pd_free_[p] += delta;

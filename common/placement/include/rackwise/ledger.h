@@ -269,6 +269,7 @@ class Ledger {
   void KeepRoomExtremes(RackId rack);
   // Brings one rack's entries, and its power chain's, up to date.
   void RefreshRackExtremes(RackId rack) const;
+  void SetRackExtremes(RackId rack, int free) const;  // the rack's own three entries
   void KeepPowerDomainRoom(PowerDomainId domain) const;
   struct PowerGroupIndex {
     std::vector<RackId> by_room;    // the group's racks by kept room, ascending (ties by id)
