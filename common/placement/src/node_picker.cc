@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "absl/container/inlined_vector.h"
 #include "rackwise/gpu_mask.h"
 
 namespace rackwise::internal {
@@ -21,15 +22,17 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     GpuMask free;
     int count;   // free GPUs
     int usable;  // what the node can give: k, or its free GPUs in whole shares
+    int order;   // position among the domain's members (ties go to the first)
     bool rail_ok;
   };
-  std::vector<Option> options;
-  options.reserve(members.size());
+  // A domain has tens of nodes (18 in an NVL72 rack): no heap allocation on this path.
+  absl::InlinedVector<Option, 32> options;
   for (NodeId n : members) {
     const int usable = ctx.NodeCapacity(n);
     if (usable <= 0) continue;
     const GpuMask free = ledger.free_gpus(n);
-    options.push_back({n, free, std::popcount(free), usable, rail_set != 0 && (rail_set & ~free) == 0});
+    options.push_back({n, free, ledger.free_gpu_count(n), usable, static_cast<int>(options.size()),
+                       rail_set != 0 && (rail_set & ~free) == 0});
   }
   int remaining = gpus;
   if (ctx.k() > 0) {
@@ -46,35 +49,29 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     }
     return remaining <= 0;
   }
-  // Any split: the tightest single node that holds the rest; else the node that gives the most, and repeat.
-  // With a share size, a node gives its free GPUs in whole shares (`remaining` is a multiple of the share).
-  long long usable = 0;
-  for (const Option& o : options) usable += o.usable;
-  if (usable == remaining) {
-    // Every node is taken whole: the loop below would take the largest first (ties in member order) until one is
-    // left, in O(nodes^2); the same order, sorted.
-    std::stable_sort(options.begin(), options.end(),
-                     [](const Option& a, const Option& b) { return a.usable > b.usable; });
-    for (const Option& o : options) out->push_back({o.node, PickIndices(o.free, o.usable, 0)});
+  // Any split: the tightest single node that holds the rest (fewest free GPUs, then member order); else the node
+  // that gives the most (the first in member order), and repeat. With a share size, a node gives its free GPUs in
+  // whole shares (`remaining` is a multiple of the share). Sorted by what they give, the nodes taken before the
+  // last are a prefix, and the nodes that could hold the rest are a prefix of what is left: O(n log n).
+  if (remaining <= 0) return true;
+  std::stable_sort(options.begin(), options.end(),
+                   [](const Option& a, const Option& b) { return a.usable > b.usable; });
+  for (size_t next = 0; next < options.size(); ++next) {
+    const Option& largest = options[next];
+    if (largest.usable < remaining) {
+      out->push_back({largest.node, PickIndices(largest.free, largest.usable, 0)});
+      remaining -= largest.usable;
+      continue;
+    }
+    size_t fit = next;
+    for (size_t i = next + 1; i < options.size() && options[i].usable >= remaining; ++i) {
+      const Option& o = options[i];
+      if (o.count < options[fit].count || (o.count == options[fit].count && o.order < options[fit].order)) fit = i;
+    }
+    out->push_back({options[fit].node, PickIndices(options[fit].free, remaining, 0)});
     return true;
   }
-  std::vector<bool> used(options.size(), false);
-  while (remaining > 0) {
-    int fit = -1, largest = -1;
-    for (size_t i = 0; i < options.size(); ++i) {
-      if (used[i]) continue;
-      const Option& o = options[i];
-      if (o.usable >= remaining && (fit < 0 || o.count < options[fit].count)) fit = static_cast<int>(i);
-      if (largest < 0 || o.usable > options[largest].usable) largest = static_cast<int>(i);
-    }
-    const int pick = fit >= 0 ? fit : largest;
-    if (pick < 0) return false;
-    used[pick] = true;
-    const int take = std::min(remaining, options[pick].usable);
-    out->push_back({options[pick].node, PickIndices(options[pick].free, take, 0)});
-    remaining -= take;
-  }
-  return true;
+  return remaining <= 0;
 }
 
 }  // namespace rackwise::internal

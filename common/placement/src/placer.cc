@@ -51,6 +51,15 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan, 
   return d;
 }
 
+// One scratch per thread, kept between decisions: building one zeroes an array over every rack and power domain,
+// which at 131k GPUs cost more than the rest of a multi-domain search's set-up. Greedy clears what it touched
+// before each use, so what a previous decision left there does not count.
+PowerScratch& ThreadScratch(const Topology& t) {
+  thread_local PowerScratch scratch(0, 0);
+  scratch.Resize(t.racks().size(), t.power_domains().size());
+  return scratch;
+}
+
 // Fewest domains, then scalable units, then racks.
 bool Better(const PlacementDecision& a, const PlacementDecision& b) {
   if (a.domains != b.domains) return a.domains < b.domains;
@@ -81,7 +90,6 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   // preferred and none take the fewest they can get now.
   const internal::TypeMinimum fewest = internal::FewestDomainsOverTypes(ledger, request, *setup);
   const bool required = setup->locality == Locality::kRequired;
-  std::optional<PowerScratch> scratch;
   std::optional<PlacementDecision> best;
   bool locality_blocked = false;
   for (NodeTypeId type : setup->types) {
@@ -99,8 +107,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     // the search would visit every domain to find that out. The power domains below: the search asks
     // CapacityNowAtMost itself, when it has to.
     if (!ctx.restricted() && internal::CapacityNowAtMostByRoots(ledger, request, type) < request.gpus) continue;
-    if (!scratch) scratch.emplace(t.racks().size(), t.power_domains().size());
-    std::optional<DomainPlan> plan = internal::PlanMultiDomain(ctx, &*scratch);
+    std::optional<DomainPlan> plan = internal::PlanMultiDomain(ctx, &ThreadScratch(t));
     if (plan && required && static_cast<int>(plan->takes.size()) > insist) {
       locality_blocked = true;  // the GPUs exist, but not inside the fewest domains: wait
       plan.reset();

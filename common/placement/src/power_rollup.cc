@@ -19,4 +19,12 @@ void PowerScratch::Clear() {
   touched_pds_.clear();
 }
 
+void PowerScratch::Resize(size_t racks, size_t power_domains) {
+  if (rack_.size() == racks && pd_.size() == power_domains) return;
+  rack_.assign(racks, 0);
+  pd_.assign(power_domains, 0);
+  touched_racks_.clear();
+  touched_pds_.clear();
+}
+
 }  // namespace rackwise

@@ -21,6 +21,8 @@ class PowerScratch {
   // Adds `mw` to rack r and to every power domain above it.
   void Add(const Rack& rack_info, RackId r, Milliwatts mw);
   void Clear();
+  // Sized for another cluster: zeroed at the new sizes; the same sizes keep what is there (Clear empties it).
+  void Resize(size_t racks, size_t power_domains);
 
  private:
   std::vector<Milliwatts> rack_, pd_;
