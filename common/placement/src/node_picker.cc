@@ -22,7 +22,6 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     GpuMask free;
     int count;   // free GPUs
     int usable;  // what the node can give: k, or its free GPUs in whole shares
-    int order;   // position among the domain's members (ties go to the first)
     bool rail_ok;
   };
   // A domain has tens of nodes (18 in an NVL72 rack): no heap allocation on this path.
@@ -31,8 +30,7 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     const int usable = ctx.NodeCapacity(n);
     if (usable <= 0) continue;
     const GpuMask free = ledger.free_gpus(n);
-    options.push_back({n, free, ledger.free_gpu_count(n), usable, static_cast<int>(options.size()),
-                       rail_set != 0 && (rail_set & ~free) == 0});
+    options.push_back({n, free, ledger.free_gpu_count(n), usable, rail_set != 0 && (rail_set & ~free) == 0});
   }
   int remaining = gpus;
   if (ctx.k() > 0) {
@@ -63,11 +61,11 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
       remaining -= largest.usable;
       continue;
     }
+    // What a node gives is a function of its free GPUs, so nodes with as many free GPUs give as much and keep their
+    // member order (the sort is stable): the first with the fewest is the first in member order.
     size_t fit = next;
-    for (size_t i = next + 1; i < options.size() && options[i].usable >= remaining; ++i) {
-      const Option& o = options[i];
-      if (o.count < options[fit].count || (o.count == options[fit].count && o.order < options[fit].order)) fit = i;
-    }
+    for (size_t i = next + 1; i < options.size() && options[i].usable >= remaining; ++i)
+      if (options[i].count < options[fit].count) fit = i;
     out->push_back({options[fit].node, PickIndices(options[fit].free, remaining, 0)});
     return true;
   }
