@@ -2,6 +2,7 @@
 #include "rackwise/ledger.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <map>
 
@@ -14,10 +15,15 @@ namespace {
 
 std::string Kw(Milliwatts mw) { return absl::StrFormat("%.1f kW", static_cast<double>(mw) / 1e6); }
 
+// One counter for the whole process, so that a ledger built anew (a reconfigure) never repeats a generation
+// another ledger had.
+std::atomic<uint64_t> next_generation{1};
+
 }  // namespace
 
 Ledger::Ledger(const Topology& topology)
     : topology_(&topology), empty_cluster_memo_(std::make_shared<internal::EmptyClusterMemo>()) {
+  Changed();
   const size_t n = topology.nodes().size();
   health_.assign(n, NodeHealth::kUp);
   allocated_.assign(n, 0);
@@ -220,7 +226,10 @@ bool Ledger::Release(std::string_view id) {
   return true;
 }
 
+void Ledger::Changed() { generation_ = next_generation.fetch_add(1, std::memory_order_relaxed); }
+
 void Ledger::Apply(const Allocation& a, int sign) {
+  Changed();
   RackId changed = kNoId;  // the rack whose draw moved last, brought into the headroom index once per run of nodes
   for (const NodeGpus& ng : a.nodes) {
     const Node& node = topology_->nodes()[ng.node];
@@ -257,6 +266,7 @@ std::vector<const Allocation*> Ledger::Allocations() const {
 }
 
 void Ledger::SetNodeHealth(NodeId node, NodeHealth health) {
+  Changed();
   Tally(node, -1);
   health_[node] = health;
   Reindex(node);
@@ -266,6 +276,7 @@ void Ledger::SetNodeHealth(NodeId node, NodeHealth health) {
 
 void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
   if (gpu < 0 || gpu >= topology_->nodes()[node].gpus) return;
+  Changed();
   Tally(node, -1);
   if (failed) {
     failed_[node] |= GpuMask{1} << gpu;
@@ -283,10 +294,12 @@ Milliwatts Ledger::BoundedCap(Milliwatts cap) {
   return std::clamp<Milliwatts>(cap, 0, WattsToMilliwatts(kMaxCapKw * 1000.0));
 }
 void Ledger::SetRackCap(RackId rack, Milliwatts cap) {
+  Changed();
   rack_cap_[rack] = BoundedCap(cap);
   RackPowerChanged(rack);
 }
 void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) {
+  Changed();
   pd_cap_[domain] = BoundedCap(cap);
   PowerDomainPowerChanged(domain);
 }

@@ -15,6 +15,7 @@ std::optional<Milliwatts> Ledger::measured_rack_draw_now(RackId rack) const {
 
 void Ledger::SetMeasuredDraw(const std::vector<std::optional<Milliwatts>>& rack_watts, double reclaim_fraction,
                              bool count_recent) {
+  Changed();
   // Out-of-range fractions are clamped rather than trusted: above 0.5 the counted draw could fall below what the
   // rack measures (validation keeps reclaim_pct within 0..50 anyway).
   reclaim_fraction_ = std::isfinite(reclaim_fraction) ? std::clamp(reclaim_fraction, 0.0, 0.5) : 0.0;

@@ -34,6 +34,21 @@ absl::Status KeepTypesThatTakeWatts(const Topology& t, double watts, std::vector
 
 }  // namespace
 
+absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const PlacementRequest& r) {
+  if (!std::isfinite(r.waited_seconds)) return absl::InvalidArgumentError("waited_seconds must be finite");
+  for (const std::optional<double>& seconds : {r.fewest_domains_in_seconds, r.time_limit_seconds}) {
+    if (seconds && !(*seconds >= 0 && std::isfinite(*seconds)))
+      return absl::InvalidArgumentError("fewest_domains_in_seconds and time_limit_seconds must be finite and >= 0");
+  }
+  const Locality locality = r.locality.value_or(policy.default_locality);
+  // A preferred job holds out for the fewest domains for a while, and longer if they are expected soon, before
+  // it accepts a spread placement.
+  if (locality == Locality::kPreferred &&
+      PreferredHoldsOut(policy, r.waited_seconds, r.fewest_domains_in_seconds, r.time_limit_seconds))
+    return Locality::kRequired;
+  return locality;
+}
+
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequest& r) {
   const PlacementPolicy& policy = t.policy();
   if (r.gpus < 1) return absl::InvalidArgumentError(absl::StrCat("gpus must be at least 1, got ", r.gpus));
@@ -56,17 +71,9 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
     return absl::InvalidArgumentError(absl::StrCat("watts_per_gpu ", r.watts_per_gpu, " is outside the policy's ",
                                                    policy.min_watts_per_gpu, "..", policy.max_watts_per_gpu));
   RequestSetup s;
-  if (!std::isfinite(r.waited_seconds)) return absl::InvalidArgumentError("waited_seconds must be finite");
-  s.locality = r.locality.value_or(policy.default_locality);
-  // A preferred job holds out for the fewest domains for a while, and longer if they are expected soon, before
-  // it accepts a spread placement.
-  for (const std::optional<double>& seconds : {r.fewest_domains_in_seconds, r.time_limit_seconds}) {
-    if (seconds && !(*seconds >= 0 && std::isfinite(*seconds)))
-      return absl::InvalidArgumentError("fewest_domains_in_seconds and time_limit_seconds must be finite and >= 0");
-  }
-  if (s.locality == Locality::kPreferred &&
-      PreferredHoldsOut(policy, r.waited_seconds, r.fewest_domains_in_seconds, r.time_limit_seconds))
-    s.locality = Locality::kRequired;
+  absl::StatusOr<Locality> locality = EffectiveLocality(policy, r);
+  if (!locality.ok()) return locality.status();
+  s.locality = *locality;
   const NodeId n = static_cast<NodeId>(t.nodes().size());
   auto check = [n](NodeId id) { return id >= 0 && id < n; };
   if (!r.allowed_nodes.empty()) {

@@ -19,6 +19,11 @@ struct RequestSetup {
   std::vector<NodeTypeId> types;  // node types the job may use, in description order
 };
 
+// The locality the placer applies: the request's (else the policy's default), `required` while a preferred job
+// holds out for its fewest domains (PreferredHoldsOut). The only use the placer makes of the request's waited,
+// fewest-domains-in and time-limit seconds. InvalidArgument when one of them is not finite (or negative).
+absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const PlacementRequest& r);
+
 // InvalidArgument for malformed requests (see Placer::Place).
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& topology, const PlacementRequest& request);
 

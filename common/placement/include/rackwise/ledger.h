@@ -62,6 +62,12 @@ class Ledger {
   // Returns false if the id is unknown (which is not an error).
   bool Release(std::string_view id);
 
+  // Changes whenever anything a placement reads changes (an allocation, a node's health, a failed GPU, a cap, a
+  // power reading), and is unique across every ledger of the process: two ledgers at the same generation are in
+  // the same state, so a decision taken at one generation stands for as long as it lasts (refusal_memo.h). A
+  // copy keeps its source's generation until either changes. Every mutator below must call Changed().
+  uint64_t generation() const { return generation_; }
+
   const Allocation* Find(std::string_view id) const;
   size_t allocation_count() const { return allocations_.size(); }
   std::vector<const Allocation*> Allocations() const;  // sorted by id
@@ -197,6 +203,7 @@ class Ledger {
 
  private:
   static Milliwatts BoundedCap(Milliwatts cap);
+  void Changed();  // a new generation
   void Apply(const Allocation& allocation, int sign);
   void Reindex(NodeId node);
   // Removes (sign -1) or adds (+1) the node's current health and free count to its rack's tally.
@@ -280,6 +287,7 @@ class Ledger {
   };
   // One per power domain, then one for the racks under none. Brought up to date when first asked after a change
   // (group_stale_), so a const query may write here: the ledger is not thread-safe (see the top).
+  uint64_t generation_ = 0;
   mutable std::vector<PowerGroupIndex> groups_;
   mutable std::vector<char> group_stale_;
   mutable std::vector<int> group_max_rack_free_;  // per group: the most free GPUs (up nodes) in one of its racks
