@@ -73,7 +73,7 @@ Milliwatts JobWatts(const job_record_t* job) {
 }
 
 PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
-                             const ClusterModel& model, time_t now) {
+                             const ClusterModel& model, time_t now, const bitstr_t* every_usable) {
   PlacementRequest request;
   request.id = JobId(job);
   request.gpus = ask.gpus;
@@ -96,6 +96,11 @@ PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const b
   if (details && details->req_node_bitmap &&
       static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
     allowed = details->req_node_bitmap;
+  }
+  auto* offered = const_cast<bitstr_t*>(bitmap);  // Slurm's bitmap calls take non-const pointers
+  auto* usable = const_cast<bitstr_t*>(every_usable);
+  if (allowed == bitmap && usable && bit_size(usable) == bit_size(offered) && bit_super_set(usable, offered)) {
+    return request;  // every node the core could use is offered: no list
   }
   for (int i : BitmapIndices(allowed)) {
     if (allowed != bitmap &&

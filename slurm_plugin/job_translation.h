@@ -36,8 +36,12 @@ Milliwatts JobWatts(const job_record_t* job);
 // The core's request: the ask, the job's options, how long it has waited at `now` (since submit or begin time),
 // and the described nodes among those Slurm offers in `bitmap` (only the -w nodes when the job names as many as
 // it needs). Malformed options are logged and left out (the policy's defaults apply).
+// `every_usable` (optional, Slurm node indices, the size of `bitmap`): the described nodes the ledger holds up.
+// When Slurm offers all of them, the request names no nodes: the core could use no other node anyway (it keeps
+// down and drained nodes out itself), and a request for every node costs nothing per node, where a list of the
+// offered ones costs a pass over them in the face and in the core.
 PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
-                             const ClusterModel& model, time_t now);
+                             const ClusterModel& model, time_t now, const bitstr_t* every_usable = nullptr);
 
 // The GPUs a RUN_NOW job test selected on `nodes` (gres_bit_select, or gres_cnt_node_select counted onto the
 // lowest GPUs the ledger has free). nullopt: none on a described node.

@@ -221,6 +221,24 @@ TEST_F(JobTranslationTest, NamedNodesRestrictOnlyWhenTheyAreEnough) {
             (std::vector<NodeId>{Node("g2")}));
 }
 
+TEST_F(JobTranslationTest, OfferingEveryUsableNodeNamesNone) {
+  SlurmJob j;
+  const bitstr_t* usable = j.Bits(kNodeCount, {1, 2, 4});
+  // Every usable node offered (and a down one besides): the request names no nodes.
+  EXPECT_TRUE(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3, 4}), *model_, 0, usable)
+                  .allowed_nodes.empty());
+  // One usable node held back by Slurm (busy, reserved, completing): the offered ones are named.
+  EXPECT_EQ(
+      MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3}), *model_, 0, usable).allowed_nodes.size(),
+      3u);
+  // A job that names its nodes keeps them, whatever is offered.
+  j.details().req_node_bitmap = j.Bits(kNodeCount, {2, 4});
+  j.details().min_nodes = 2;
+  EXPECT_EQ(
+      MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3, 4}), *model_, 0, usable).allowed_nodes,
+      (std::vector<NodeId>{Node("g2"), Node("t2")}));
+}
+
 TEST_F(JobTranslationTest, SelectedGpusReadBitsOrCountOntoFreeGpus) {
   SlurmJob j;
   j.SetEnv({"RACKWISE_GPU_WATTS=500"});

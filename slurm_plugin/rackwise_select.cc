@@ -161,7 +161,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
 
-  PlacementRequest request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
+  PlacementRequest request = MakeRequest(job, ask, bitmap, *model_, time(nullptr), usable_nodes_.get());
   // The backfill scheduler starts jobs ahead of their turn (the main scheduler stops at a partition's first job
   // that cannot start): the core's hold-out rule says what such a job may take.
   const bool backfill_hold_out =
@@ -172,7 +172,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
                      tail);
   }
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->ledger(), request);
+  absl::StatusOr<PlacementOutcome> outcome = refusals_.Place(model_->ledger(), request);
   if (!outcome.ok()) {
     SetPendingReason(job, std::string(outcome.status().message()));
     return SLURM_ERROR;

@@ -23,6 +23,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
+#include "rackwise/refusal_memo.h"
 #include "requeue_guard.h"
 #include "slurm_telemetry.h"
 #include "state_publisher.h"
@@ -109,7 +110,21 @@ class RackwiseSelect {
   std::string rejected_text_;  // the last file content refused, so that it is not retried and relogged
   std::string mismatch_;       // non-empty: slurm.conf changed under a description that no longer fits
   std::vector<NodeHealth> health_cache_;
+  // Every node's state is read again only when slurmctld's last_node_update says a node record changed, and at
+  // least every kHealthResyncSeconds (not every path that marks a node unresponsive stamps last_node_update).
+  static constexpr time_t kHealthResyncSeconds = 1;
+  time_t synced_node_update_ = -1;  // last_node_update at the last full read
+  time_t synced_at_ = 0;            // when that read was (0: read at the next decision)
+  // The described nodes the ledger holds up, as Slurm node indices (MakeRequest's `every_usable`); rebuilt when
+  // a node's health changes.
+  struct FreeBitmap {
+    void operator()(bitstr_t* b) const { FREE_NULL_BITMAP(b); }
+  };
+  std::unique_ptr<bitstr_t, FreeBitmap> usable_nodes_;
   absl::flat_hash_set<uint32_t> statically_feasible_;  // job ids that fit the empty, healthy cluster
+  // Each pending job's last refusal, kept while neither the ledger nor what the job asks has changed: slurmctld
+  // tries every pending job on every pass, and a pass where nothing ended then costs a lookup per job.
+  RefusalMemo refusals_;
   uint32_t gpu_plugin_id_ = 0;
   PendingReasons reasons_;
   RecentDepartures departures_;

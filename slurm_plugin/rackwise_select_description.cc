@@ -69,6 +69,8 @@ absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::
   loaded_text_ = text;
   mismatch_.clear();
   health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
+  synced_at_ = 0;  // a new ledger: read every node's health at the next decision
+  usable_nodes_.reset();
   ConfigureTelemetryLocked(loaded_text_, file);
   info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
        model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),

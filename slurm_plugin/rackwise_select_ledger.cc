@@ -70,6 +70,16 @@ void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, Placem
 }
 
 void RackwiseSelect::SyncHealthLocked() {
+  // A change stamped in the second of the last read may have come after it: a read that ends in the second of
+  // the last stamp is repeated next time.
+  const time_t now = time(nullptr);
+  if (last_node_update == synced_node_update_ && synced_node_update_ < synced_at_ && now >= synced_at_ &&
+      now - synced_at_ < kHealthResyncSeconds && usable_nodes_ && bit_size(usable_nodes_.get()) == node_record_count) {
+    return;
+  }
+  synced_node_update_ = last_node_update;
+  synced_at_ = now;
+  bool changed = !usable_nodes_ || bit_size(usable_nodes_.get()) != node_record_count;
   for (NodeId n = 0; n < static_cast<NodeId>(model_->topology().nodes().size()); ++n) {
     const int i = model_->ToSlurm(n);
     const node_record_t* node = (i >= 0 && i < node_record_count) ? node_record_table_ptr[i] : nullptr;
@@ -77,13 +87,21 @@ void RackwiseSelect::SyncHealthLocked() {
     if (health != health_cache_[n]) {
       model_->ledger().SetNodeHealth(n, health);
       health_cache_[n] = health;
+      changed = true;
     }
+  }
+  if (!changed) return;
+  usable_nodes_.reset(bit_alloc(std::max(node_record_count, 1)));
+  for (NodeId n = 0; n < static_cast<NodeId>(model_->topology().nodes().size()); ++n) {
+    const int i = model_->ToSlurm(n);
+    if (i >= 0 && i < node_record_count && health_cache_[n] == NodeHealth::kUp) bit_set(usable_nodes_.get(), i);
   }
 }
 
 void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
+  refusals_.Forget(allocation->id);
   started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
   const Allocation* held = model_->ledger().Find(allocation->id);
   if (held && *held == *allocation) return;
@@ -118,6 +136,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   if (!model_ || !job) return;
   statically_feasible_.erase(job->job_id);
   started_at_.erase(JobId(job));
+  refusals_.Forget(JobId(job));
   model_->ledger().Release(JobId(job));
 }
 
