@@ -28,9 +28,15 @@ void Ledger::LayOutPowerGroups() {
   groups_.resize(t.power_domains().size() + 1);
   group_stale_.assign(groups_.size(), 1);  // filled when first asked
   group_max_rack_free_.assign(groups_.size(), 0);
+  group_least_room_.assign(groups_.size(), kNoHeadroom);
+  group_first_rack_.assign(groups_.size(), kNoId);
+  group_width_ = 1;
+  for (const NodeType& type : t.node_types()) group_width_ = std::max<size_t>(group_width_, type.gpus + 1);
+  group_at_least_.assign(groups_.size() * t.node_types().size() * group_width_, 0);
   for (int group = 0; group < static_cast<int>(groups_.size()); ++group) {
     PowerGroupIndex& g = groups_[group];
     g.by_room = group == static_cast<int>(t.power_domains().size()) ? root_racks_ : t.power_domains()[group].racks;
+    if (!g.by_room.empty()) group_first_rack_[group] = *std::min_element(g.by_room.begin(), g.by_room.end());
     for (RackId r : g.by_room)
       for (const RackTypeTally& tally : rack_tallies_[r])
         if (std::find(g.types.begin(), g.types.end(), tally.type) == g.types.end()) g.types.push_back(tally.type);
@@ -78,6 +84,18 @@ void Ledger::RefreshPowerGroup(int group) const {
   int most_free = 0;
   for (RackId r : g.by_room) most_free = std::max(most_free, RackFree(r));
   group_max_rack_free_[group] = most_free;
+  group_least_room_[group] = g.by_room.empty() ? kNoHeadroom : rack_room_kept_[g.by_room.front()];
+  for (size_t slot = 0; slot < g.types.size(); ++slot) {
+    const size_t width = topology_->node_types()[g.types[slot]].gpus + 1;
+    const int* all = &g.cumulative[slot][g.by_room.size() * width];
+    int* at_least = &group_at_least_[AtLeastIndex(group, g.types[slot])];
+    int running = 0;
+    for (size_t f = width; f-- > 0;) at_least[f] = running += all[f];
+  }
+}
+
+size_t Ledger::AtLeastIndex(int group, NodeTypeId type) const {
+  return (static_cast<size_t>(group) * topology_->node_types().size() + type) * group_width_;
 }
 
 void Ledger::RackGroupChanged(RackId rack) {
@@ -102,22 +120,25 @@ absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId
 }
 
 Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
-  const PowerGroupIndex& g = FreshGroup(group);
-  const std::vector<int>* sums = GroupSums(g, type);
+  const int index = GroupIndex(group);
+  if (group_stale_[index]) RefreshPowerGroup(index);
   GroupNodes out;
-  if (sums == nullptr) return out;
   const size_t width = topology_->node_types()[type].gpus + 1;
-  const int* all = &(*sums)[g.by_room.size() * width];
-  for (size_t f = std::max(least, 0); f < width; ++f) out.all += all[f];
-  if (out.all == 0) return out;
+  if (static_cast<size_t>(std::max(least, 0)) >= width) return out;
+  // From the dense arrays: every group is asked, and most have no node that fits or no rack short of the room.
+  out.all = group_at_least_[AtLeastIndex(index, type) + std::max(least, 0)];
+  if (out.all == 0 || group_least_room_[index] >= room) return out;
+  const PowerGroupIndex& g = groups_[index];
+  const std::vector<int>* sums = GroupSums(g, type);
+  if (sums == nullptr) return out;  // cannot be: a type with nodes in the group has its sums
   const int* below = &(*sums)[RacksBelowRoom(g, room) * width];
   for (size_t f = std::max(least, 0); f < width; ++f) out.below_room += below[f];
   return out;
 }
 
 Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
-  const PowerGroupIndex& g = FreshGroup(group);
-  return g.by_room.empty() ? kNoHeadroom : rack_room_kept_[g.by_room.front()];
+  FreshGroup(group);
+  return group_least_room_[GroupIndex(group)];
 }
 
 int Ledger::GroupMaxRackFree(PowerDomainId group) const {
@@ -145,23 +166,30 @@ absl::Status Ledger::CheckPowerGroups() const {
         sum.up_free_gpus != kept.up_free_gpus || sum.up_by_free != kept.up_by_free)
       return absl::InternalError(absl::StrCat("node type ", t.node_types()[type].name, " tally stale"));
   }
-  // Each group against a count over its racks, at every threshold that matters (each rack's own room).
+  // Each group against a count over its racks, at every threshold that matters: each rack's own room, and just
+  // above it, where that rack starts to count as short.
   for (int group = 0; group <= static_cast<int>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<int>(t.power_domains().size()) ? kNoId : group;
     const std::vector<RackId>& racks = GroupRacks(id);
+    auto count = [&](NodeTypeId type, int least, Milliwatts below) {
+      int nodes = 0;
+      for (RackId r : racks) {
+        if (rack_room_kept_[r] >= below) continue;
+        for (const RackTypeTally& tally : rack_tallies_[r])
+          if (tally.type == type)
+            for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f) nodes += tally.up_by_free[f];
+      }
+      return nodes;
+    };
     for (RackId threshold : racks) {
-      const Milliwatts room = rack_room_kept_[threshold];
-      for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
-        for (int least = 0; least <= t.node_types()[type].gpus; ++least) {
-          int nodes = 0;
-          for (RackId r : racks) {
-            if (rack_room_kept_[r] >= room) continue;
-            for (const RackTypeTally& tally : rack_tallies_[r])
-              if (tally.type == type)
-                for (int f = least; f < static_cast<int>(tally.up_by_free.size()); ++f) nodes += tally.up_by_free[f];
+      for (const Milliwatts room : {rack_room_kept_[threshold], rack_room_kept_[threshold] + 1}) {
+        for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+          for (int least = 0; least <= t.node_types()[type].gpus; ++least) {
+            const GroupNodes kept = GroupNodesWithFree(id, type, least, room);
+            if (kept.below_room != count(type, least, room) ||
+                kept.all != count(type, least, std::numeric_limits<Milliwatts>::max()))
+              return absl::InternalError(absl::StrCat("power group of ", t.racks()[threshold].name, " stale"));
           }
-          if (nodes != GroupNodesWithFree(id, type, least, room).below_room)
-            return absl::InternalError(absl::StrCat("power group of ", t.racks()[threshold].name, " stale"));
         }
       }
     }

@@ -247,10 +247,9 @@ std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& 
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
     const int bound = ledger.GroupMaxRackFree(id);
     if (bound == 0 || bound < shortfall.best_free()) continue;
-    const std::vector<RackId>& racks = ledger.GroupRacks(id);
-    if (bound == shortfall.best_free() && racks.front() > shortfall.best_rack()) continue;  // listed by id
+    if (bound == shortfall.best_free() && ledger.GroupFirstRack(id) > shortfall.best_rack()) continue;
     if (shortfall.NoneShort(id, bound)) continue;
-    for (RackId rack : racks) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
+    for (RackId rack : ledger.GroupRacks(id)) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
   }
   return shortfall.Describe();
 }

@@ -152,6 +152,9 @@ class Ledger {
   // --- Power groups: the racks directly under one power domain, or (kNoId) the racks under none ---
   // Kept so that a refusal counts nodes per reason group by group instead of rack by rack (ledger_power_groups.cc).
   const std::vector<RackId>& GroupRacks(PowerDomainId group) const;
+  // The lowest rack id of the group (kNoId when it has none), from a dense array: a refusal asks it of every
+  // group, and reading each group's own list for it cost a cache miss per group.
+  RackId GroupFirstRack(PowerDomainId group) const { return group_first_rack_[GroupIndex(group)]; }
   // Up nodes of `type` with at least `least` free GPUs in the group: all of them, and those in racks whose own
   // room (the policy's reserve kept) is below `room`. O(log racks in the group + GPUs per node).
   struct GroupNodes {
@@ -291,7 +294,15 @@ class Ledger {
   mutable std::vector<PowerGroupIndex> groups_;
   mutable std::vector<char> group_stale_;
   mutable std::vector<int> group_max_rack_free_;  // per group: the most free GPUs (up nodes) in one of its racks
-  int GroupIndex(PowerDomainId group) const;      // into groups_ (kNoId: the last)
+  // Dense over the groups, so that a refusal's pass over every group reads a few contiguous values per group
+  // instead of each group's own arrays: its least kept rack room (kNoHeadroom when it has no rack), and
+  // [(group * types + type) * group_width_ + least]: its up nodes of the type with at least `least` free GPUs.
+  std::vector<RackId> group_first_rack_;
+  mutable std::vector<Milliwatts> group_least_room_;
+  mutable std::vector<int> group_at_least_;
+  size_t group_width_ = 0;                                // the most GPUs of any node type, plus one
+  int GroupIndex(PowerDomainId group) const;              // into groups_ (kNoId: the last)
+  size_t AtLeastIndex(int group, NodeTypeId type) const;  // into group_at_least_ (group: a GroupIndex)
   const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
   const std::vector<int>* GroupSums(const PowerGroupIndex& group, NodeTypeId type) const;  // null: no such node
   size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room) const;              // how many of by_room
