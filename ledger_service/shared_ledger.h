@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ledger_store.h"
-#include "owner.h"
+#include "rackwise/ledger_owner.h"
 #include "rackwise/ledger.h"
 #include "rackwise/v1/state.pb.h"
 
