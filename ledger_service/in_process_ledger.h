@@ -31,13 +31,19 @@ class InProcessLedger {
     ledger_ = std::make_unique<SharedLedger>(topology_.get(), &store_, *std::move(slices));
     EXPECT_TRUE(ledger_->TakeOver(SharedLedger::Clock::now() + std::chrono::hours(1)).ok());
     service_ = std::make_unique<LedgerGrpcService>(ledger_.get(), LeaderInfo{"a", ""}, [this] { return self_; });
-    server_ = std::make_unique<LedgerGrpcServer>(service_.get(), "127.0.0.1:0", std::move(credentials));
+    credentials_ = std::move(credentials);
+    server_ = std::make_unique<LedgerGrpcServer>(service_.get(), "127.0.0.1:0", credentials_);
     EXPECT_TRUE(server_->Start().ok());
     address_ = absl::StrCat("127.0.0.1:", server_->port());
     self_ = {"a", address_};
   }
 
+  // Stops answering (a replica gone), and starts again on the same port with the same state (it came back).
   void Stop() { server_->Stop(); }
+  void Restart() {
+    server_ = std::make_unique<LedgerGrpcServer>(service_.get(), address_, credentials_);
+    EXPECT_TRUE(server_->Start().ok());
+  }
   const std::string& address() const { return address_; }
   SharedLedger& ledger() { return *ledger_; }
   FakeStore& store() { return store_; }
@@ -48,6 +54,7 @@ class InProcessLedger {
   std::unique_ptr<SharedLedger> ledger_;
   LeaderInfo self_;
   std::unique_ptr<LedgerGrpcService> service_;
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
   std::unique_ptr<LedgerGrpcServer> server_;
   std::string address_;
 };
