@@ -113,7 +113,13 @@ absl::Status LedgerLink::ReserveAndCommit(Ledger& local, const std::string& owne
     v1::Allocation request = AllocationToProto(*topology_, allocation);
     request.set_id(owner);
     const absl::Status reserved = client_->Reserve(request);
-    if (reserved.ok()) return local.Commit(allocation, CommitMode::kRecover);  // the ledger has said yes
+    if (reserved.ok()) {
+      // The ledger has said yes. The face's ledger may still disagree (a GPU it holds that the ledger has not
+      // heard of yet): then the reservation is given back, so that the ledger never holds what does not run.
+      absl::Status committed = local.Commit(allocation, CommitMode::kRecover);
+      if (!committed.ok()) Release(local, owner, "");
+      return committed;
+    }
     if (IsAnswer(reserved))
       return absl::Status(reserved.code(), absl::StrCat("the power ledger refused: ", reserved.message()));
     EnterFallback(local, reserved);
@@ -127,7 +133,7 @@ absl::Status LedgerLink::ReserveAndCommit(Ledger& local, const std::string& owne
 }
 
 void LedgerLink::Release(Ledger& local, const std::string& owner, const std::string& local_id) {
-  local.Release(local_id);
+  if (!local_id.empty()) local.Release(local_id);
   if (mode_.load() != LinkMode::kShared) return;  // the reconcile on return releases it
   absl::StatusOr<bool> released = client_->Release(owner);
   if (!released.ok() && !IsAnswer(released.status())) EnterFallback(local, released.status());

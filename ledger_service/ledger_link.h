@@ -61,12 +61,13 @@ class LedgerLink {
 
   // Reserves `allocation` for `owner` and commits it to `local`:
   // - shared: the ledger's Reserve, then the local commit (record mode: the ledger has said yes);
-  //   FailedPrecondition with the ledger's reason when it refuses, `local` unchanged;
+  //   FailedPrecondition with the ledger's reason when it refuses, `local` unchanged; when `local` refuses what
+  //   the ledger took (a GPU the face holds that the ledger has not heard of), the ledger's is released again;
   // - the ledger unreachable (or already in fallback): switches to fallback and commits within the face's
   //   slice (CommitWithinUsableCaps), or FailedPrecondition saying the fallback slice is full.
   absl::Status ReserveAndCommit(Ledger& local, const std::string& owner, const Allocation& allocation);
-  // Releases `local_id` from `local` and, in shared mode, `owner` from the ledger (an unreachable ledger switches
-  // to fallback: the reconcile on return releases it there).
+  // Releases `local_id` (if not empty) from `local` and, in shared mode, `owner` from the ledger (an unreachable ledger
+  // switches to fallback: the reconcile on return releases it there).
   void Release(Ledger& local, const std::string& owner, const std::string& local_id);
   // Shared: re-mirrors the other owners. Fallback: tries the ledger; when it answers, reconciles `own` (the
   // face's whole list under its prefix), re-mirrors and turns shared. Returns the mode's reason when in fallback.

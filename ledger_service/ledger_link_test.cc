@@ -88,6 +88,16 @@ TEST_F(LedgerLinkTest, ARefusalCarriesTheLedgersReasonAndChangesNothing) {
   EXPECT_EQ(link_->mode(), LinkMode::kShared);
 }
 
+TEST_F(LedgerLinkTest, WhatTheFacesLedgerRefusesIsGivenBackToTheLedger) {
+  ASSERT_TRUE(link_->Sync(*local_, {}).ok());
+  // The face holds GPU 0 of n3 that the ledger has not heard of (it started before the link was set up).
+  ASSERT_TRUE(local_->Commit(Pod("ns/z", "n3", {0})).ok());
+  absl::Status clash = link_->ReserveAndCommit(*local_, "k8s/ns/uid-y", Pod("ns/y", "n3", {0}));
+  EXPECT_FALSE(clash.ok());
+  EXPECT_EQ(Stored(), std::vector<std::string>{}) << "the ledger's reservation was released again";
+  EXPECT_EQ(link_->mode(), LinkMode::kShared);
+}
+
 TEST_F(LedgerLinkTest, AnUnreachableLedgerMeansTheSliceAloneAndItsReturnAReconcile) {
   ASSERT_TRUE(server_->ledger().Reserve(MakeAllocation("slurm/c1/1", "n5", {0, 1, 2, 3})).ok());
   ASSERT_TRUE(link_->Sync(*local_, {}).ok());
