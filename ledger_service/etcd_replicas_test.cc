@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "etcd_client.h"
 #include "etcd_ledger_store.h"
+#include "etcd_test_fixture.h"
 #include "leader_election.h"
 #include "ledger_client.h"
 #include "ledger_grpc_service.h"
@@ -29,185 +30,14 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::ChildProcess;
+using testing::Etcd;
+using testing::kLeaseTtlS;
+using testing::LedgerEtcdTest;
 using testing::MakeAllocation;
+using testing::Replica;
+using testing::TwoRacks;
 using testing::WaitFor;
 using testing::WholeNode;
-
-constexpr char kEtcd[] = "/usr/bin/etcd";
-constexpr int kLeaseTtlS = 2;
-
-std::string TwoRacks() { return absl::StrCat(RACKWISE_LEDGER_TESTDATA, "/two_racks.yaml"); }
-
-// One etcd for the whole suite; every test uses its own ledger name, so keys never meet.
-class Etcd {
- public:
-  std::string Start() {
-    char tmpl[] = "/tmp/rackwise-ledger-etcd-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return "mkdtemp failed";
-    dir_ = tmpl;
-    const int client_port = testing::FreeLoopbackPort(), peer_port = testing::FreeLoopbackPort();
-    endpoint_ = absl::StrCat("http://127.0.0.1:", client_port);
-    const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port);
-    process_ = std::make_unique<ChildProcess>("etcd", dir_ + "/etcd.log");
-    if (!process_->Spawn({kEtcd, "--name", "default", "--data-dir", dir_ + "/data", "--listen-client-urls", endpoint_,
-                          "--advertise-client-urls", endpoint_, "--listen-peer-urls", peer,
-                          "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer,
-                          "--max-txn-ops", "1024"}))
-      return "cannot fork etcd";
-    client_ = std::make_unique<EtcdClient>(endpoint_, 1000);
-    return WaitFor(
-        "etcd /health", [this] { return client_->Health().ok(); }, {process_.get()}, milliseconds(30000));
-  }
-  void Stop() {
-    process_.reset();
-    if (!dir_.empty()) (void)std::system(("rm -rf '" + dir_ + "'").c_str());
-  }
-  const std::string& endpoint() const { return endpoint_; }
-  EtcdClient& client() { return *client_; }
-  ChildProcess* process() { return process_.get(); }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_, endpoint_;
-  std::unique_ptr<ChildProcess> process_;
-  std::unique_ptr<EtcdClient> client_;
-};
-
-struct Replica {
-  std::string id;
-  std::unique_ptr<ChildProcess> process;
-  std::string address;  // HOST:PORT of its gRPC service
-};
-
-class LedgerEtcdTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (::access(kEtcd, X_OK) != 0) return;
-    etcd_ = new Etcd;
-    start_error_ = etcd_->Start();
-  }
-  static void TearDownTestSuite() {
-    if (etcd_ != nullptr) etcd_->Stop();
-    delete etcd_;
-    etcd_ = nullptr;
-  }
-  void SetUp() override {
-    if (::access(kEtcd, X_OK) != 0)
-      GTEST_SKIP() << kEtcd << " is missing: install Debian's etcd-server (scripts/install-deps.sh does)";
-    ASSERT_EQ(start_error_, "");
-    name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  }
-
-  // Starts a replica of this test's ledger and waits until it serves gRPC (its address is in its log).
-  Replica* StartReplica(const std::string& id, const std::string& cluster = TwoRacks(),
-                        const std::vector<std::string>& extra_flags = {}) {
-    auto r = std::make_unique<Replica>();
-    r->id = id;
-    r->process = std::make_unique<ChildProcess>(id, absl::StrCat(etcd_->dir(), "/", name_, "-", id, ".log"));
-    std::vector<std::string> argv = {RACKWISE_LEDGER_BINARY,
-                                     "--cluster",
-                                     cluster,
-                                     "--etcd",
-                                     etcd_->endpoint(),
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--name",
-                                     name_,
-                                     "--replica-id",
-                                     id,
-                                     "--lease-ttl-s",
-                                     std::to_string(kLeaseTtlS)};
-    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-    EXPECT_TRUE(r->process->Spawn(argv));
-    const std::string marker = "serving rackwise.v1.PowerLedger on ";
-    std::string error = WaitFor(
-        id + " listening",
-        [&] {
-          const std::string log = r->process->Log();
-          const size_t at = log.find(marker);
-          if (at == std::string::npos) return false;
-          const size_t end = log.find(';', at);
-          if (end == std::string::npos) return false;
-          r->address = log.substr(at + marker.size(), end - at - marker.size());
-          return true;
-        },
-        {r->process.get(), etcd_->process()}, milliseconds(30000));
-    EXPECT_EQ(error, "");
-    replicas_.push_back(std::move(r));
-    return replicas_.back().get();
-  }
-
-  static std::optional<v1::StatusResponse> StatusOf(const Replica& r) {
-    LedgerClient client({r.address}, milliseconds(500));
-    absl::StatusOr<v1::StatusResponse> s = client.Status();
-    if (!s.ok()) return std::nullopt;
-    return *s;
-  }
-  std::vector<ChildProcess*> Watched(const std::vector<Replica*>& replicas) {
-    std::vector<ChildProcess*> out{etcd_->process()};
-    for (Replica* r : replicas) out.push_back(r->process.get());
-    return out;
-  }
-  // Waits until one of `replicas` serves as the leader; returns it.
-  Replica* WaitForLeader(const std::vector<Replica*>& replicas, milliseconds bound = milliseconds(30000)) {
-    Replica* leader = nullptr;
-    std::string error = WaitFor(
-        "a serving leader",
-        [&] {
-          for (Replica* r : replicas) {
-            std::optional<v1::StatusResponse> s = StatusOf(*r);
-            if (s && s->serving() && s->leader_id() == r->id) leader = r;
-          }
-          return leader != nullptr;
-        },
-        Watched(replicas), bound);
-    EXPECT_EQ(error, "");
-    return leader;
-  }
-  // Replicas "a" and "b" of this test's ledger, once one of them leads: {leader, follower}.
-  std::pair<Replica*, Replica*> StartTwoReplicas() {
-    Replica* a = StartReplica("a");
-    Replica* b = StartReplica("b");
-    Replica* leader = WaitForLeader({a, b});
-    return {leader, leader == a ? b : a};
-  }
-  LedgerClient ClientOf(const std::vector<Replica*>& replicas) {
-    std::vector<std::string> addresses;
-    for (Replica* r : replicas) addresses.push_back(r->address);
-    return LedgerClient(addresses, milliseconds(10000));
-  }
-  std::set<std::string> Owners(LedgerClient& client, const std::string& prefix = "") {
-    std::set<std::string> out;
-    absl::StatusOr<std::vector<v1::Allocation>> held = client.List(prefix);
-    EXPECT_TRUE(held.ok()) << held.status();
-    if (held.ok())
-      for (const v1::Allocation& a : *held) out.insert(a.id());
-    return out;
-  }
-  size_t StoredKeys() {
-    absl::StatusOr<std::vector<EtcdKeyValue>> kvs = etcd_->client().GetPrefix(KeysOfLedger(name_).alloc_prefix);
-    EXPECT_TRUE(kvs.ok()) << kvs.status();
-    return kvs.ok() ? kvs->size() : 0;
-  }
-
-  // Creates this test's leader key with `value` as a replica winning the election would; its create_revision.
-  int64_t ClaimLeaderKey(const std::string& value) {
-    const LedgerKeys keys = KeysOfLedger(name_);
-    const EtcdCompare vacant{.key = keys.leader, .create_revision = 0};
-    const EtcdWrite claim{.key = keys.leader, .value = value};
-    absl::StatusOr<EtcdTxnResult> won = etcd_->client().Txn({&vacant, 1}, {&claim, 1});
-    EXPECT_TRUE(won.ok() && won->succeeded) << value;
-    return won.ok() && won->succeeded ? won->revision : 0;
-  }
-
-  static Etcd* etcd_;
-  static std::string start_error_;
-  std::string name_;
-  std::vector<std::unique_ptr<Replica>> replicas_;
-};
-
-Etcd* LedgerEtcdTest::etcd_ = nullptr;
-std::string LedgerEtcdTest::start_error_;
 
 TEST_F(LedgerEtcdTest, ClientSpeaksTheJsonGateway) {
   EtcdClient& etcd = etcd_->client();

@@ -9,8 +9,11 @@
 
 namespace rackwise::ledger {
 
-LedgerClient::LedgerClient(std::vector<std::string> addresses, std::chrono::milliseconds deadline)
-    : addresses_(std::move(addresses)), deadline_(deadline) {
+LedgerClient::LedgerClient(std::vector<std::string> addresses, std::chrono::milliseconds deadline,
+                           std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : addresses_(std::move(addresses)),
+      deadline_(deadline),
+      credentials_(credentials ? std::move(credentials) : grpc::InsecureChannelCredentials()) {
   if (addresses_.empty()) addresses_.push_back("127.0.0.1:0");  // every call then fails UNAVAILABLE, clearly
   stubs_.resize(addresses_.size());
 }
@@ -25,9 +28,7 @@ size_t LedgerClient::IndexOf(const std::string& address) {
 }
 
 v1::PowerLedger::Stub* LedgerClient::StubFor(size_t index) {
-  if (!stubs_[index])
-    stubs_[index] =
-        v1::PowerLedger::NewStub(grpc::CreateChannel(addresses_[index], grpc::InsecureChannelCredentials()));
+  if (!stubs_[index]) stubs_[index] = v1::PowerLedger::NewStub(grpc::CreateChannel(addresses_[index], credentials_));
   return stubs_[index].get();
 }
 

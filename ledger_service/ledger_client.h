@@ -23,7 +23,9 @@ namespace rackwise::ledger {
 class LedgerClient {
  public:
   // `addresses`: every replica's HOST:PORT (any order). `deadline`: for one whole call, redirects included.
-  LedgerClient(std::vector<std::string> addresses, std::chrono::milliseconds deadline);
+  // `credentials`: TLS (ledger_tls.h); null: plain gRPC.
+  LedgerClient(std::vector<std::string> addresses, std::chrono::milliseconds deadline,
+               std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   absl::Status Reserve(const v1::Allocation& allocation);
   absl::StatusOr<bool> Release(const std::string& owner);
@@ -47,6 +49,7 @@ class LedgerClient {
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::PowerLedger::Stub>> stubs_;
   std::chrono::milliseconds deadline_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   size_t current_ = 0;
 };
 

@@ -83,7 +83,7 @@ grpc::Status LedgerGrpcService::Status(grpc::ServerContext*, const v1::StatusReq
 
 absl::Status LedgerGrpcServer::Start() {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address_, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address_, credentials_ ? credentials_ : grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_);
   // A reconcile of 10,000 allocations is about 1 MB.
   builder.SetMaxReceiveMessageSize(64 << 20);

@@ -41,10 +41,13 @@ class LedgerGrpcService final : public v1::PowerLedger::Service {
   std::function<LeaderInfo()> current_leader_;
 };
 
-// Owns the grpc::Server; Start() binds (port 0: any free port, see port()).
+// Owns the grpc::Server; Start() binds (port 0: any free port, see port()). `credentials`: TLS (ledger_tls.h);
+// null: plain gRPC.
 class LedgerGrpcServer {
  public:
-  LedgerGrpcServer(LedgerGrpcService* service, std::string address) : service_(service), address_(std::move(address)) {}
+  LedgerGrpcServer(LedgerGrpcService* service, std::string address,
+                   std::shared_ptr<grpc::ServerCredentials> credentials = nullptr)
+      : service_(service), address_(std::move(address)), credentials_(std::move(credentials)) {}
   ~LedgerGrpcServer() { Stop(); }
   absl::Status Start();
   void Stop();
@@ -53,6 +56,7 @@ class LedgerGrpcServer {
  private:
   LedgerGrpcService* service_;
   std::string address_;
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

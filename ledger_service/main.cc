@@ -16,6 +16,8 @@
 #include "etcd_ledger_store.h"
 #include "leader_election.h"
 #include "ledger_grpc_service.h"
+#include "ledger_shares.h"
+#include "ledger_tls.h"
 #include "shared_ledger.h"
 
 namespace rackwise::ledger {
@@ -25,6 +27,7 @@ void Log(const std::string& line) { k8s::LogLine("rackwise-ledger", line); }
 
 struct LedgerFlags {
   std::string cluster, etcd = "http://127.0.0.1:2379", listen = "127.0.0.1:8890", name, replica_id, advertise;
+  std::string tls_cert_file, tls_key_file, tls_client_ca_file;
   int lease_ttl_s = 3;
   int etcd_timeout_ms = 2000;
   size_t etcd_max_txn_ops = EtcdLedgerStore::kDefaultMaxTxnOps;
@@ -47,6 +50,10 @@ void AddFlags(CLI::App& app, LedgerFlags* f) {
   app.add_option("--lease-ttl-s", f->lease_ttl_s,
                  "leader lease TTL: a crashed leader is replaced within it (etcd grants at least about 2 s)")
       ->check(CLI::Range(2, 60));
+  app.add_option("--tls-cert-file", f->tls_cert_file, "PEM certificate of the gRPC port (TLS; with --tls-key-file)");
+  app.add_option("--tls-key-file", f->tls_key_file, "PEM private key of --tls-cert-file");
+  app.add_option("--tls-client-ca-file", f->tls_client_ca_file,
+                 "PEM CA every client's certificate must chain to (mutual TLS; needs --tls-cert-file)");
   app.add_option("--etcd-timeout-ms", f->etcd_timeout_ms, "bound of each etcd call")->check(CLI::Range(100, 60000));
   app.add_option("--etcd-max-txn-ops", f->etcd_max_txn_ops,
                  "writes per etcd transaction; at most etcd's own --max-txn-ops (default 128 on both sides)")
@@ -71,7 +78,14 @@ int RunLedger(int argc, char** argv) {
   EtcdClient election_client(flags.etcd, std::min(flags.etcd_timeout_ms, flags.lease_ttl_s * 1000 / 3));
   const LedgerKeys keys = KeysOfLedger(flags.name);
   EtcdLedgerStore store(&store_client, keys, flags.etcd_max_txn_ops);
-  SharedLedger shared(&*topology, &store);
+  absl::StatusOr<GuaranteedSlices> slices = SlicesOfDescription(*topology, description);
+  if (!slices.ok()) {
+    Log(absl::StrCat(flags.cluster, ": ledger.shares: ", slices.status().message()));
+    return 1;
+  }
+  for (const OwnerShare& s : slices->shares())
+    Log(absl::StrCat("owner prefix ", s.owner_prefix, ": guaranteed slice ", s.static_share, " of every budget"));
+  SharedLedger shared(&*topology, &store, *std::move(slices));
 
   LeaderInfo self{flags.replica_id, flags.advertise};
   // Read by gRPC threads from the start; set once the server's port (this replica's address) is known.
@@ -80,7 +94,17 @@ int RunLedger(int argc, char** argv) {
     LeaderElection* e = election_seen.load();
     return e ? e->leader() : LeaderInfo{};
   });
-  LedgerGrpcServer server(&service, flags.listen);
+  std::shared_ptr<grpc::ServerCredentials> credentials;  // null: plain gRPC
+  if (!flags.tls_cert_file.empty() || !flags.tls_key_file.empty() || !flags.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tls =
+        LedgerServerCredentials(flags.tls_cert_file, flags.tls_key_file, flags.tls_client_ca_file);
+    if (!tls.ok()) {
+      Log(std::string(tls.status().message()));
+      return 1;
+    }
+    credentials = *std::move(tls);
+  }
+  LedgerGrpcServer server(&service, flags.listen, credentials);
   if (absl::Status s = server.Start(); !s.ok()) {
     Log(std::string(s.message()));
     return 1;
@@ -91,8 +115,10 @@ int RunLedger(int argc, char** argv) {
     k8s::SplitHostPort(flags.listen, &host, &port);
     self.address = absl::StrCat(host, ":", server.port());
   }
+  // Tests read the address up to the ';'.
   Log(absl::StrCat("replica ", self.replica_id, " serving rackwise.v1.PowerLedger on ", self.address, "; etcd ",
-                   flags.etcd, ", keys ", keys.alloc_prefix, "*, leader key ", keys.leader));
+                   flags.etcd, ", keys ", keys.alloc_prefix, "*, leader key ", keys.leader,
+                   credentials ? "; TLS" : "; plain gRPC"));
 
   LeaderElection::Callbacks callbacks;
   callbacks.elected = [&](int64_t revision, LeaderElection::Clock::time_point deadline) {

@@ -47,7 +47,11 @@ absl::Status CheckReconcileList(absl::string_view owner_prefix, absl::Span<const
 
 }  // namespace
 
-SharedLedger::SharedLedger(const Topology* topology, LedgerStore* store) : topology_(topology), store_(store) {}
+SharedLedger::SharedLedger(const Topology* topology, LedgerStore* store)
+    : SharedLedger(topology, store, *GuaranteedSlices::Create(*topology, {})) {}  // no shares: cannot fail
+
+SharedLedger::SharedLedger(const Topology* topology, LedgerStore* store, GuaranteedSlices slices)
+    : topology_(topology), store_(store), slices_(std::move(slices)) {}
 
 absl::Status SharedLedger::TakeOver(Clock::time_point lease_deadline) {
   absl::StatusOr<std::vector<StoredAllocation>> stored = store_->LoadAll();
@@ -61,6 +65,7 @@ absl::Status SharedLedger::TakeOver(Clock::time_point lease_deadline) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   ledger_ = std::move(fresh);
+  slices_.Rebuild(*ledger_);
   lease_deadline_ns_.store(ToNs(lease_deadline));
   return absl::OkStatus();
 }
@@ -98,10 +103,13 @@ absl::Status SharedLedger::Reserve(const v1::Allocation& request) {
         absl::StrCat("owner '", allocation->id, "' already holds a different allocation; release it first"));
   }
   if (absl::Status s = CheckWithinUsableCaps(*ledger_, *allocation); !s.ok()) return s;
+  if (absl::Status s = slices_.Admit(*ledger_, *allocation); !s.ok()) return s;
   const StoreWrite write{allocation->id, Serialise(*allocation)};
   if (absl::Status s = store_->Write({&write, 1}); !s.ok()) return s;
   // Cannot fail: checked above under the same lock.
-  return ledger_->Commit(*allocation);
+  if (absl::Status s = ledger_->Commit(*allocation); !s.ok()) return s;
+  slices_.Add(*ledger_, *allocation);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> SharedLedger::Release(absl::string_view owner) {
@@ -109,9 +117,11 @@ absl::StatusOr<bool> SharedLedger::Release(absl::string_view owner) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = CheckServingLocked(); !s.ok()) return s;
   const std::string id(owner);
-  if (ledger_->Find(id) == nullptr) return false;
+  const Allocation* held = ledger_->Find(id);
+  if (held == nullptr) return false;
   const StoreWrite write{id, std::nullopt};
   if (absl::Status s = store_->Write({&write, 1}); !s.ok()) return s;
+  slices_.Remove(*ledger_, *held);
   return ledger_->Release(id);
 }
 
@@ -131,6 +141,17 @@ absl::StatusOr<ReconcileOutcome> SharedLedger::Reconcile(absl::string_view owner
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = CheckServingLocked(); !s.ok()) return s;
+  absl::StatusOr<ReconcileOutcome> done =
+      ReconcileLocked(owner_prefix, allocations, std::move(listed), std::move(outcome));
+  // Batches may have been applied and undone on the way: recount what each owner holds from the ledger.
+  slices_.Rebuild(*ledger_);
+  return done;
+}
+
+absl::StatusOr<ReconcileOutcome> SharedLedger::ReconcileLocked(absl::string_view owner_prefix,
+                                                               absl::Span<const v1::Allocation> allocations,
+                                                               std::vector<Allocation> listed,
+                                                               ReconcileOutcome outcome) {
   absl::flat_hash_set<absl::string_view> listed_owners;
   listed_owners.reserve(allocations.size());
   for (const v1::Allocation& a : allocations) listed_owners.insert(a.id());

@@ -3,6 +3,10 @@
 // memory, written to the store in one fenced write, and only then committed in memory; when the write fails
 // nothing changes. So memory and store hold the same allocations at every moment the lock is free.
 //
+// Reserve also applies the guaranteed-slice rule (rackwise/guaranteed_slices.h) with the owners' shares of the
+// description's `ledger:` section, so that a face cut off from the ledger can fall back to its slice safely.
+// Reconcile records what runs even past the rule (as past a cap): the work runs already.
+//
 // Only a replica that leads serves: TakeOver (on winning the election) loads the store into a fresh ledger and
 // sets how long its lease is known to be live; ExtendLease moves that on; StopServing (lease lost) or the
 // deadline passing stops every call at once, before the store's fence would refuse the write anyway.
@@ -22,8 +26,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ledger_store.h"
-#include "owner.h"
+#include "rackwise/guaranteed_slices.h"
 #include "rackwise/ledger.h"
+#include "rackwise/ledger_owner.h"
 #include "rackwise/v1/state.pb.h"
 
 namespace rackwise::ledger {
@@ -43,8 +48,10 @@ class SharedLedger {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `topology` and `store` must outlive this.
+  // `topology` and `store` must outlive this. Without `slices`, every owner's share is 0 (full sharing: the rule
+  // is then the usable caps alone).
   SharedLedger(const Topology* topology, LedgerStore* store);
+  SharedLedger(const Topology* topology, LedgerStore* store, GuaranteedSlices slices);
 
   // Loads every stored allocation (recover mode: what runs is recorded even over a cap) into a fresh ledger and
   // serves until `lease_deadline`. A stored allocation the ledger cannot take (a node gone from the description,
@@ -54,8 +61,9 @@ class SharedLedger {
   void StopServing();
   bool serving() const;
 
-  // Reserves `request` for its owner (request.id()) under the policy's usable caps. The same owner with
-  // the same content again is a no-op; with other content AlreadyExists. FailedPrecondition names the cap or GPU.
+  // Reserves `request` for its owner (request.id()) under the policy's usable caps and the guaranteed-slice rule. The
+  // same owner with the same content again is a no-op; with other content AlreadyExists. FailedPrecondition names the
+  // cap or GPU.
   absl::Status Reserve(const v1::Allocation& request);
   // Returns false when the owner held nothing.
   absl::StatusOr<bool> Release(absl::string_view owner);
@@ -73,6 +81,9 @@ class SharedLedger {
 
  private:
   absl::Status CheckServingLocked() const;
+  absl::StatusOr<ReconcileOutcome> ReconcileLocked(absl::string_view owner_prefix,
+                                                   absl::Span<const v1::Allocation> allocations,
+                                                   std::vector<Allocation> listed, ReconcileOutcome outcome);
   // Adds and replaces in batches after the releases: see Reconcile.
   absl::Status WriteUpserts(absl::Span<const Allocation> upserts, ReconcileOutcome* outcome);
   absl::Status WriteReleases(absl::Span<const std::string> owners);
@@ -82,6 +93,7 @@ class SharedLedger {
   LedgerStore* store_;
   mutable std::mutex mu_;
   std::unique_ptr<Ledger> ledger_;             // null until the first TakeOver
+  GuaranteedSlices slices_;                    // what each owner holds of ledger_, against its slice
   std::atomic<int64_t> lease_deadline_ns_{0};  // steady clock; 0: not serving
 };
 

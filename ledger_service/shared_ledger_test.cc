@@ -7,44 +7,16 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "fake_store.h"
 #include "rackwise/cluster_description.h"
 #include "test_support.h"
 
 namespace rackwise::ledger {
 namespace {
 
+using testing::FakeStore;
 using testing::MakeAllocation;
 using testing::WholeNode;
-
-// Keeps what it is given in a map; can be fenced out (as a deposed leader is) or made to fail one write.
-class FakeStore : public LedgerStore {
- public:
-  absl::StatusOr<std::vector<StoredAllocation>> LoadAll() override {
-    std::vector<StoredAllocation> out;
-    for (const auto& [owner, value] : data) out.push_back({owner, value});
-    return out;
-  }
-  absl::Status Write(absl::Span<const StoreWrite> writes) override {
-    if (fenced_out) return absl::FailedPreconditionError("fenced: another replica leads");
-    if (writes.size() > max_writes) return absl::InvalidArgumentError("too many writes in one call");
-    if (fail_write == write_calls++) return absl::UnavailableError("etcd unreachable");
-    for (const StoreWrite& w : writes) {
-      if (w.value) {
-        data[w.owner] = *w.value;
-      } else {
-        data.erase(w.owner);
-      }
-    }
-    return absl::OkStatus();
-  }
-  size_t max_writes_per_call() const override { return max_writes; }
-
-  std::map<std::string, std::string> data;
-  bool fenced_out = false;
-  size_t max_writes = 4;
-  int write_calls = 0;
-  int fail_write = -1;  // the index of the call to fail
-};
 
 class SharedLedgerTest : public ::testing::Test {
  protected:
@@ -249,6 +221,53 @@ TEST_F(SharedLedgerTest, DrawIsSplitByOwnerKind) {
   EXPECT_EQ(draw[0].slurm, 2'000'000);
   EXPECT_EQ(draw[0].k8s, 1'000'000);
   EXPECT_EQ(draw[1].other, 1'000'000);
+}
+
+// The guaranteed-slice rule on two_racks.yaml: each rack has a 16 kW budget (24 kW less 8 kW idle) of 1 kW GPUs;
+// Slurm's slice is a quarter (4 GPUs), Kubernetes's a half (8).
+class SharedLedgerSlicesTest : public SharedLedgerTest {
+ protected:
+  void SetUp() override {
+    SharedLedgerTest::SetUp();
+    auto slices = GuaranteedSlices::Create(*topology_, {{"slurm/c1/", 0.25}, {"k8s/", 0.5}});
+    ASSERT_TRUE(slices.ok()) << slices.status();
+    ledger_ = std::make_unique<SharedLedger>(topology_.get(), &store_, *std::move(slices));
+    Lead();
+  }
+};
+
+TEST_F(SharedLedgerSlicesTest, AnOwnerBorrowsAllButTheOthersUnusedSlices) {
+  // Slurm holds nothing: Kubernetes may take 16 - 4 = 12 GPUs of r1, not 13.
+  ASSERT_TRUE(ledger_->Reserve(WholeNode("k8s/ns/a", "n1")).ok());
+  ASSERT_TRUE(ledger_->Reserve(MakeAllocation("k8s/ns/b", "n2", {0, 1, 2, 3})).ok());
+  absl::Status refused = ledger_->Reserve(MakeAllocation("k8s/ns/c", "n2", {4}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("rack 'r1'"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("4000 W more is kept free for their guaranteed slices"), std::string::npos)
+      << refused;
+  EXPECT_EQ(store_.data.count("k8s/ns/c"), 0u);
+  // Slurm's slice is there for it.
+  EXPECT_TRUE(ledger_->Reserve(MakeAllocation("slurm/c1/1", "n3", {0, 1, 2, 3})).ok());
+  // The other rack is untouched: Kubernetes borrows there too.
+  EXPECT_TRUE(ledger_->Reserve(MakeAllocation("k8s/ns/d", "n5", {0, 1, 2, 3, 4, 5, 6, 7})).ok());
+}
+
+TEST_F(SharedLedgerSlicesTest, ReconcileRecordsPastTheRuleAndARestartRecountsIt) {
+  // A face back from its fallback lists 13 GPUs of r1 (it ran them): recorded, as work already running.
+  const std::vector<v1::Allocation> listed = {WholeNode("k8s/ns/a", "n1"),
+                                              MakeAllocation("k8s/ns/b", "n2", {0, 1, 2, 3, 4})};
+  absl::StatusOr<ReconcileOutcome> outcome = ledger_->Reconcile("k8s/", listed);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->added, 2u);
+  EXPECT_TRUE(outcome->refused.empty());
+  // 13 + Slurm's unused 4 > 16: nothing more on r1, for anyone, until it falls back under.
+  EXPECT_FALSE(ledger_->Reserve(MakeAllocation("slurm/c1/1", "n3", {0})).ok());
+  EXPECT_FALSE(ledger_->Reserve(MakeAllocation("k8s/ns/c", "n3", {0})).ok());
+  // A replica taking over loads it and counts the same.
+  Lead();
+  EXPECT_FALSE(ledger_->Reserve(MakeAllocation("slurm/c1/1", "n3", {0})).ok());
+  ASSERT_TRUE(*ledger_->Release("k8s/ns/b"));
+  EXPECT_TRUE(ledger_->Reserve(MakeAllocation("slurm/c1/1", "n3", {0, 1, 2, 3})).ok());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ledger_validator.h"
 #include "rackwise/hostlist.h"
 #include "telemetry_validator.h"
 
@@ -42,6 +43,7 @@ class Checker {
     CheckScalableUnits();
     CheckPolicy();
     CheckTelemetry(d_, lines_, file_, out_);
+    CheckLedgerLink(d_, lines_, file_, out_);
     CheckPowerEnforcement();
     return out_->size() == before;
   }

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/static_share.h"
 #include "simulator_draw.h"
 #include "simulator_meter.h"
 #include "simulator_policies.h"
@@ -69,19 +70,9 @@ struct Caps {
   std::vector<Milliwatts> rack, power_domain;
 };
 
-// The policy's usable cap is cap x keep (keep = 1 - reserve). A cap that makes `usable` usable: rounded down, so
-// that what an owner may add never exceeds what it was given.
-Milliwatts CapForUsable(double usable, double keep) { return static_cast<Milliwatts>(std::floor(usable / keep)); }
-
-// Static: at most `share` of every budget above idle (the usable cap less idle).
-Milliwatts StaticCap(Milliwatts cap, Milliwatts idle, double share, double reserve) {
-  const Milliwatts budget = std::max<Milliwatts>(0, UsableCap(cap, reserve) - idle);
-  const Milliwatts usable = idle + static_cast<Milliwatts>(std::floor(share * static_cast<double>(budget)));
-  return CapForUsable(static_cast<double>(usable), 1 - reserve);
-}
-
-// Owner `owner`'s static caps. `share` applies to the budgets both owners have nodes under; a budget only one
-// owner's nodes draw from (a whole NVL72 rack) is all that owner's, as no static split would strand half of it.
+// Owner `owner`'s static caps (static_share.h). `share` applies to the budgets both owners have nodes under; a budget
+// only one owner's nodes draw from (a whole NVL72 rack) is all that owner's, as no static split would strand half of
+// it.
 Caps StaticCaps(const Topology& t, const std::vector<int>& node_owner, int owner, double share) {
   const double reserve = t.policy().power_reserve_fraction;
   std::vector<std::array<bool, 2>> rack_has(t.racks().size(), {false, false});
@@ -97,11 +88,11 @@ Caps StaticCaps(const Topology& t, const std::vector<int>& node_owner, int owner
   Caps caps;
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     const Rack& rack = t.racks()[r];
-    caps.rack.push_back(StaticCap(rack.cap, rack.idle, share_of(rack_has[r]), reserve));
+    caps.rack.push_back(StaticShareCap(rack.cap, rack.idle, share_of(rack_has[r]), reserve));
   }
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
     const PowerDomain& pd = t.power_domains()[p];
-    caps.power_domain.push_back(StaticCap(pd.cap, pd.idle, share_of(pd_has[p]), reserve));
+    caps.power_domain.push_back(StaticShareCap(pd.cap, pd.idle, share_of(pd_has[p]), reserve));
   }
   return caps;
 }

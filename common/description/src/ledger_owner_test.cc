@@ -1,4 +1,4 @@
-#include "owner.h"
+#include "rackwise/ledger_owner.h"
 
 #include <gtest/gtest.h>
 

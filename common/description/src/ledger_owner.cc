@@ -1,5 +1,5 @@
-// See owner.h.
-#include "owner.h"
+// See rackwise/ledger_owner.h.
+#include "rackwise/ledger_owner.h"
 
 #include <vector>
 

@@ -1,6 +1,8 @@
-// Owners of allocations in the shared ledger: "slurm/<cluster>/<jobid>", "k8s/<namespace>/<pod uid>", or
-// "<kind>/<name>[/...]" for anything else that draws power from the same racks. The owner is the allocation's
-// id in the ledger and its key in etcd, so a face can reconcile everything under its own prefix and nothing else.
+// Owners of allocations in the shared power ledger (ledger_service/): "slurm/<cluster>/<jobid>",
+// "k8s/<namespace>/<pod uid>", or "<kind>/<name>[/...]" for anything else that draws power from the same racks.
+// The owner is the allocation's id in the ledger and its key in etcd, so a face can reconcile everything under
+// its own prefix and nothing else. Kept with the description so that its `ledger:` section's owner prefixes are
+// checked by the same rules.
 #pragma once
 
 #include "absl/strings/string_view.h"

@@ -1,0 +1,69 @@
+// For the ledger service's unit tests: one replica that leads, on a fake store, serving rackwise.v1.PowerLedger
+// on a free loopback port (plain or TLS): what a face's client and link talk to, without etcd.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "fake_store.h"
+#include "ledger_grpc_service.h"
+#include "ledger_shares.h"
+#include "rackwise/cluster_description.h"
+#include "shared_ledger.h"
+
+namespace rackwise::ledger::testing {
+
+class InProcessLedger {
+ public:
+  // `description` must outlive this; its `ledger:` shares are the slices the ledger enforces.
+  InProcessLedger(const v1::ClusterDescription& description,
+                  std::shared_ptr<grpc::ServerCredentials> credentials = nullptr) {
+    absl::StatusOr<Topology> t = Topology::Build(description);
+    EXPECT_TRUE(t.ok()) << t.status();
+    topology_ = std::make_unique<Topology>(*std::move(t));
+    absl::StatusOr<GuaranteedSlices> slices = SlicesOfDescription(*topology_, description);
+    EXPECT_TRUE(slices.ok()) << slices.status();
+    ledger_ = std::make_unique<SharedLedger>(topology_.get(), &store_, *std::move(slices));
+    EXPECT_TRUE(ledger_->TakeOver(SharedLedger::Clock::now() + std::chrono::hours(1)).ok());
+    service_ = std::make_unique<LedgerGrpcService>(ledger_.get(), LeaderInfo{"a", ""}, [this] { return self_; });
+    credentials_ = std::move(credentials);
+    server_ = std::make_unique<LedgerGrpcServer>(service_.get(), "127.0.0.1:0", credentials_);
+    EXPECT_TRUE(server_->Start().ok());
+    address_ = absl::StrCat("127.0.0.1:", server_->port());
+    self_ = {"a", address_};
+  }
+
+  // Stops answering (a replica gone), and starts again on the same port with the same state (it came back).
+  void Stop() { server_->Stop(); }
+  void Restart() {
+    server_ = std::make_unique<LedgerGrpcServer>(service_.get(), address_, credentials_);
+    EXPECT_TRUE(server_->Start().ok());
+  }
+  const std::string& address() const { return address_; }
+  SharedLedger& ledger() { return *ledger_; }
+  FakeStore& store() { return store_; }
+
+ private:
+  FakeStore store_;
+  std::unique_ptr<Topology> topology_;
+  std::unique_ptr<SharedLedger> ledger_;
+  LeaderInfo self_;
+  std::unique_ptr<LedgerGrpcService> service_;
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
+  std::unique_ptr<LedgerGrpcServer> server_;
+  std::string address_;
+};
+
+// A description read from `path`, or a failed expectation.
+inline v1::ClusterDescription LoadDescription(const std::string& path) {
+  absl::StatusOr<v1::ClusterDescription> d = LoadClusterDescription(path, nullptr);
+  EXPECT_TRUE(d.ok()) << d.status();
+  return d.ok() ? *d : v1::ClusterDescription();
+}
+
+}  // namespace rackwise::ledger::testing
