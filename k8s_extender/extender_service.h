@@ -238,7 +238,8 @@ class ExtenderService {
   int64_t recovery_conflicts_ = 0;
   SharedLedgerGate* gate_ = nullptr;
   int64_t last_ledger_sync_ms_ = 0;
-  bool ledger_sync_due_ = true;  // the first beat after the API server's list syncs at once
+  bool ledger_sync_due_ = true;        // the first beat after the API server's list syncs at once
+  bool ledger_reconcile_due_ = false;  // a relist rebuilt the pods: the next sync reconciles the whole list
 };
 
 }  // namespace rackwise::k8s

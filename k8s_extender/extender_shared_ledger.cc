@@ -57,8 +57,10 @@ void ExtenderService::SyncSharedLedger(int64_t now_ms) {
 
 void ExtenderService::SyncSharedLedgerLocked() {
   ledger_sync_due_ = false;
-  // The gate logs the mode's changes and keeps the reason for filter; nothing else to do with the status.
-  (void)gate_->Sync(ledger_, OwnAllocationsLocked());
+  // The gate logs the mode's changes and keeps the reason for filter; nothing else to do with the status (a
+  // failed sync leaves the gate in fallback, whose return reconciles anyway).
+  (void)gate_->Sync(ledger_, OwnAllocationsLocked(), ledger_reconcile_due_);
+  ledger_reconcile_due_ = false;
 }
 
 std::string ExtenderService::FallbackNoteLocked() const {

@@ -31,13 +31,13 @@ class FakeGate : public SharedLedgerGate {
     if (!local_id.empty()) local.Release(local_id);
     if (Reach()) held.erase(owner);
   }
-  absl::Status Sync(Ledger&, const std::vector<OwnedAllocation>& own) override {
+  absl::Status Sync(Ledger&, const std::vector<OwnedAllocation>& own, bool reconcile) override {
     ++syncs;
     if (!reachable) {
       Reach();  // enters fallback
       return absl::UnavailableError("connection refused");
     }
-    if (fallback) {  // reconcile: the shared ledger now holds exactly the extender's list
+    if (fallback || reconcile) {  // reconcile: the shared ledger now holds exactly the extender's list
       held.clear();
       for (const OwnedAllocation& o : own) held.insert(o.owner);
       fallback = false;
@@ -182,6 +182,23 @@ TEST(ExtenderSharedLedgerTest, OnReturnTheWholeListIsReconciledOnce) {
   EXPECT_FALSE(f.gate.in_fallback());
   EXPECT_EQ(f.gate.held, f.OwnOwners());
   EXPECT_EQ(f.gate.held, (std::set<std::string>{"k8s/ml/uid-during", "k8s/ml/group:g#0", "k8s/ml/group:g#1"}));
+}
+
+TEST(ExtenderSharedLedgerTest, ARelistReconcilesTheWholeListOnTheNextBeat) {
+  Fixture f;
+  ASSERT_EQ(f.FilterAndBind("a", 2, 1'000), "");
+  f.gate.held.insert("k8s/ml/uid-gone");  // deleted while the watch was down: only the relist knows
+  PodInfo a;
+  a.namespace_ = "ml";
+  a.name = "a";
+  a.uid = "uid-a";
+  a.gpus = 2;
+  a.phase = "Running";
+  a.node_name = f.service->NodeOfPod("ml/a").value_or("");
+  f.service->ReplacePods({a}, 2'000);
+  f.service->SyncSharedLedger(2'000);
+  EXPECT_EQ(f.gate.held, f.OwnOwners());
+  EXPECT_EQ(f.gate.held, std::set<std::string>{"k8s/ml/uid-a"});
 }
 
 TEST(ExtenderSharedLedgerTest, SyncsAreRateLimitedToTheBeat) {

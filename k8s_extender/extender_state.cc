@@ -137,7 +137,9 @@ void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_
   }
   for (const std::string& key : gone) ReleaseRecord(key);
   for (const PodInfo& p : pods) ApplyPodLocked(p, now_ms);
-  if (synced_ && gate_ != nullptr) ledger_sync_due_ = true;  // a relist: reconcile on the next beat
+  // A relist (after 410 Gone, or a restart of the watch) may hold pods the watch never showed: the shared
+  // ledger learns the whole list on the next beat.
+  if (synced_ && gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
 }
 
 void ExtenderService::RefreshHealth(NodeId node) {

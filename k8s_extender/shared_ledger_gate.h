@@ -35,8 +35,9 @@ class SharedLedgerGate {
   virtual absl::Status ReserveAndCommit(Ledger& local, const std::string& owner, const Allocation& allocation) = 0;
   // Releases `local_id` from `local` and `owner` from the shared ledger (later, by Sync, if it is unreachable).
   virtual void Release(Ledger& local, const std::string& owner, const std::string& local_id) = 0;
-  // Mirrors the other owners' allocations; after a fallback, first reconciles `own` (the whole k8s/ list).
-  virtual absl::Status Sync(Ledger& local, const std::vector<OwnedAllocation>& own) = 0;
+  // Mirrors the other owners' allocations; after a fallback, or with `reconcile` (a relist rebuilt the
+  // extender's list), first reconciles `own` (the whole k8s/ list).
+  virtual absl::Status Sync(Ledger& local, const std::vector<OwnedAllocation>& own, bool reconcile) = 0;
   // True while the shared ledger is unreachable: decisions are made within the extender's guaranteed slice.
   virtual bool in_fallback() const = 0;
   // Why it is in fallback (empty when shared).

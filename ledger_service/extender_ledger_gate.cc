@@ -21,11 +21,11 @@ void ExtenderLedgerGate::Release(Ledger& local, const std::string& owner, const 
   link_->Release(local, owner, local_id);
 }
 
-absl::Status ExtenderLedgerGate::Sync(Ledger& local, const std::vector<k8s::OwnedAllocation>& own) {
+absl::Status ExtenderLedgerGate::Sync(Ledger& local, const std::vector<k8s::OwnedAllocation>& own, bool reconcile) {
   std::vector<OwnAllocation> list;
   list.reserve(own.size());
   for (const k8s::OwnedAllocation& o : own) list.push_back({o.owner, o.allocation});
-  return link_->Sync(local, list);
+  return link_->Sync(local, list, reconcile);
 }
 
 }  // namespace rackwise::ledger

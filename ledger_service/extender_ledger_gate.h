@@ -23,7 +23,7 @@ class ExtenderLedgerGate final : public k8s::SharedLedgerGate {
 
   absl::Status ReserveAndCommit(Ledger& local, const std::string& owner, const Allocation& allocation) override;
   void Release(Ledger& local, const std::string& owner, const std::string& local_id) override;
-  absl::Status Sync(Ledger& local, const std::vector<k8s::OwnedAllocation>& own) override;
+  absl::Status Sync(Ledger& local, const std::vector<k8s::OwnedAllocation>& own, bool reconcile) override;
   bool in_fallback() const override { return link_->mode() == LinkMode::kFallback; }
   std::string fallback_reason() const override { return link_->last_error(); }
   uint64_t fallbacks() const override { return link_->fallbacks(); }

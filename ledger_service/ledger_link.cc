@@ -139,8 +139,9 @@ void LedgerLink::Release(Ledger& local, const std::string& owner, const std::str
   if (!released.ok() && !IsAnswer(released.status())) EnterFallback(local, released.status());
 }
 
-absl::Status LedgerLink::Sync(Ledger& local, absl::Span<const OwnAllocation> own) {
-  if (mode_.load() == LinkMode::kFallback) {
+absl::Status LedgerLink::Sync(Ledger& local, absl::Span<const OwnAllocation> own, bool reconcile) {
+  const bool returning = mode_.load() == LinkMode::kFallback;
+  if (returning || reconcile) {
     std::vector<v1::Allocation> list;
     list.reserve(own.size());
     for (const OwnAllocation& o : own) {
@@ -152,7 +153,7 @@ absl::Status LedgerLink::Sync(Ledger& local, absl::Span<const OwnAllocation> own
       EnterFallback(local, reconciled.status());
       return absl::UnavailableError(last_error());
     }
-    if (log_)
+    if (log_ && returning)
       log_(absl::StrCat("power ledger back: reconciled ", own.size(), " allocations of ", owner_prefix_, " (",
                         reconciled->refused_size(), " refused)"));
   }
