@@ -23,22 +23,24 @@ std::string PodKeyOf(const PodInfo& p) { return p.Key(); }
 // where a reading counts gets a text of its own per rack, naming the measured watts.
 class FilterReasons {
  public:
-  FilterReasons() { by_reason_.fill(UINT32_MAX); }
+  // `note` is appended to every text (the shared ledger's fallback, when it is in force).
+  explicit FilterReasons(std::string note = "") : note_(std::move(note)) { by_reason_.fill(UINT32_MAX); }
   uint32_t For(const Ledger& ledger, NodeId node, NodeReason why, FilterResult* result) {
     if (why == NodeReason::kRackPower) {
       const RackId rack = ledger.topology().nodes()[node].rack;
       if (std::string note = MeasuredRackNote(ledger, rack); !note.empty()) {
         auto [it, added] = by_rack_.try_emplace(rack, 0);
-        if (added) it->second = result->AddReason(absl::StrCat("rackwise: ", NodeReasonText(why), ": ", note));
+        if (added) it->second = result->AddReason(absl::StrCat("rackwise: ", NodeReasonText(why), ": ", note, note_));
         return it->second;
       }
     }
     uint32_t& r = by_reason_[static_cast<size_t>(why)];
-    if (r == UINT32_MAX) r = result->AddReason(absl::StrCat("rackwise: ", NodeReasonText(why)));
+    if (r == UINT32_MAX) r = result->AddReason(absl::StrCat("rackwise: ", NodeReasonText(why), note_));
     return r;
   }
 
  private:
+  std::string note_;
   std::array<uint32_t, static_cast<size_t>(NodeReason::kCount)> by_reason_;
   absl::flat_hash_map<RackId, uint32_t> by_rack_;
 };
@@ -162,7 +164,7 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
 
-  FilterReasons reasons;  // reason texts are added the first time a node fails for that reason
+  FilterReasons reasons(FallbackNoteLocked());  // reason texts are added the first time a node fails for that reason
   AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
@@ -207,14 +209,25 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
     per_pod.waited_seconds = static_cast<double>(now_ms - GroupFirstTry(pod.group, now_ms)) / 1000.0;
     absl::StatusOr<PlacementOutcome> outcome =
         gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
+    if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kFailedPrecondition) {
+      // The shared power ledger refused a slot (another owner holds the room): the group waits, not an error.
+      const uint32_t why = result.AddReason(
+          absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message(), FallbackNoteLocked()));
+      for (uint32_t i = 0; i < n; ++i) {
+        if (ids[i] != kNoId) result.failed.push_back({i, why});
+      }
+      metrics_->CountDecision(Verb::kFilter, "group_refused");
+      return result;
+    }
     if (!outcome.ok()) {
       result.error = absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message());
       metrics_->CountDecision(Verb::kFilter, "error");
       return result;
     }
     if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-      const uint32_t why = result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ",
-                                                         pod.gpus, " GPUs) cannot be placed: ", refusal->Message()));
+      const uint32_t why =
+          result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ", pod.gpus,
+                                        " GPUs) cannot be placed: ", refusal->Message(), FallbackNoteLocked()));
       for (uint32_t i = 0; i < n; ++i) {
         if (ids[i] == kNoId) continue;
         (refusal->unresolvable ? result.unresolvable : result.failed).push_back({i, why});
@@ -290,9 +303,12 @@ std::string ExtenderService::BookLocked(const std::string& key, const PodInfo& p
   if (!outcome.ok()) return absl::StrCat("rackwise: ", outcome.status().message());
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome))
     return absl::StrCat("rackwise: pod ", key, " no longer fits on ", node_name, ": ", refusal->Message());
-  if (absl::Status s = ledger_.Commit(std::get<PlacementDecision>(*outcome).ToAllocation(request.id)); !s.ok())
-    return absl::StrCat("rackwise: ", s.message());
+  const std::string owner = PodOwner(key, record->uid);
+  const Allocation allocation = std::get<PlacementDecision>(*outcome).ToAllocation(request.id);
+  if (absl::Status s = CommitAloneLocked(owner, allocation); !s.ok())
+    return absl::StrCat("rackwise: ", s.message());  // the shared ledger's refusal names it
   record->allocation_id = request.id;
+  record->owner = owner;
   return "";
 }
 
@@ -303,7 +319,7 @@ void ExtenderService::UndoBooking(const std::string& key, const std::string& gro
   if (!group.empty()) {
     gangs_.Unassign(group, key);
   } else {
-    ledger_.Release(allocation_id);
+    ReleaseAloneLocked(it->second.owner, allocation_id);
   }
   uid_to_key_.erase(it->second.uid);
   pods_.erase(it);

@@ -29,6 +29,7 @@
 #include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/state.pb.h"
+#include "shared_ledger_gate.h"
 
 namespace rackwise::k8s {
 
@@ -51,6 +52,8 @@ struct ExtenderOptions {
   int64_t pending_ttl_ms = 900'000;
   // Candidate lists remembered by their bytes (see candidate_nodes.h); 0 turns the cache off.
   size_t candidate_cache_entries = 16;
+  // With a shared power ledger: how often the timer's beat syncs with it (mirror, or reconcile on return).
+  int64_t ledger_sync_ms = 1'000;
 };
 
 struct RackSnapshot {
@@ -96,6 +99,16 @@ class ExtenderService {
   // Releases the free slots of gang reservations past their deadline (ReservationTimer calls this; so does
   // Filter). Returns the slots released.
   int ExpireReservations(int64_t now_ms);
+
+  // --- the shared power ledger (extender_shared_ledger.cc) ---
+  // Books and releases the extender's own allocations through `gate` from now on (call before serving; it
+  // must outlive the service). Unset: the extender's ledger alone decides, as without a `ledger:` section.
+  void SetSharedLedger(SharedLedgerGate* gate);
+  // On the timer's beat: once synced with the API server, syncs with the shared ledger every ledger_sync_ms
+  // (re-mirrors the other owners; after a fallback, reconciles the whole k8s/ list first).
+  void SyncSharedLedger(int64_t now_ms);
+  // Every allocation of the extender's own as the shared ledger should hold it (pods alone, gang slots).
+  std::vector<OwnedAllocation> OwnAllocations() const;
 
   // --- the API server's view ---
   // Until synced, filter answers an error: the ledger is still being rebuilt from the API server.
@@ -159,6 +172,7 @@ class ExtenderService {
     NodeId node = kNoId;
     std::string group;          // empty: placed alone
     std::string allocation_id;  // alone: its ledger id
+    std::string owner;          // alone: its owner in the shared power ledger ("k8s/<namespace>/<uid>")
     bool confirmed = false;     // seen bound by the API server
     int64_t booked_ms = 0;
   };
@@ -173,6 +187,15 @@ class ExtenderService {
   std::string BookLocked(const std::string& key, const PodInfo& pod, NodeId node, int64_t now_ms, PodRecord* record);
   // Undoes a booking whose binding the API server refused (unless its watch already confirmed the pod).
   void UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id);
+  // A pod placed alone: booked through the shared ledger when there is one, else in the extender's ledger.
+  absl::Status CommitAloneLocked(const std::string& owner, const Allocation& allocation);
+  void ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id);
+  void SyncSharedLedgerLocked();
+  std::vector<OwnedAllocation> OwnAllocationsLocked() const;
+  // " (...)" saying that decisions are made within the guaranteed slice while the shared ledger is
+  // unreachable; empty otherwise. Appended to filter reasons.
+  std::string FallbackNoteLocked() const;
+  void RenderSharedLedgerMetrics(std::string* out) const;
   void Remember(const PodInfo& pod, int64_t now_ms);
   void ReleaseRecord(const std::string& key);
   void ApplyPodLocked(const PodInfo& pod, int64_t now_ms);
@@ -213,6 +236,10 @@ class ExtenderService {
   TelemetryTracker telemetry_;  // the last poll's outcome, for /metrics and for logging changes once
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
+  SharedLedgerGate* gate_ = nullptr;
+  int64_t last_ledger_sync_ms_ = 0;
+  bool ledger_sync_due_ = true;        // the first beat after the API server's list syncs at once
+  bool ledger_reconcile_due_ = false;  // a relist rebuilt the pods: the next sync reconciles the whole list
 };
 
 }  // namespace rackwise::k8s

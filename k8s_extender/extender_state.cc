@@ -20,6 +20,8 @@ int Severity(NodeHealth h) { return h == NodeHealth::kUp ? 0 : h == NodeHealth::
 void ExtenderService::SetSynced(bool synced) {
   std::lock_guard<std::mutex> lock(mu_);
   synced_ = synced;
+  // The API server's list is in: the shared ledger learns the whole k8s/ list now, not a beat later.
+  if (synced_ && gate_ != nullptr) SyncSharedLedgerLocked();
 }
 
 bool ExtenderService::synced() const {
@@ -40,7 +42,7 @@ void ExtenderService::ReleaseRecord(const std::string& key) {
   if (!it->second.group.empty()) {
     gangs_.ReleasePod(it->second.group, key);
   } else {
-    ledger_.Release(it->second.allocation_id);
+    ReleaseAloneLocked(it->second.owner, it->second.allocation_id);
   }
   uid_to_key_.erase(it->second.uid);
   pods_.erase(it);
@@ -106,6 +108,9 @@ void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
       return;
     }
     record.allocation_id = a.id;
+    // Running already: recorded here alone; the next reconcile with the shared ledger (the first after a
+    // restart, since the gate starts in fallback) records it there.
+    record.owner = PodOwner(key, pod.uid);
   }
   if (!record.uid.empty()) uid_to_key_[record.uid] = key;
   pods_[key] = std::move(record);
@@ -132,6 +137,9 @@ void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_
   }
   for (const std::string& key : gone) ReleaseRecord(key);
   for (const PodInfo& p : pods) ApplyPodLocked(p, now_ms);
+  // A relist (after 410 Gone, or a restart of the watch) may hold pods the watch never showed: the shared
+  // ledger learns the whole list on the next beat.
+  if (synced_ && gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
 }
 
 void ExtenderService::RefreshHealth(NodeId node) {
@@ -306,6 +314,7 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   absl::StrAppend(out, "# HELP rackwise_recovery_conflicts_total Running pods that could not be booked (GPUs held).\n",
                   "# TYPE rackwise_recovery_conflicts_total counter\n", "rackwise_recovery_conflicts_total ",
                   recovery_conflicts_, "\n");
+  RenderSharedLedgerMetrics(out);
 }
 
 absl::Status ExtenderService::CheckInvariants() const {

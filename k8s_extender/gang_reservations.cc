@@ -94,9 +94,11 @@ absl::StatusOr<PlacementOutcome> GangReservations::Ensure(const std::string& gro
       a.id = slot.allocation_id;
       a.nodes.push_back({node, chunk});
       a.per_gpu = decision.per_gpu;
-      if (absl::Status s = ledger_->Commit(a); !s.ok()) {
-        for (const GangSlot& undo : added) ledger_->Release(undo.allocation_id);
+      if (absl::Status s = BookSlot(a); !s.ok()) {
+        for (const GangSlot& undo : added) ReleaseSlot(undo.allocation_id);
         DropIfEmpty(group);
+        // The shared ledger's refusal is an answer (another owner took the room): the group waits.
+        if (s.code() == absl::StatusCode::kFailedPrecondition && gate_ != nullptr) return s;
         return absl::InternalError(
             absl::StrCat("group ", group, ": the ledger refused the core's plan: ", s.message()));
       }
@@ -174,7 +176,7 @@ bool GangReservations::ReleasePod(const std::string& group, const std::string& p
   auto& slots = it->second.slots;
   auto s = std::find_if(slots.begin(), slots.end(), [&](const GangSlot& x) { return x.pod == pod; });
   if (s == slots.end()) return false;
-  ledger_->Release(s->allocation_id);
+  ReleaseSlot(s->allocation_id);
   slots.erase(s);
   DropIfEmpty(group);
   return true;
@@ -188,7 +190,7 @@ int GangReservations::Expire(int64_t now_ms) {
       auto& slots = r.slots;
       for (auto s = slots.begin(); s != slots.end();) {
         if (s->pod.empty()) {
-          ledger_->Release(s->allocation_id);
+          ReleaseSlot(s->allocation_id);
           s = slots.erase(s);
           ++released;
         } else {
@@ -207,7 +209,7 @@ int GangReservations::Expire(int64_t now_ms) {
 
 void GangReservations::Clear() {
   for (auto& [g, r] : groups_) {
-    for (const GangSlot& s : r.slots) ledger_->Release(s.allocation_id);
+    for (const GangSlot& s : r.slots) ReleaseSlot(s.allocation_id);
   }
   groups_.clear();
 }
@@ -221,6 +223,19 @@ int GangReservations::total_free_slots() const {
   int n = 0;
   for (const auto& [g, r] : groups_) n += r.free_slots();
   return n;
+}
+
+absl::Status GangReservations::BookSlot(const Allocation& slot) {
+  if (gate_ == nullptr) return ledger_->Commit(slot);
+  return gate_->ReserveAndCommit(*ledger_, GangSlotOwner(slot.id), slot);
+}
+
+void GangReservations::ReleaseSlot(const std::string& allocation_id) {
+  if (gate_ == nullptr) {
+    ledger_->Release(allocation_id);
+  } else {
+    gate_->Release(*ledger_, GangSlotOwner(allocation_id), allocation_id);
+  }
 }
 
 void GangReservations::DropIfEmpty(const std::string& group) {

@@ -17,6 +17,7 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
+#include "shared_ledger_gate.h"
 
 namespace rackwise::k8s {
 
@@ -44,11 +45,14 @@ struct GangReservation {
 class GangReservations {
  public:
   explicit GangReservations(Ledger* ledger) : ledger_(ledger) {}
+  // Books and releases slots through the shared power ledger from now on (null: the extender's ledger alone).
+  // A slot planned at filter time is reserved there before it counts here, else a gang would run unreserved.
+  void SetGate(SharedLedgerGate* gate) { gate_ = gate; }
 
   // Makes sure the group has a slot for every pod not yet bound: plans the missing ones with the core as one
   // job of missing x per_pod.gpus GPUs in whole pods per node (share_gpus) and commits them. A refusal passes
   // through unchanged and books nothing. `per_pod` carries the locality, watts and allowed nodes; its gpus is the
-  // per-pod count.
+  // per-pod count. A refusal by the shared ledger is FailedPrecondition (naming it) and books nothing.
   absl::StatusOr<PlacementOutcome> Ensure(const std::string& group, int size, const PlacementRequest& per_pod,
                                           int64_t now_ms, int64_t ttl_ms);
 
@@ -75,8 +79,12 @@ class GangReservations {
 
  private:
   void DropIfEmpty(const std::string& group);
+  // Commits a slot planned now (kEnforce), through the gate when there is one.
+  absl::Status BookSlot(const Allocation& slot);
+  void ReleaseSlot(const std::string& allocation_id);
 
   Ledger* ledger_;
+  SharedLedgerGate* gate_ = nullptr;
   std::map<std::string, GangReservation> groups_;
 };
 

@@ -26,6 +26,9 @@
 #ifdef RACKWISE_HAVE_GRPC
 #include "grpc_service.h"
 #endif
+#ifdef RACKWISE_HAVE_LEDGER
+#include "extender_ledger_gate.h"
+#endif
 
 namespace rackwise::k8s {
 namespace {
@@ -242,6 +245,29 @@ void StopAll(telemetry::TelemetryPoller* poller, KubeSync* sync, Servers& server
   timer.Stop();
 }
 
+// With a `ledger:` section, the extender books through the shared power ledger (issue 17); null otherwise.
+// False: the section is there but unusable (bad shares, unreadable TLS files, built without the ledger).
+bool ConnectSharedLedger(const v1::ClusterDescription& description, ExtenderService* service,
+                         std::unique_ptr<SharedLedgerGate>* gate) {
+  if (!description.has_ledger()) return true;
+#ifdef RACKWISE_HAVE_LEDGER
+  absl::StatusOr<std::unique_ptr<ledger::ExtenderLedgerGate>> made =
+      ledger::ExtenderLedgerGate::Create(service->topology(), description, Log);
+  if (!made.ok()) {
+    Log(absl::StrCat("ledger: ", made.status().message()));
+    return false;
+  }
+  *gate = *std::move(made);
+  service->SetSharedLedger(gate->get());
+  Log(absl::StrCat("shared power ledger at ", description.ledger().url(),
+                   ": bookings go through it; until it answers, within Kubernetes' guaranteed slice"));
+  return true;
+#else
+  Log("ledger: this rackwise-extender was built without the shared ledger client (no gRPC)");
+  return false;
+#endif
+}
+
 int RunExtender(int argc, char** argv) {
   CLI::App app{"rackwise-extender: kube-scheduler extender and gRPC placement service"};
   ExtenderFlags flags;
@@ -266,6 +292,8 @@ int RunExtender(int argc, char** argv) {
   options.candidate_cache_entries = flags.candidate_cache;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
   if (!RestoreOperatorState(flags, description, &service)) return 1;
+  std::unique_ptr<SharedLedgerGate> gate;  // outlives every thread that uses the service (they stop first)
+  if (!ConnectSharedLedger(description, &service, &gate)) return 1;
   // Without an API server there is nothing to catch up on: the ledger is complete as restored.
   if (!client) service.SetSynced(true);
   ReservationTimer reservation_timer(&service, SteadyNowMs);

@@ -33,6 +33,7 @@ void ReservationTimer::Run() {
     if (stop_) break;
     lock.unlock();
     service_->ExpireReservations(now_ms_());
+    service_->SyncSharedLedger(now_ms_());  // rate-limited inside; nothing without a shared ledger
     lock.lock();
   }
 }

@@ -83,11 +83,14 @@ void LedgerLink::DropMirror(Ledger& local) {
 
 void LedgerLink::EnterFallback(Ledger& local, const absl::Status& why) {
   const bool entering = mode_.exchange(LinkMode::kFallback) == LinkMode::kShared;
+  // A face whose ledger was never reached starts in fallback without a change of mode: its operator is told
+  // once all the same (the count is of changes only).
+  const bool never_reached = !caps_set_;
   SetError(std::string(why.message()));
   DropMirror(local);
   SetCaps(local, empty_slices_.FallbackCaps(share_));
-  if (!entering) return;
-  fallbacks_.fetch_add(1);
+  if (!entering && !never_reached) return;
+  if (entering) fallbacks_.fetch_add(1);
   if (log_)
     log_(absl::StrCat("power ledger unreachable (", why.message(), "): fallback to ", owner_prefix_,
                       "'s guaranteed slice of every budget until it answers"));
@@ -139,8 +142,9 @@ void LedgerLink::Release(Ledger& local, const std::string& owner, const std::str
   if (!released.ok() && !IsAnswer(released.status())) EnterFallback(local, released.status());
 }
 
-absl::Status LedgerLink::Sync(Ledger& local, absl::Span<const OwnAllocation> own) {
-  if (mode_.load() == LinkMode::kFallback) {
+absl::Status LedgerLink::Sync(Ledger& local, absl::Span<const OwnAllocation> own, bool reconcile) {
+  const bool returning = mode_.load() == LinkMode::kFallback;
+  if (returning || reconcile) {
     std::vector<v1::Allocation> list;
     list.reserve(own.size());
     for (const OwnAllocation& o : own) {
@@ -152,7 +156,7 @@ absl::Status LedgerLink::Sync(Ledger& local, absl::Span<const OwnAllocation> own
       EnterFallback(local, reconciled.status());
       return absl::UnavailableError(last_error());
     }
-    if (log_)
+    if (log_ && returning)
       log_(absl::StrCat("power ledger back: reconciled ", own.size(), " allocations of ", owner_prefix_, " (",
                         reconciled->refused_size(), " refused)"));
   }

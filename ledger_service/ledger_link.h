@@ -71,7 +71,8 @@ class LedgerLink {
   void Release(Ledger& local, const std::string& owner, const std::string& local_id);
   // Shared: re-mirrors the other owners. Fallback: tries the ledger; when it answers, reconciles `own` (the
   // face's whole list under its prefix), re-mirrors and turns shared. Returns the mode's reason when in fallback.
-  absl::Status Sync(Ledger& local, absl::Span<const OwnAllocation> own);
+  // `reconcile`: reconciles `own` in shared mode too (the face rebuilt its list, e.g. a relist of its pods).
+  absl::Status Sync(Ledger& local, absl::Span<const OwnAllocation> own, bool reconcile = false);
 
   LinkMode mode() const { return mode_.load(); }
   // Why the link is in fallback (the last failed call), empty in shared mode.

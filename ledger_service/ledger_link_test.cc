@@ -98,6 +98,16 @@ TEST_F(LedgerLinkTest, WhatTheFacesLedgerRefusesIsGivenBackToTheLedger) {
   EXPECT_EQ(link_->mode(), LinkMode::kShared);
 }
 
+TEST_F(LedgerLinkTest, ALedgerNeverReachedIsToldOnceWithoutCountingAFallback) {
+  server_->Stop();
+  EXPECT_FALSE(link_->Sync(*local_, {}).ok());
+  EXPECT_FALSE(link_->Sync(*local_, {}).ok());
+  EXPECT_EQ(link_->fallbacks(), 0u) << "never shared: no change of mode";
+  const size_t at = logs_.find("fallback to k8s/'s guaranteed slice");
+  EXPECT_NE(at, std::string::npos) << logs_;
+  EXPECT_EQ(logs_.find("fallback to k8s/'s guaranteed slice", at + 1), std::string::npos) << "told once: " << logs_;
+}
+
 TEST_F(LedgerLinkTest, AnUnreachableLedgerMeansTheSliceAloneAndItsReturnAReconcile) {
   ASSERT_TRUE(server_->ledger().Reserve(MakeAllocation("slurm/c1/1", "n5", {0, 1, 2, 3})).ok());
   ASSERT_TRUE(link_->Sync(*local_, {}).ok());

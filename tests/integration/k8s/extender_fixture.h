@@ -64,6 +64,47 @@ inline std::string FilterBody(const Json& pod, const std::vector<std::string>& n
   return args.dump();
 }
 
+// POSTs and parses the JSON answer; fails the test on a non-200 unless expected.
+inline Json PostJson(httplib::Client& client, const std::string& path, const std::string& body,
+                     int expect_status = 200) {
+  auto res = client.Post(path, body, "application/json");
+  EXPECT_TRUE(res) << "no answer from " << path;
+  if (!res) return Json();
+  EXPECT_EQ(res->status, expect_status) << res->body;
+  Json j = Json::parse(res->body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << res->body;
+  return j;
+}
+
+// kube-scheduler's cycle for one pod: filter, prioritize the feasible nodes, pick the best, bind.
+// Returns the chosen node or "" (unschedulable now). `bind_error`, when given, gets the bind's Error.
+inline std::string ScheduleOver(httplib::Client& client, const Json& pod, const std::vector<std::string>& candidates,
+                                std::string* bind_error = nullptr) {
+  Json f = PostJson(client, "/filter", FilterBody(pod, candidates));
+  if (!f["Error"].get<std::string>().empty() || f["NodeNames"].is_null() || f["NodeNames"].empty()) return "";
+  std::vector<std::string> feasible = f["NodeNames"].get<std::vector<std::string>>();
+  std::string best = feasible[0];
+  if (feasible.size() > 1) {
+    Json p = PostJson(client, "/prioritize", FilterBody(pod, feasible));
+    int64_t top = -1;
+    for (const Json& hp : p) {
+      if (hp["Score"].get<int64_t>() > top) {
+        top = hp["Score"].get<int64_t>();
+        best = hp["Host"].get<std::string>();
+      }
+    }
+  }
+  Json b = PostJson(client, "/bind",
+                    Json({{"PodName", pod["metadata"]["name"]},
+                          {"PodNamespace", pod["metadata"]["namespace"]},
+                          {"PodUID", pod["metadata"]["uid"]},
+                          {"Node", best}})
+                        .dump());
+  if (bind_error != nullptr) *bind_error = b["Error"].get<std::string>();
+  if (!b["Error"].get<std::string>().empty()) return "";
+  return best;
+}
+
 class ExtenderHttpFixture : public ::testing::Test {
  protected:
   void StartExtender(bool synced = true, PodBinder* binder = nullptr, HttpServerOptions http = {},
@@ -95,41 +136,11 @@ class ExtenderHttpFixture : public ::testing::Test {
     return names;
   }
 
-  // POSTs and parses the JSON answer; fails the test on a non-200 unless expected.
   Json Post(const std::string& path, const std::string& body, int expect_status = 200) {
-    auto res = client_->Post(path, body, "application/json");
-    EXPECT_TRUE(res) << "no answer from " << path;
-    if (!res) return Json();
-    EXPECT_EQ(res->status, expect_status) << res->body;
-    Json j = Json::parse(res->body, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << res->body;
-    return j;
+    return PostJson(*client_, path, body, expect_status);
   }
-
-  // kube-scheduler's cycle for one pod: filter, prioritize the feasible nodes, pick the best, bind.
-  // Returns the chosen node or "" (unschedulable now).
   std::string Schedule(const Json& pod, const std::vector<std::string>& candidates) {
-    Json f = Post("/filter", FilterBody(pod, candidates));
-    if (!f["Error"].get<std::string>().empty() || f["NodeNames"].is_null() || f["NodeNames"].empty()) return "";
-    std::vector<std::string> feasible = f["NodeNames"].get<std::vector<std::string>>();
-    std::string best = feasible[0];
-    if (feasible.size() > 1) {
-      Json p = Post("/prioritize", FilterBody(pod, feasible));
-      int64_t top = -1;
-      for (const Json& hp : p) {
-        if (hp["Score"].get<int64_t>() > top) {
-          top = hp["Score"].get<int64_t>();
-          best = hp["Host"].get<std::string>();
-        }
-      }
-    }
-    Json b = Post("/bind", Json({{"PodName", pod["metadata"]["name"]},
-                                 {"PodNamespace", pod["metadata"]["namespace"]},
-                                 {"PodUID", pod["metadata"]["uid"]},
-                                 {"Node", best}})
-                               .dump());
-    if (!b["Error"].get<std::string>().empty()) return "";
-    return best;
+    return ScheduleOver(*client_, pod, candidates);
   }
 
   ExtenderMetrics metrics_;

@@ -1,0 +1,83 @@
+// The extender service as a client of the shared power ledger (issue 17): its own allocations booked and
+// released through the gate, the list it reconciles, the fallback's note and gauges. See extender_service.h
+// and shared_ledger_gate.h.
+#include "absl/strings/str_cat.h"
+#include "extender_service.h"
+#include "prometheus_text.h"
+
+namespace rackwise::k8s {
+
+void ExtenderService::SetSharedLedger(SharedLedgerGate* gate) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gate_ = gate;
+  gangs_.SetGate(gate);
+}
+
+absl::Status ExtenderService::CommitAloneLocked(const std::string& owner, const Allocation& allocation) {
+  if (gate_ == nullptr) return ledger_.Commit(allocation);
+  return gate_->ReserveAndCommit(ledger_, owner, allocation);
+}
+
+void ExtenderService::ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id) {
+  if (gate_ == nullptr) {
+    ledger_.Release(allocation_id);
+  } else {
+    gate_->Release(ledger_, owner, allocation_id);
+  }
+}
+
+std::vector<OwnedAllocation> ExtenderService::OwnAllocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return OwnAllocationsLocked();
+}
+
+std::vector<OwnedAllocation> ExtenderService::OwnAllocationsLocked() const {
+  std::vector<OwnedAllocation> own;
+  for (const auto& [key, record] : pods_) {
+    if (!record.group.empty()) continue;  // its slot is listed with its group below
+    if (const Allocation* a = ledger_.Find(record.allocation_id)) own.push_back({record.owner, *a});
+  }
+  for (const auto& [group, reservation] : gangs_.all()) {
+    for (const GangSlot& slot : reservation.slots) {
+      if (const Allocation* a = ledger_.Find(slot.allocation_id))
+        own.push_back({GangSlotOwner(slot.allocation_id), *a});
+    }
+  }
+  return own;
+}
+
+void ExtenderService::SyncSharedLedger(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Before the API server's list the extender's own list is incomplete: a reconcile would release what runs.
+  if (gate_ == nullptr || !synced_) return;
+  if (!ledger_sync_due_ && now_ms - last_ledger_sync_ms_ < options_.ledger_sync_ms) return;
+  last_ledger_sync_ms_ = now_ms;
+  SyncSharedLedgerLocked();
+}
+
+void ExtenderService::SyncSharedLedgerLocked() {
+  ledger_sync_due_ = false;
+  // The gate logs the mode's changes and keeps the reason for filter; nothing else to do with the status (a
+  // failed sync leaves the gate in fallback, whose return reconciles anyway).
+  (void)gate_->Sync(ledger_, OwnAllocationsLocked(), ledger_reconcile_due_);
+  ledger_reconcile_due_ = false;
+}
+
+std::string ExtenderService::FallbackNoteLocked() const {
+  if (gate_ == nullptr || !gate_->in_fallback()) return "";
+  return absl::StrCat(" (shared power ledger unreachable: deciding within Kubernetes' guaranteed slice; ",
+                      gate_->fallback_reason(), ")");
+}
+
+void ExtenderService::RenderSharedLedgerMetrics(std::string* out) const {
+  if (gate_ == nullptr) return;  // no `ledger:` section: the metrics are as before
+  Gauge(out, "rackwise_ledger_fallback",
+        "1 while the shared power ledger is unreachable (decisions within the guaranteed slice), else 0.");
+  absl::StrAppend(out, "rackwise_ledger_fallback ", gate_->in_fallback() ? 1 : 0, "\n");
+  absl::StrAppend(out,
+                  "# HELP rackwise_ledger_fallbacks_total Times the shared power ledger became unreachable.\n"
+                  "# TYPE rackwise_ledger_fallbacks_total counter\n",
+                  "rackwise_ledger_fallbacks_total ", gate_->fallbacks(), "\n");
+}
+
+}  // namespace rackwise::k8s
