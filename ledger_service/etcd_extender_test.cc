@@ -25,10 +25,10 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::MakeAllocation;
+using testing::SharedRacks;
 using testing::WaitFor;
 using testing::WholeNode;
 
-std::string SharedRacks() { return absl::StrCat(RACKWISE_LEDGER_TESTDATA, "/two_racks_shared.yaml"); }
 // The racks' power is shared, their nodes are not: n1 and n8 are Slurm's, the others Kubernetes's (a face cut
 // off cannot know which GPUs the other holds, only that its own draw stays within its slice).
 const std::vector<std::string> kRack1 = {"n2", "n3", "n4"}, kRack2 = {"n5", "n6", "n7"};

@@ -20,10 +20,9 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::MakeAllocation;
+using testing::SharedRacks;
 using testing::WaitFor;
 using testing::WholeNode;
-
-std::string SharedRacks() { return absl::StrCat(RACKWISE_LEDGER_TESTDATA, "/two_racks_shared.yaml"); }
 
 class EtcdFacesTest : public testing::LedgerEtcdTest {};
 

@@ -43,8 +43,7 @@ class BlackHole {
 
 TEST(ExtenderLedgerGateTest, ALedgerThatNeverAnswersHoldsNoVerbPastItsDeadlines) {
   BlackHole hole;
-  v1::ClusterDescription description =
-      testing::LoadDescription(std::string(RACKWISE_LEDGER_TESTDATA) + "/two_racks_shared.yaml");
+  v1::ClusterDescription description = testing::LoadDescription(testing::SharedRacks());
   description.mutable_ledger()->set_url(absl::StrCat("127.0.0.1:", hole.port()));
   const auto deadline = std::chrono::milliseconds(description.ledger().deadline_ms());
   absl::StatusOr<Topology> topology = Topology::Build(description);

@@ -59,6 +59,9 @@ class InProcessLedger {
   std::string address_;
 };
 
+// Two racks whose power Slurm and Kubernetes share (testdata/two_racks_shared.yaml, with ledger shares).
+inline std::string SharedRacks() { return std::string(RACKWISE_LEDGER_TESTDATA) + "/two_racks_shared.yaml"; }
+
 // A description read from `path`, or a failed expectation.
 inline v1::ClusterDescription LoadDescription(const std::string& path) {
   absl::StatusOr<v1::ClusterDescription> d = LoadClusterDescription(path, nullptr);

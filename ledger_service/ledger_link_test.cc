@@ -24,7 +24,7 @@ using testing::WholeNode;
 class LedgerLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    description_ = testing::LoadDescription(std::string(RACKWISE_LEDGER_TESTDATA) + "/two_racks_shared.yaml");
+    description_ = testing::LoadDescription(testing::SharedRacks());
     server_ = std::make_unique<testing::InProcessLedger>(description_);
     description_.mutable_ledger()->set_url(server_->address());
     absl::StatusOr<Topology> t = Topology::Build(description_);

@@ -120,15 +120,14 @@ absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId
 }
 
 Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
+  const PowerGroupIndex& g = FreshGroup(group);
   const int index = GroupIndex(group);
-  if (group_stale_[index]) RefreshPowerGroup(index);
   GroupNodes out;
   const size_t width = topology_->node_types()[type].gpus + 1;
   if (static_cast<size_t>(std::max(least, 0)) >= width) return out;
   // From the dense arrays: every group is asked, and most have no node that fits or no rack short of the room.
   out.all = group_at_least_[AtLeastIndex(index, type) + std::max(least, 0)];
   if (out.all == 0 || group_least_room_[index] >= room) return out;
-  const PowerGroupIndex& g = groups_[index];
   const std::vector<int>* sums = GroupSums(g, type);
   if (sums == nullptr) return out;  // cannot be: a type with nodes in the group has its sums
   const int* below = &(*sums)[RacksBelowRoom(g, room) * width];

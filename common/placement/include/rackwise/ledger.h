@@ -206,7 +206,8 @@ class Ledger {
 
  private:
   static Milliwatts BoundedCap(Milliwatts cap);
-  void Changed();  // a new generation
+  void Changed();            // a new generation
+  uint64_t generation_ = 0;  // see generation()
   void Apply(const Allocation& allocation, int sign);
   void Reindex(NodeId node);
   // Removes (sign -1) or adds (+1) the node's current health and free count to its rack's tally.
@@ -290,7 +291,6 @@ class Ledger {
   };
   // One per power domain, then one for the racks under none. Brought up to date when first asked after a change
   // (group_stale_), so a const query may write here: the ledger is not thread-safe (see the top).
-  uint64_t generation_ = 0;
   mutable std::vector<PowerGroupIndex> groups_;
   mutable std::vector<char> group_stale_;
   mutable std::vector<int> group_max_rack_free_;  // per group: the most free GPUs (up nodes) in one of its racks
