@@ -13,10 +13,6 @@
 
 namespace rackwise {
 
-int Ledger::GroupIndex(PowerDomainId group) const {
-  return group == kNoId ? static_cast<int>(topology_->power_domains().size()) : group;
-}
-
 int Ledger::GroupOf(RackId rack) const { return GroupIndex(topology_->racks()[rack].power_domain); }
 
 const std::vector<RackId>& Ledger::GroupRacks(PowerDomainId group) const {
@@ -43,14 +39,12 @@ void Ledger::LayOutPowerGroups() {
     g.cumulative.resize(g.types.size());
     for (size_t slot = 0; slot < g.types.size(); ++slot)
       g.cumulative[slot].assign((g.by_room.size() + 1) * (t.node_types()[g.types[slot]].gpus + 1), 0);
+    g.at_least = g.cumulative;
+    g.rooms.assign(g.by_room.size(), 0);
   }
 }
 
-const Ledger::PowerGroupIndex& Ledger::FreshGroup(PowerDomainId group) const {
-  const int index = GroupIndex(group);
-  if (group_stale_[index]) RefreshPowerGroup(index);
-  return groups_[index];
-}
+const Ledger::PowerGroupIndex& Ledger::FreshGroup(PowerDomainId group) const { return groups_[FreshGroupIndex(group)]; }
 
 const std::vector<int>* Ledger::GroupSums(const PowerGroupIndex& g, NodeTypeId type) const {
   const auto slot = std::find(g.types.begin(), g.types.end(), type);
@@ -71,6 +65,7 @@ void Ledger::RefreshPowerGroup(int group) const {
   for (size_t slot = 0; slot < g.types.size(); ++slot) {
     const size_t width = topology_->node_types()[g.types[slot]].gpus + 1;
     std::vector<int>& sums = g.cumulative[slot];  // row 0 stays all zeros
+    std::vector<int>& at_least = g.at_least[slot];
     for (size_t i = 0; i < g.by_room.size(); ++i) {
       const int* previous = &sums[i * width];
       int* row = &sums[(i + 1) * width];
@@ -79,8 +74,11 @@ void Ledger::RefreshPowerGroup(int group) const {
         if (tally.type != g.types[slot]) continue;
         for (size_t f = 0; f < width; ++f) row[f] += tally.up_by_free[f];
       }
+      int running = 0;
+      for (size_t f = width; f-- > 0;) at_least[(i + 1) * width + f] = running += row[f];
     }
   }
+  for (size_t i = 0; i < g.by_room.size(); ++i) g.rooms[i] = rack_room_kept_[g.by_room[i]];
   int most_free = 0;
   for (RackId r : g.by_room) most_free = std::max(most_free, RackFree(r));
   group_max_rack_free_[group] = most_free;
@@ -103,12 +101,11 @@ void Ledger::RackGroupChanged(RackId rack) {
   KeepRoomExtremes(rack);
 }
 
-size_t Ledger::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) const {
+size_t Ledger::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) {
   // Every rack below the room, or none, without the search: the usual answers on uncapped or full clusters.
-  if (g.by_room.empty() || rack_room_kept_[g.by_room.front()] >= room) return 0;
-  if (rack_room_kept_[g.by_room.back()] < room) return g.by_room.size();
-  return std::partition_point(g.by_room.begin(), g.by_room.end(), [&](RackId r) { return rack_room_kept_[r] < room; }) -
-         g.by_room.begin();
+  if (g.rooms.empty() || g.rooms.front() >= room) return 0;
+  if (g.rooms.back() < room) return g.rooms.size();
+  return std::partition_point(g.rooms.begin(), g.rooms.end(), [&](Milliwatts r) { return r < room; }) - g.rooms.begin();
 }
 
 absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId type, Milliwatts room) const {
@@ -128,22 +125,38 @@ Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId ty
   // From the dense arrays: every group is asked, and most have no node that fits or no rack short of the room.
   out.all = group_at_least_[AtLeastIndex(index, type) + std::max(least, 0)];
   if (out.all == 0 || group_least_room_[index] >= room) return out;
-  const std::vector<int>* sums = GroupSums(g, type);
-  if (sums == nullptr) return out;  // cannot be: a type with nodes in the group has its sums
-  const int* below = &(*sums)[RacksBelowRoom(g, room) * width];
-  for (size_t f = std::max(least, 0); f < width; ++f) out.below_room += below[f];
+  const auto slot = std::find(g.types.begin(), g.types.end(), type);
+  if (slot == g.types.end()) return out;  // cannot be: a type with nodes in the group has its sums
+  out.below_room = BelowRoomAtLeast(g, slot - g.types.begin(), width, std::max(least, 0), room);
   return out;
 }
 
-Milliwatts Ledger::GroupLeastRackRoom(PowerDomainId group) const {
-  FreshGroup(group);
-  return group_least_room_[GroupIndex(group)];
+int Ledger::BelowRoomAtLeast(const PowerGroupIndex& group, size_t slot, size_t width, int least, Milliwatts room) {
+  return group.at_least[slot][RacksBelowRoom(group, room) * width + least];
 }
 
-int Ledger::GroupMaxRackFree(PowerDomainId group) const {
-  // Kept in a dense array: a refusal asks it of every group, most of which it then skips.
-  FreshGroup(group);
-  return group_max_rack_free_[GroupIndex(group)];
+Ledger::PowerShortNodes Ledger::CountPowerShortNodes(NodeTypeId type, int least, Milliwatts need,
+                                                     absl::Span<const Milliwatts> chain_rooms) const {
+  PowerShortNodes out;
+  const size_t width = topology_->node_types()[type].gpus + 1;
+  least = std::max(least, 0);
+  if (static_cast<size_t>(least) >= width) return out;
+  const int last = static_cast<int>(groups_.size()) - 1;  // the racks under no power domain
+  for (int group = 0; group <= last; ++group) {
+    if (group_stale_[group]) RefreshPowerGroup(group);
+    const int all = group_at_least_[AtLeastIndex(group, type) + least];
+    if (all == 0) continue;
+    int below = 0;
+    if (group_least_room_[group] < need) {
+      const PowerGroupIndex& g = groups_[group];
+      const size_t slot = std::find(g.types.begin(), g.types.end(), type) - g.types.begin();
+      below = BelowRoomAtLeast(g, slot, width, least, need);
+    }
+    const Milliwatts above = group == last ? std::numeric_limits<Milliwatts>::max() : chain_rooms[group];
+    out.rack_short += below;
+    (above < need ? out.chain_short : out.powered) += all - below;
+  }
+  return out;
 }
 
 absl::Status Ledger::CheckPowerGroups() const {

@@ -23,6 +23,7 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     int count;   // free GPUs
     int usable;  // what the node can give: k, or its free GPUs in whole shares
     bool rail_ok;
+    int order;  // member order, for ties
   };
   // A domain has tens of nodes (18 in an NVL72 rack): no heap allocation on this path.
   absl::InlinedVector<Option, 32> options;
@@ -30,7 +31,8 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
     const int usable = ctx.NodeCapacity(n);
     if (usable <= 0) continue;
     const GpuMask free = ledger.free_gpus(n);
-    options.push_back({n, free, ledger.free_gpu_count(n), usable, rail_set != 0 && (rail_set & ~free) == 0});
+    options.push_back({n, free, ledger.free_gpu_count(n), usable, rail_set != 0 && (rail_set & ~free) == 0,
+                       static_cast<int>(options.size())});
   }
   int remaining = gpus;
   if (ctx.k() > 0) {
@@ -52,8 +54,11 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
   // whole shares (`remaining` is a multiple of the share). Sorted by what they give, the nodes taken before the
   // last are a prefix, and the nodes that could hold the rest are a prefix of what is left: O(n log n).
   if (remaining <= 0) return true;
-  std::stable_sort(options.begin(), options.end(),
-                   [](const Option& a, const Option& b) { return a.usable > b.usable; });
+  // A stable sort by what they give, spelt as a plain sort with member order as the tie-break: std::stable_sort
+  // asks the heap for a buffer on every call.
+  std::sort(options.begin(), options.end(), [](const Option& a, const Option& b) {
+    return a.usable != b.usable ? a.usable > b.usable : a.order < b.order;
+  });
   for (size_t next = 0; next < options.size(); ++next) {
     const Option& largest = options[next];
     if (largest.usable < remaining) {
@@ -62,7 +67,7 @@ bool PickNodes(const PlacementContext& ctx, DomainId domain, int gpus, GpuMask r
       continue;
     }
     // What a node gives is a function of its free GPUs, so nodes with as many free GPUs give as much and keep their
-    // member order (the sort is stable): the first with the fewest is the first in member order.
+    // member order (the sort's tie-break): the first with the fewest is the first in member order.
     size_t fit = next;
     for (size_t i = next + 1; i < options.size() && options[i].usable >= remaining; ++i)
       if (options[i].count < options[fit].count) fit = i;

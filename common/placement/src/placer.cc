@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "absl/container/inlined_vector.h"
+
 #include "capacity_now.h"
 #include "domain_planner.h"
 #include "node_picker.h"
@@ -28,10 +30,17 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan, 
   d.domains = static_cast<int>(plan.takes.size());
   // The minimum counts described caps; a cap raised at run time can let a job do better than that.
   d.min_domains = d.domains == 1 ? 1 : std::min(fewest, d.domains);
+  // Sized up front (a domain gives at most its nodes, each at least one GPU): a 144-GPU decision otherwise grows
+  // these vectors a dozen times.
+  size_t most_nodes = 0;
+  for (const internal::DomainTake& take : plan.takes)
+    most_nodes += std::min<size_t>(take.gpus, t.domains()[take.domain].nodes.size());
+  d.nodes.reserve(most_nodes);
   for (const internal::DomainTake& take : plan.takes)
     internal::PickNodes(ctx, take.domain, take.gpus, plan.rail_set, &d.nodes);
   if (ctx.k() == 0) internal::ShareRails(ctx.ledger(), &d.nodes);
   std::sort(d.nodes.begin(), d.nodes.end(), [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
+  d.racks.reserve(plan.takes.size());  // a domain usually lies in one rack
   for (const NodeGpus& ng : d.nodes) {
     const RackId r = t.nodes()[ng.node].rack;
     const Milliwatts added = std::popcount(ng.gpus) * ctx.per_gpu();
@@ -44,7 +53,7 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan, 
     if (ng.gpus != d.nodes.front().gpus) d.rail_aligned = false;
   }
   std::sort(d.racks.begin(), d.racks.end(), [](const RackPower& a, const RackPower& b) { return a.rack < b.rack; });
-  std::vector<ScalableUnitId> sus;
+  absl::InlinedVector<ScalableUnitId, 16> sus;
   for (const RackPower& rp : d.racks) sus.push_back(t.racks()[rp.rack].scalable_unit);
   std::sort(sus.begin(), sus.end());
   d.scalable_units = static_cast<int>(std::unique(sus.begin(), sus.end()) - sus.begin());

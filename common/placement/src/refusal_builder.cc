@@ -139,14 +139,11 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     }
     return out;
   }
-  for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
-    const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
-    const Milliwatts above = id == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_rooms->get()[id];
-    for (const auto& [type, need] : needs) {
-      const Ledger::GroupNodes fitting = ledger.GroupNodesWithFree(id, type, least, need);
-      count(NodeReason::kRackPower, fitting.below_room);
-      count(above < need ? NodeReason::kPowerDomainPower : usable, fitting.all - fitting.below_room);
-    }
+  for (const auto& [type, need] : needs) {
+    const Ledger::PowerShortNodes nodes = ledger.CountPowerShortNodes(type, least, need, chain_rooms->get());
+    count(NodeReason::kRackPower, nodes.rack_short);
+    count(NodeReason::kPowerDomainPower, nodes.chain_short);
+    count(usable, nodes.powered);
   }
   return out;
 }

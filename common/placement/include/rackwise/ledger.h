@@ -166,10 +166,23 @@ class Ledger {
   // has no node of the type.
   absl::Span<const int> GroupFreeHistogram(PowerDomainId group, NodeTypeId type,
                                            Milliwatts room = std::numeric_limits<Milliwatts>::max()) const;
+  // The same count over every group at once, for a refusal's node tally: up nodes of `type` with at least `least`
+  // free GPUs in racks whose own room is below `need` (rack_short); of the others, those whose power group's
+  // chain room (`chain_rooms[group]`, the least room of its power domain and every one above it) is below `need`
+  // (chain_short); and the rest (powered). One pass over dense per-group values, refreshing stale groups on the
+  // way, instead of a call per group: a refusal at a capped cluster's limit asks it of every group.
+  struct PowerShortNodes {
+    long long rack_short = 0;
+    long long chain_short = 0;
+    long long powered = 0;
+  };
+  PowerShortNodes CountPowerShortNodes(NodeTypeId type, int least, Milliwatts need,
+                                       absl::Span<const Milliwatts> chain_rooms) const;
   // The least own room (the policy's reserve kept) of the group's racks; kNoHeadroom for an empty group.
-  Milliwatts GroupLeastRackRoom(PowerDomainId group) const;
+  // Inline with GroupMaxRackFree: a refusal's power sentence asks both of every group.
+  Milliwatts GroupLeastRackRoom(PowerDomainId group) const { return group_least_room_[FreshGroupIndex(group)]; }
   // The most free GPUs (up nodes, every type) in one rack of the group: a bound for scans after such racks.
-  int GroupMaxRackFree(PowerDomainId group) const;
+  int GroupMaxRackFree(PowerDomainId group) const { return group_max_rack_free_[FreshGroupIndex(group)]; }
 
   // --- Measured power (telemetry) ---
   // The draw that caps are checked against. Without a measurement it is the estimate (rack_draw). With one,
@@ -288,6 +301,11 @@ class Ledger {
     // [type slot][i * (gpus + 1) + f]: up nodes of that type with exactly f free GPUs among the first i racks of
     // by_room, so that "nodes with room below X" is one binary search and a few sums.
     std::vector<std::vector<int>> cumulative;
+    // The same rows as suffix sums over f ([type slot][i * (gpus + 1) + f]: nodes with at least f free GPUs among
+    // the first i racks), and each of by_room's kept room in order: a refusal's count over every group then reads
+    // one value per group instead of summing a row behind an indirection.
+    std::vector<std::vector<int>> at_least;
+    std::vector<Milliwatts> rooms;
   };
   // One per power domain, then one for the racks under none. Brought up to date when first asked after a change
   // (group_stale_), so a const query may write here: the ledger is not thread-safe (see the top).
@@ -300,12 +318,22 @@ class Ledger {
   std::vector<RackId> group_first_rack_;
   mutable std::vector<Milliwatts> group_least_room_;
   mutable std::vector<int> group_at_least_;
-  size_t group_width_ = 0;                                // the most GPUs of any node type, plus one
-  int GroupIndex(PowerDomainId group) const;              // into groups_ (kNoId: the last)
+  size_t group_width_ = 0;                     // the most GPUs of any node type, plus one
+  int GroupIndex(PowerDomainId group) const {  // into groups_ (kNoId: the last)
+    return group == kNoId ? static_cast<int>(topology_->power_domains().size()) : group;
+  }
+  int FreshGroupIndex(PowerDomainId group) const {  // GroupIndex, the group refreshed first if it is stale
+    const int index = GroupIndex(group);
+    if (group_stale_[index]) RefreshPowerGroup(index);
+    return index;
+  }
+  // Up nodes of `type` (at `slot` in the group's types) with at least `least` free GPUs in the group's racks whose
+  // own room is below `room`; the group is fresh.
+  static int BelowRoomAtLeast(const PowerGroupIndex& group, size_t slot, size_t width, int least, Milliwatts room);
   size_t AtLeastIndex(int group, NodeTypeId type) const;  // into group_at_least_ (group: a GroupIndex)
   const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
   const std::vector<int>* GroupSums(const PowerGroupIndex& group, NodeTypeId type) const;  // null: no such node
-  size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room) const;              // how many of by_room
+  static size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room);             // how many of by_room
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 
