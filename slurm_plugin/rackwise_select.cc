@@ -70,12 +70,13 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
                      tail);
   };
   if (!model_ || !job || !bitmap || base == SELECT_MODE_RESV) return inner();
+  SweepUnconfirmedLocked(job->job_id);
   const GpuAsk ask = ReadGpuAsk(job, gpu_plugin_id_);
   if (ask.gpus == 0) return inner();  // not a GPU job: cons_tres alone
 
   if (base == SELECT_MODE_RUN_NOW) {
-    if (!mismatch_.empty()) {
-      SetPendingReason(job, mismatch_);
+    if (!mismatch_.empty() || !ledger_error_.empty()) {
+      SetPendingReason(job, mismatch_.empty() ? ledger_error_ : mismatch_);
       return SLURM_ERROR;
     }
     if (!SkipNodesWithoutProlog(job, bitmap)) return SLURM_ERROR;
@@ -149,6 +150,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                            SlurmList* preemptee_job_list, const JobTestTail& tail, const GpuAsk& ask) {
   SyncHealthLocked();
   ApplyTelemetryLocked();
+  // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
+  if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   std::string power_why;
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps.
@@ -156,8 +159,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     int rc =
         InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc != SLURM_SUCCESS) return rc;
-    if (PowerFits(job, bitmap, &power_why)) return SLURM_SUCCESS;
-    SetPendingReason(job, power_why);
+    if (PowerFits(job, bitmap, &power_why) && ReserveSharedLocked(job, bitmap, &power_why)) return SLURM_SUCCESS;
+    SetPendingReason(job, power_why + SharedNoteLocked());
     return SLURM_ERROR;
   }
 
@@ -183,7 +186,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                                 ? absl::StrCat("the ", request.allowed_nodes.size(), " nodes usable now cannot hold ",
                                                request.gpus, " GPUs as asked")
                                 : refusal->Message();
-    SetPendingReason(job, backfill_hold_out ? absl::StrCat(why, kBackfillHoldOut) : why);
+    SetPendingReason(job, absl::StrCat(why, backfill_hold_out ? kBackfillHoldOut : "", SharedNoteLocked()));
     return SLURM_ERROR;
   }
   const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
@@ -230,7 +233,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       // What Slurm will start is what the GPU selection now says: the core's decision where it could be
       // imposed, else cons_tres's own split, which is checked against the usable caps like any other.
       const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate);
-      if (PowerFits(job, candidate, &power_why)) {
+      // The shared ledger has the last word: what it refuses is tried in the next tier, like a local cap.
+      if (PowerFits(job, candidate, &power_why) && ReserveSharedLocked(job, candidate, &power_why)) {
         bit_copybits(bitmap, candidate);
         FREE_NULL_BITMAP(candidate);
         debug("rackwise: JobId=%u placed from preference tier %zu%s", job->job_id, t,
@@ -241,7 +245,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     }
     FREE_NULL_BITMAP(candidate);
   }
-  if (!power_why.empty()) SetPendingReason(job, power_why);
+  if (!power_why.empty()) SetPendingReason(job, power_why + SharedNoteLocked());
   return rc;
 }
 

@@ -5,7 +5,12 @@
 // the Placer decides, the Ledger enforces; cons_tres keeps doing cores, memory and GRES bookkeeping.
 //
 // Thread safety: slurmctld calls the select plugin under its own locks; a mutex guards against the few
-// entry points (reconfigure from an RPC thread) that hold different ones.
+// entry points (reconfigure from an RPC thread) that hold different ones, and against the plugin's own threads
+// (the state publisher, the shared ledger's sync), which never hold a slurmctld lock.
+//
+// With a `ledger:` section in rackwise.yaml, the plugin is a face of the shared power ledger (issue 17,
+// slurm_ledger_face.h): a job's GPUs are reserved there in job_test, once the allocation Slurm will run is known,
+// and released at job end (rackwise_select_shared.cc).
 #pragma once
 
 #include <memory>
@@ -25,6 +30,7 @@
 #include "rackwise/placement_request.h"
 #include "rackwise/refusal_memo.h"
 #include "requeue_guard.h"
+#include "slurm_ledger_face.h"
 #include "slurm_telemetry.h"
 #include "state_publisher.h"
 // Slurm last (see slurm_headers.h).
@@ -102,9 +108,21 @@ class RackwiseSelect {
   void ApplyTelemetryLocked();
   // on_overdraw: requeue_newest: queues the newest jobs of each rack that just went over its cap for requeue.
   void RequeueForOverdrawLocked();
+  // The shared power ledger (rackwise_select_shared.cc). Configure: from the loaded description's text, after
+  // shared_ was reset (before the model it points at was replaced).
+  void ConfigureSharedLedgerLocked(const std::string& yaml, const std::string& path);
+  // Reserves the GPUs Slurm will give `job` on `nodes` through the shared ledger (no-op without one). False,
+  // with `why`, when the ledger (or, in fallback, the guaranteed slice) refuses.
+  bool ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why);
+  // Gives back the reservations of jobs that slurmctld did not start after their job_test (other than `current`).
+  void SweepUnconfirmedLocked(uint32_t current);
+  // Releases job `id` from the ledger (and the shared ledger, if any).
+  void ReleaseJobLocked(const std::string& id);
+  // What a refusal's pending reason says of the shared ledger (empty without one).
+  std::string SharedNoteLocked() const { return shared_ ? shared_->ReasonNote() : ""; }
 
   slurm_select_ops_t* inner_;
-  std::mutex mu_;
+  std::timed_mutex mu_;  // timed: the shared ledger's thread waits on it in bounded slices
   std::unique_ptr<ClusterModel> model_;
   std::string loaded_text_;    // the file content the model was built from, to skip unchanged reloads
   std::string rejected_text_;  // the last file content refused, so that it is not retried and relogged
@@ -132,6 +150,10 @@ class RackwiseSelect {
   std::unique_ptr<JobRequeuer> requeuer_;                 // started on the first overdraw that needs it
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
+  // The shared power ledger's face (null without a `ledger:` section); it points at model_'s topology and ledger.
+  std::unique_ptr<SlurmLedgerFace> shared_;
+  UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
+  std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
   SlurmTelemetry telemetry_;
 };

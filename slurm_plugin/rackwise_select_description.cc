@@ -64,6 +64,8 @@ std::vector<SlurmNode> RackwiseSelect::SlurmNodes() const {
 absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::string& file) {
   absl::StatusOr<std::unique_ptr<ClusterModel>> model = ClusterModel::FromYaml(text, file, SlurmNodes());
   if (!model.ok()) return model.status();
+  shared_.reset();  // it points at the model being replaced (its thread stops within a lock slice)
+  unconfirmed_.Clear();
   model_ = *std::move(model);
   statically_feasible_.clear();
   loaded_text_ = text;
@@ -72,6 +74,7 @@ absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::
   synced_at_ = 0;  // a new ledger: read every node's health at the next decision
   usable_nodes_.reset();
   ConfigureTelemetryLocked(loaded_text_, file);
+  ConfigureSharedLedgerLocked(loaded_text_, file);
   info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
        model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
        model_->topology().power_domains().size());

@@ -21,12 +21,15 @@ namespace rackwise::slurm {
 
 void RackwiseSelect::RebuildLedgerLocked() {
   if (!model_) return;
-  // Caps and health come from the description and Slurm; allocations from the running jobs.
+  // Caps and health come from the description and Slurm; allocations from the running jobs (the other owners'
+  // mirrored from the shared ledger stay: its face refreshes them).
   for (const Allocation* a : model_->ledger().Allocations()) {
     const std::string id = a->id;
+    if (shared_ && shared_->IsMirrored(id)) continue;
     model_->ledger().Release(id);
   }
   started_at_.clear();
+  unconfirmed_.Clear();
   SyncHealthLocked();
   if (!&job_list || !job_list) return;
   SlurmListIterator it = list_iterator_create(job_list);
@@ -39,6 +42,8 @@ void RackwiseSelect::RebuildLedgerLocked() {
   }
   list_iterator_destroy(it);
   debug("rackwise: ledger rebuilt from %d running jobs, %zu hold GPUs", recovered, model_->ledger().allocation_count());
+  // The whole slurm/<ClusterName>/ list is now known: the shared ledger is made to hold exactly it.
+  if (shared_) shared_->ReconcileSoon();
 }
 
 void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request) {
@@ -99,12 +104,16 @@ void RackwiseSelect::SyncHealthLocked() {
 }
 
 void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
+  unconfirmed_.Confirm(job->job_id);
   std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
   refusals_.Forget(allocation->id);
   started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
   const Allocation* held = model_->ledger().Find(allocation->id);
   if (held && *held == *allocation) return;
+  // Not what job_test reserved (a recovered job, a resize, cons_tres's own split): recorded locally here, and the
+  // shared ledger is brought in line by the reconcile this asks for.
+  if (shared_) shared_->ReconcileSoon();
   const std::optional<Allocation> old = held ? std::optional<Allocation>(*held) : std::nullopt;
   if (old) model_->ledger().Release(old->id);
   // The same usable caps (the reserve kept free) as the placement: a start above them is a defect to report.
@@ -137,7 +146,8 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   statically_feasible_.erase(job->job_id);
   started_at_.erase(JobId(job));
   refusals_.Forget(JobId(job));
-  model_->ledger().Release(JobId(job));
+  unconfirmed_.Confirm(job->job_id);
+  ReleaseJobLocked(JobId(job));
 }
 
 void RackwiseSelect::JobFinished(job_record_t* job) {
@@ -157,7 +167,7 @@ void RackwiseSelect::JobChanged(job_record_t* job) {
   std::lock_guard lock(mu_);
   if (!model_ || !job) return;
   if (!IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) {
-    model_->ledger().Release(JobId(job));
+    ReleaseJobLocked(JobId(job));
     return;
   }
   CommitJobLocked(job, /*starting=*/false);
