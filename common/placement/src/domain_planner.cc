@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "domain_candidates.h"
 #include "fewest_domains.h"
 #include "rail_set.h"
@@ -68,7 +69,9 @@ void SortByCapacity(std::vector<Candidate>* v) {
 std::vector<Candidate> TightestFirst(const std::vector<Candidate>& members, int g, int slots) {
   std::vector<int> asc(members.size());
   for (size_t i = 0; i < asc.size(); ++i) asc[i] = static_cast<int>(i);
-  std::stable_sort(asc.begin(), asc.end(), [&](int a, int b) { return members[a].cap < members[b].cap; });
+  // Ties by index: the order a stable sort would keep, without its heap buffer.
+  std::sort(asc.begin(), asc.end(),
+            [&](int a, int b) { return members[a].cap != members[b].cap ? members[a].cap < members[b].cap : a < b; });
   std::vector<bool> taken(members.size(), false), in_top(members.size(), false);
   std::vector<Candidate> out;
   long long need = g;
@@ -251,11 +254,11 @@ struct ScopeTotals {
 
 // The rack scopes (more than one domain) and scalable-unit scopes (when there are several) that hold the job, in
 // the candidates' order, racks first.
-std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Candidate>& cands) {
+// `totals` are the candidates' (their slots are set here).
+std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Candidate>& cands, ScopeTotals& totals) {
   const Topology& t = ctx.topology();
   // Only the groups that hold the job get a scope (and a list of members): hundreds of candidates are one domain
   // to a rack on NVL72 racks.
-  ScopeTotals totals(t, cands);
   const bool several_sus = totals.su.size() > 1;
   std::vector<Scope> racks, sus;
   for (const Candidate& c : cands) {
@@ -283,28 +286,31 @@ std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Ca
 }
 
 // The cluster scope: largest first; ties in capacity go to the scalable unit and rack holding the most.
-Scope ClusterScope(const PlacementContext& ctx, std::vector<Candidate> cands, long long sum) {
+// `totals` are the candidates'.
+Scope ClusterScope(const PlacementContext& ctx, const std::vector<Candidate>& cands, long long sum,
+                   ScopeTotals& totals) {
   const Topology& t = ctx.topology();
-  ScopeTotals totals(t, cands);
   struct Keyed {
     Candidate candidate;
     long long su_gpus, rack_gpus;
     ScalableUnitId su;
     RackId rack;
+    int order;  // in `cands`: the last tie-break, so that a plain sort orders as a stable one (no heap buffer)
   };
   std::vector<Keyed> keyed;
   keyed.reserve(cands.size());
   for (const Candidate& c : cands) {
     const RackId r = t.domains()[c.domain].rack;
     const ScalableUnitId su = t.racks()[r].scalable_unit;
-    keyed.push_back({c, totals.su[su].gpus, totals.rack[r].gpus, su, r});
+    keyed.push_back({c, totals.su[su].gpus, totals.rack[r].gpus, su, r, static_cast<int>(keyed.size())});
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
     if (a.candidate.cap != b.candidate.cap) return a.candidate.cap > b.candidate.cap;
     if (a.su_gpus != b.su_gpus) return a.su_gpus > b.su_gpus;
     if (a.su != b.su) return a.su < b.su;
     if (a.rack_gpus != b.rack_gpus) return a.rack_gpus > b.rack_gpus;
-    return a.rack < b.rack;
+    if (a.rack != b.rack) return a.rack < b.rack;
+    return a.order < b.order;
   });
   Scope all{2, {}, sum};
   all.members.reserve(keyed.size());
@@ -379,21 +385,28 @@ std::optional<DomainPlan> PlanFromCandidates(const PlacementContext& ctx, std::v
   }
 
   ScopeChooser chooser(ctx, scratch);
-  std::vector<Scope> groups = GroupScopes(ctx, cands);
+  ScopeTotals totals(t, cands);
+  std::vector<Scope> groups = GroupScopes(ctx, cands, totals);
   // Objective 4 before 5: among scopes as good on domains and breadth, one whose nodes share a free rail set
   // beats a tighter one. Without rails, offering the scopes narrowest and tightest first lets the search stop at
   // the first that reaches the fewest domains possible: none after it can beat it, and the one chosen is the one
-  // a full pass would keep (the first of equals, which the stable order leaves first).
+  // a full pass would keep (the first of equals, which the offered order, kept as the last tie-break, leaves
+  // first).
+  absl::InlinedVector<int, 16> offered(groups.size());
+  for (size_t i = 0; i < offered.size(); ++i) offered[i] = static_cast<int>(i);
   if (!chooser.rail())
-    std::stable_sort(groups.begin(), groups.end(), [](const Scope& a, const Scope& b) {
-      return a.level != b.level ? a.level < b.level : a.total < b.total;
+    std::sort(offered.begin(), offered.end(), [&groups](int a, int b) {
+      const Scope& x = groups[a];
+      const Scope& y = groups[b];
+      if (x.level != y.level) return x.level < y.level;
+      return x.total != y.total ? x.total < y.total : a < b;
     });
   const bool may_stop = !chooser.rail();
-  for (Scope& s : groups) {
+  for (int i : offered) {
     if (may_stop && chooser.best_domains() <= fewest_possible) break;
-    chooser.Consider(std::move(s));
+    chooser.Consider(std::move(groups[i]));
   }
-  if (!may_stop || chooser.best_domains() > fewest_possible) chooser.Consider(ClusterScope(ctx, std::move(cands), sum));
+  if (!may_stop || chooser.best_domains() > fewest_possible) chooser.Consider(ClusterScope(ctx, cands, sum, totals));
   std::optional<Scope>& best = chooser.best();
   if (!best) return std::nullopt;
   GreedyResult& best_result = chooser.best_result();
