@@ -46,18 +46,29 @@ absl::StatusOr<std::unique_ptr<LedgerLink>> LedgerLink::Create(const Topology& t
       description.ledger().deadline_ms() ? description.ledger().deadline_ms() : kDefaultLedgerDeadlineMs;
   auto client = std::make_unique<LedgerClient>(Replicas(description.ledger().url()),
                                                std::chrono::milliseconds(deadline_ms), *credentials);
-  return std::unique_ptr<LedgerLink>(
-      new LedgerLink(topology, std::move(owner_prefix), *std::move(slices), std::move(client), std::move(log)));
+  auto probe_client = std::make_unique<LedgerClient>(Replicas(description.ledger().url()),
+                                                     std::chrono::milliseconds(deadline_ms), *credentials);
+  return std::unique_ptr<LedgerLink>(new LedgerLink(topology, std::move(owner_prefix), *std::move(slices),
+                                                    std::move(client), std::move(probe_client), std::move(log)));
 }
 
 LedgerLink::LedgerLink(const Topology& topology, std::string owner_prefix, GuaranteedSlices slices,
-                       std::unique_ptr<LedgerClient> client, Log log)
+                       std::unique_ptr<LedgerClient> client, std::unique_ptr<LedgerClient> probe_client, Log log)
     : topology_(&topology),
       owner_prefix_(std::move(owner_prefix)),
       empty_slices_(std::move(slices)),
       share_(empty_slices_.ShareOfPrefix(owner_prefix_)),
       client_(std::move(client)),
+      probe_client_(std::move(probe_client)),
       log_(std::move(log)) {}
+
+absl::Status LedgerLink::Probe() {
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  absl::StatusOr<std::vector<v1::Allocation>> own = probe_client_->List(owner_prefix_);
+  if (own.ok()) return absl::OkStatus();
+  // A refusal is an answer: the ledger is there (Sync will say what it refuses).
+  return IsAnswer(own.status()) ? absl::OkStatus() : own.status();
+}
 
 std::string LedgerLink::last_error() const {
   std::lock_guard<std::mutex> lock(error_mu_);

@@ -74,6 +74,12 @@ class LedgerLink {
   // `reconcile`: reconciles `own` in shared mode too (the face rebuilt its list, e.g. a relist of its pods).
   absl::Status Sync(Ledger& local, absl::Span<const OwnAllocation> own, bool reconcile = false);
 
+  // Whether the ledger's leader answers now (a List of the face's own prefix), through a client of the probe's own:
+  // callable from any thread without the lock that guards the face's ledger. A face in fallback probes before it
+  // takes that lock for Sync, so that an unreachable ledger costs its decisions no wait at all (a black-holed
+  // address would otherwise hold the lock for the whole deadline on every retry).
+  absl::Status Probe();
+
   LinkMode mode() const { return mode_.load(); }
   // Why the link is in fallback (the last failed call), empty in shared mode.
   std::string last_error() const;
@@ -84,7 +90,7 @@ class LedgerLink {
 
  private:
   LedgerLink(const Topology& topology, std::string owner_prefix, GuaranteedSlices slices,
-             std::unique_ptr<LedgerClient> client, Log log);
+             std::unique_ptr<LedgerClient> client, std::unique_ptr<LedgerClient> probe_client, Log log);
   // Drops the mirror, sets the fallback caps, records why.
   void EnterFallback(Ledger& local, const absl::Status& why);
   // Replaces the mirror with `held` (every owner's, from List) and sets the connected caps.
@@ -98,6 +104,8 @@ class LedgerLink {
   const GuaranteedSlices empty_slices_;  // nothing held: the start of every recount
   const int share_;                      // the face's share in empty_slices_
   std::unique_ptr<LedgerClient> client_;
+  std::mutex probe_mu_;  // guards probe_client_ (a client is not thread-safe)
+  std::unique_ptr<LedgerClient> probe_client_;
   Log log_;
   std::atomic<LinkMode> mode_{LinkMode::kFallback};
   std::atomic<uint64_t> fallbacks_{0};

@@ -157,6 +157,20 @@ void SlurmLedgerFace::Run() {
       if (stop_) return;
       kicked_ = false;
     }
+    // In fallback, find out without the plugin's lock whether the ledger answers: slurmctld's decisions wait on
+    // that lock, and an unreachable (black-holed) ledger may take the whole deadline to say so.
+    if (in_fallback()) {
+      if (absl::Status probe = link_->Probe(); !probe.ok()) {
+        // Never reached since the start: the link has not said so (its Sync was not tried); say it once.
+        if (!unreachable_logged_ && fallbacks() == 0 && log_) {
+          log_(true, absl::StrCat("power ledger unreachable since the start: deciding within ", prefix_,
+                                  "'s guaranteed slice until it answers (", probe.message(), ")"));
+        }
+        unreachable_logged_ = true;
+        WriteMetrics();
+        continue;
+      }
+    }
     bool locked = false;
     while (!stop_ && !(locked = mu_->try_lock_for(kLockSlice))) {
     }

@@ -122,8 +122,9 @@ class SlurmLedgerFace {
   std::condition_variable wake_;
   bool kicked_ = true;  // sync at once when the thread starts
   std::atomic<bool> stop_{false};
-  std::string metrics_written_;  // the thread's own
-  std::thread thread_;           // last: started once everything above is initialised
+  std::string metrics_written_;      // the thread's own
+  bool unreachable_logged_ = false;  // the thread's own: "unreachable since the start" said once
+  std::thread thread_;               // last: started once everything above is initialised
 };
 
 }  // namespace rackwise::slurm

@@ -204,5 +204,22 @@ TEST_F(SlurmLedgerFaceTest, FallsBackWithinTheSliceAndReconcilesOnReturn) {
   EXPECT_EQ(Count(logs_, "power ledger back"), 2) << logs_;
 }
 
+TEST_F(SlurmLedgerFaceTest, AnUnreachableLedgerIsFoundOutWithoutThePluginsLock) {
+  server_->Stop();
+  // slurmctld's decisions hold the plugin's lock: the face must learn that the ledger is gone (and say so) while
+  // it is held, instead of waiting for it to make a round trip that may take the whole deadline under it.
+  std::lock_guard lock(mu_);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  auto said = [this] {
+    std::lock_guard log_lock(log_mu_);
+    return logs_.find("power ledger unreachable since the start") != std::string::npos;
+  };
+  while (!said() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(said()) << logs_;
+  EXPECT_TRUE(WaitMetrics("rackwise_ledger_fallback 1\n")) << Metrics();
+  EXPECT_TRUE(face_->in_fallback());
+}
+
 }  // namespace
 }  // namespace rackwise::slurm
