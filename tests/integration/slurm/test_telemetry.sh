@@ -76,7 +76,7 @@ YML
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
   --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
 prom_pid=$!
-trap 'stop_helpers; rw_teardown' EXIT
+trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
 if ! wait_for 60 target_up; then
   rw_fail "prometheus target not up: $(curl -s "http://127.0.0.1:$prom_port/api/v1/targets" | head -c 800)"
@@ -97,7 +97,7 @@ telemetry:
   on_overdraw: requeue_newest
 YML
 rw_setup select/rackwise_cons_tres "$yaml"
-trap 'stop_helpers; rw_teardown' EXIT
+trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 rw_start || exit 1
 
 # h02 at 27.5 kW: 10 kW idle + 32 GPUs x 546.875 W. An 8-GPU job needs 7.7 kW; 2.5 kW are left.
