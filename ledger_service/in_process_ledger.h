@@ -5,16 +5,20 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fake_store.h"
 #include "ledger_grpc_service.h"
 #include "ledger_shares.h"
 #include "rackwise/cluster_description.h"
+#include "rackwise/cluster_state.h"
 #include "shared_ledger.h"
+#include "test_support.h"
 
 namespace rackwise::ledger::testing {
 
@@ -67,6 +71,21 @@ inline v1::ClusterDescription LoadDescription(const std::string& path) {
   absl::StatusOr<v1::ClusterDescription> d = LoadClusterDescription(path, nullptr);
   EXPECT_TRUE(d.ok()) << d.status();
   return d.ok() ? *d : v1::ClusterDescription();
+}
+
+// A face's local allocation `id` of `gpus` on `node`, or a failed expectation.
+inline Allocation LocalAllocation(const Topology& topology, const std::string& id, const std::string& node,
+                                  std::initializer_list<uint32_t> gpus) {
+  absl::StatusOr<Allocation> a = AllocationFromProto(topology, MakeAllocation(id, node, gpus));
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? *a : Allocation{};
+}
+
+// The owners the replica's store holds, in key order.
+inline std::vector<std::string> StoredOwners(InProcessLedger& ledger) {
+  std::vector<std::string> out;
+  for (const auto& [owner, value] : ledger.store().data) out.push_back(owner);
+  return out;
 }
 
 }  // namespace rackwise::ledger::testing

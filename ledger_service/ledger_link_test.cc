@@ -37,15 +37,9 @@ class LedgerLinkTest : public ::testing::Test {
   }
   // The face's allocation "pod/<name>" of `gpus` on `node`.
   Allocation Pod(const std::string& name, const std::string& node, std::initializer_list<uint32_t> gpus) {
-    absl::StatusOr<Allocation> a = AllocationFromProto(*topology_, MakeAllocation("pod/" + name, node, gpus));
-    EXPECT_TRUE(a.ok()) << a.status();
-    return *a;
+    return testing::LocalAllocation(*topology_, "pod/" + name, node, gpus);
   }
-  std::vector<std::string> Stored() {
-    std::vector<std::string> out;
-    for (const auto& [owner, value] : server_->store().data) out.push_back(owner);
-    return out;
-  }
+  std::vector<std::string> Stored() { return testing::StoredOwners(*server_); }
 
   v1::ClusterDescription description_;
   std::unique_ptr<testing::InProcessLedger> server_;

@@ -85,15 +85,9 @@ class SlurmLedgerFaceTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   Allocation Job(const std::string& id, const std::string& node, std::initializer_list<uint32_t> gpus) {
-    absl::StatusOr<Allocation> a = AllocationFromProto(*topology_, MakeAllocation(id, node, gpus));
-    EXPECT_TRUE(a.ok()) << a.status();
-    return *a;
+    return ledger::testing::LocalAllocation(*topology_, id, node, gpus);
   }
-  std::vector<std::string> Stored() {
-    std::vector<std::string> out;
-    for (const auto& [owner, value] : server_->store().data) out.push_back(owner);
-    return out;
-  }
+  std::vector<std::string> Stored() { return ledger::testing::StoredOwners(*server_); }
   // Waits (bounded) until the face's thread has brought it to the mode asked for.
   bool WaitFallback(bool fallback) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
