@@ -37,6 +37,9 @@ std::vector<OwnedAllocation> ExtenderService::OwnAllocationsLocked() const {
     if (!record.group.empty()) continue;  // its slot is listed with its group below
     if (const Allocation* a = ledger_.Find(record.allocation_id)) own.push_back({record.owner, *a});
   }
+  for (const auto& [id, placed] : operator_ids_) {
+    if (const Allocation* a = ledger_.Find(id)) own.push_back({OperatorOwner(id), *a});
+  }
   for (const auto& [group, reservation] : gangs_.all()) {
     for (const GangSlot& slot : reservation.slots) {
       if (const Allocation* a = ledger_.Find(slot.allocation_id))

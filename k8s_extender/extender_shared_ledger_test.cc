@@ -216,6 +216,34 @@ TEST(ExtenderSharedLedgerTest, GangSlotOwnersHaveThreeSegments) {
   EXPECT_EQ(GangSlotOwner("ml/jobset/js/workers#3"), "k8s/ml/jobset:js:workers#3");
   EXPECT_EQ(PodOwner("ml/a", "u-1"), "k8s/ml/u-1");
   EXPECT_EQ(PodOwner("ml/a", ""), "k8s/ml/a");
+  EXPECT_EQ(OperatorOwner("train-7"), "k8s/_operator/train-7");
+  EXPECT_EQ(OperatorOwner("team/run 1"), "k8s/_operator/team%2Frun%201");
+}
+
+// An operator's placement over gRPC draws from the same racks: the shared ledger books it like a bind, its
+// refusal refuses the placement, Release gives it back, and the reconcile lists it with the pods.
+TEST(ExtenderSharedLedgerTest, OperatorPlacementsGoThroughTheSharedLedger) {
+  Fixture f;
+  PlacementRequest r;
+  r.id = "team/run 1";
+  r.gpus = 8;
+  r.gpus_per_node = 8;
+  absl::StatusOr<PlacementOutcome> placed = f.service->Place(r, /*commit=*/true);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  ASSERT_TRUE(std::holds_alternative<PlacementDecision>(*placed));
+  EXPECT_EQ(f.gate.held, std::set<std::string>{"k8s/_operator/team%2Frun%201"});
+  EXPECT_EQ(f.OwnOwners(), std::set<std::string>{"k8s/_operator/team%2Frun%201"});
+
+  f.gate.capacity = 1;  // the shared ledger's room is taken: a second placement is refused, nothing held for it
+  r.id = "op-2";
+  placed = f.service->Place(r, /*commit=*/true);
+  EXPECT_EQ(placed.status().code(), absl::StatusCode::kFailedPrecondition) << placed.status();
+  EXPECT_NE(placed.status().message().find("power ledger"), std::string::npos) << placed.status();
+  EXPECT_FALSE(f.service->WithLedger([](const Ledger& l) { return l.Find("op-2") != nullptr; }));
+
+  EXPECT_TRUE(f.service->Release("team/run 1"));
+  EXPECT_TRUE(f.gate.held.empty());
+  EXPECT_TRUE(f.OwnOwners().empty());
 }
 
 }  // namespace

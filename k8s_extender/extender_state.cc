@@ -167,10 +167,12 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
   if (!outcome.ok() || !commit) return outcome;
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
-    if (absl::Status s = ledger_.Commit(d->ToAllocation(request.id)); !s.ok()) return s;
+    // Through the shared ledger when there is one, like a bind: Slurm must see an operator's GPUs too.
+    const std::string owner = OperatorOwner(request.id);
+    if (absl::Status s = CommitAloneLocked(owner, d->ToAllocation(request.id)); !s.ok()) return s;
     operator_ids_[request.id] = true;
     absl::Status saved = PersistLocked([&] {
-      ledger_.Release(request.id);
+      ReleaseAloneLocked(owner, request.id);
       operator_ids_.erase(request.id);
     });
     if (!saved.ok()) return saved;
@@ -184,10 +186,12 @@ bool ExtenderService::Release(const std::string& id) {
   if (!operator_ids_.contains(id) || held == nullptr) return false;
   const Allocation old = *held;
   operator_ids_.erase(id);
-  ledger_.Release(id);
+  ReleaseAloneLocked(OperatorOwner(id), id);
   absl::Status saved = PersistLocked([&] {
     (void)ledger_.Commit(old, CommitMode::kRecover);  // it held these GPUs a moment ago
     operator_ids_[id] = true;
+    // The shared ledger released it already: the next beat's reconcile books it there again.
+    if (gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
   });
   return saved.ok();
 }

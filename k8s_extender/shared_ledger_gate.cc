@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace rackwise::k8s {
 
@@ -19,6 +21,18 @@ std::string GangSlotOwner(const std::string& slot_id) {
   // A jobset's group has a fourth segment: ':' keeps the owner at three, and no pod uid has one.
   std::replace(rest.begin(), rest.end(), '/', ':');
   return absl::StrCat("k8s/", slot_id.substr(0, slash), "/", rest);
+}
+
+std::string OperatorOwner(const std::string& id) {
+  std::string out = "k8s/_operator/";
+  for (const unsigned char c : id) {
+    if (absl::ascii_isalnum(c) || c == '.' || c == ':' || c == '_' || c == '-') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&out, "%%%02X", c);
+    }
+  }
+  return out;
 }
 
 }  // namespace rackwise::k8s

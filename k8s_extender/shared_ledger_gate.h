@@ -50,5 +50,10 @@ class SharedLedgerGate {
 std::string PodOwner(const std::string& key, const std::string& uid);
 // "<namespace>/<kind>/<group>#<n>" -> "k8s/<namespace>/<kind>:<group>#<n>": an owner has three segments.
 std::string GangSlotOwner(const std::string& slot_id);
+// An operator's placement over gRPC (Place with commit) under id `id`: "k8s/_operator/<id>", every byte of the id
+// outside [A-Za-z0-9.:_-] written as %XX so that the owner keeps three segments. "_operator" cannot be a
+// Kubernetes namespace (a DNS label has no '_'), so no pod's owner can take it; under "k8s/", the extender's
+// reconcile keeps it with the pods.
+std::string OperatorOwner(const std::string& id);
 
 }  // namespace rackwise::k8s
