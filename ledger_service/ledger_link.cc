@@ -115,7 +115,7 @@ void LedgerLink::Mirror(Ledger& local, absl::Span<const v1::Allocation> held) {
     if (!a.ok()) continue;  // a node this face's description lacks: the ledger's own description differs
     counted.Add(local, *a);
     if (a->id.starts_with(owner_prefix_)) continue;  // the face's own: held locally under its own ids
-    if (local.Commit(*a, CommitMode::kRecover).ok()) mirrored_.push_back(a->id);
+    if (local.Commit(*a, CommitMode::kRecover).ok()) mirrored_.insert(a->id);
   }
   SetCaps(local, counted.ConnectedCaps(share_));
 }

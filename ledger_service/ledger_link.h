@@ -26,8 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ledger_client.h"
 #include "rackwise/guaranteed_slices.h"
@@ -85,8 +87,9 @@ class LedgerLink {
   std::string last_error() const;
   // How many times the link entered fallback.
   uint64_t fallbacks() const { return fallbacks_.load(); }
-  // Ids of the other owners' allocations mirrored into the face's ledger now.
-  const std::vector<std::string>& mirrored() const { return mirrored_; }
+  // Whether `id` in the face's ledger is another owner's allocation mirrored there now, and how many are.
+  bool IsMirrored(absl::string_view id) const { return mirrored_.contains(id); }
+  size_t mirrored_count() const { return mirrored_.size(); }
 
  private:
   LedgerLink(const Topology& topology, std::string owner_prefix, GuaranteedSlices slices,
@@ -111,8 +114,8 @@ class LedgerLink {
   std::atomic<uint64_t> fallbacks_{0};
   mutable std::mutex error_mu_;
   std::string last_error_ = "not yet synchronised with the ledger";
-  std::vector<std::string> mirrored_;
-  bool caps_set_ = false;  // whether `local` has had this link's caps once
+  absl::flat_hash_set<std::string> mirrored_;  // ids of the other owners' allocations in the face's ledger
+  bool caps_set_ = false;                      // whether `local` has had this link's caps once
 };
 
 }  // namespace rackwise::ledger

@@ -98,7 +98,6 @@ SlurmLedgerFace::~SlurmLedgerFace() {
 
 absl::Status SlurmLedgerFace::Reserve(const Allocation& allocation) {
   absl::Status s = link_->ReserveAndCommit(*local_, prefix_ + allocation.id, allocation);
-  if (link_->mirrored().empty()) mirrored_.clear();  // a fallback entered just now dropped the mirror
   if (s.ok()) return s;
   // The link says "power ledger"; a Slurm user reads it beside Slurm's own reasons: say which one.
   return absl::Status(s.code(), absl::StrReplaceAll(s.message(), {{"power ledger", "shared power ledger"}}));
@@ -107,10 +106,9 @@ absl::Status SlurmLedgerFace::Reserve(const Allocation& allocation) {
 void SlurmLedgerFace::Release(const std::string& local_id) {
   if (!local_->Find(local_id)) return;  // never held here: nothing of ours in the shared ledger either
   link_->Release(*local_, prefix_ + local_id, local_id);
-  if (link_->mirrored().empty()) mirrored_.clear();
 }
 
-bool SlurmLedgerFace::IsMirrored(absl::string_view id) const { return mirrored_.contains(id); }
+bool SlurmLedgerFace::IsMirrored(absl::string_view id) const { return link_->IsMirrored(id); }
 
 void SlurmLedgerFace::ReconcileSoon() {
   reconcile_due_ = true;
@@ -126,7 +124,7 @@ std::string SlurmLedgerFace::ReasonNote() const {
   if (in_fallback())
     return absl::StrCat(" (shared power ledger unreachable: deciding within ", prefix_, "'s guaranteed slice; ",
                         link_->last_error(), ")");
-  return absl::StrCat(" (shared power ledger: ", mirrored_.size(),
+  return absl::StrCat(" (shared power ledger: ", link_->mirrored_count(),
                       " allocations of other owners counted, their unused guaranteed slices kept free)");
 }
 
@@ -138,14 +136,12 @@ void SlurmLedgerFace::SyncLocked() {
   if (!list_ready_) return;
   std::vector<ledger::OwnAllocation> own;
   for (const Allocation* a : local_->Allocations()) {
-    if (mirrored_.contains(a->id) || a->id.starts_with(kProbePrefix)) continue;
+    if (link_->IsMirrored(a->id) || a->id.starts_with(kProbePrefix)) continue;
     own.push_back({prefix_ + a->id, *a});
   }
   // A failed sync leaves the link in fallback, whose return reconciles the whole list anyway.
   (void)link_->Sync(*local_, own, reconcile_due_);
   reconcile_due_ = false;
-  mirrored_.clear();
-  for (const std::string& id : link_->mirrored()) mirrored_.insert(id);
 }
 
 void SlurmLedgerFace::Run() {

@@ -24,7 +24,6 @@
 #include <vector>
 #include "absl/strings/string_view.h"
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rackwise/ledger.h"
@@ -114,9 +113,8 @@ class SlurmLedgerFace {
   const Options options_;
   const Log log_;
   std::unique_ptr<ledger::LedgerLink> link_;
-  absl::flat_hash_set<std::string> mirrored_;  // ids of the other owners' allocations in `local`
-  bool reconcile_due_ = true;                  // under mu_
-  bool list_ready_ = false;                    // under mu_: the plugin has built its list (ReconcileSoon)
+  bool reconcile_due_ = true;  // under mu_
+  bool list_ready_ = false;    // under mu_: the plugin has built its list (ReconcileSoon)
 
   std::mutex wake_mu_;  // never held while waiting on mu_
   std::condition_variable wake_;
