@@ -8,7 +8,7 @@ packages=(
   libssl-dev libcurl4-openssl-dev clang libclang-rt-14-dev clang-format clang-tidy
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
   libmunge-dev munge
-  curl procps iproute2 openssl ccache
+  curl jq procps iproute2 openssl ccache
   man-db binutils file shellcheck
   libboost-dev prometheus
   etcd-server
