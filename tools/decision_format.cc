@@ -48,7 +48,7 @@ nlohmann::json RefusalToJson(const PlacementRefusal& r) {
 
 std::string DecisionToText(const Topology& t, const Ledger& l, const PlacementDecision& d) {
   int gpus = 0;
-  for (const NodeGpus& ng : d.nodes) gpus += std::popcount(ng.gpus);
+  for (const NodeGpus& ng : d.nodes) gpus += GpuCount(ng.gpus);
   std::string out = absl::StrFormat(
       "placed %d GPUs on %d node(s) in %d NVLink domain(s) (minimum %d), %d rack(s), %d scalable unit(s)%s\n\n", gpus,
       d.nodes.size(), d.domains, d.min_domains, d.racks.size(), d.scalable_units,

@@ -9,7 +9,7 @@ namespace rackwise {
 
 int Allocation::gpu_count() const {
   int n = 0;
-  for (const NodeGpus& ng : nodes) n += std::popcount(ng.gpus);
+  for (const NodeGpus& ng : nodes) n += GpuCount(ng.gpus);
   return n;
 }
 

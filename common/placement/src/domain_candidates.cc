@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "absl/container/flat_hash_map.h"
 #include "capacity_now.h"
+#include "stamped_map.h"
 
 namespace rackwise::internal {
 namespace {
@@ -40,7 +40,10 @@ class NarrowScopeWatch {
  public:
   // Rail jobs keep every extra candidate: the scope search compares their scopes' rail sets too.
   explicit NarrowScopeWatch(const PlacementContext& ctx)
-      : ctx_(ctx), level_(RailJob(ctx) ? kClusterLevel : NarrowestLevel(ctx)) {}
+      : ctx_(ctx), level_(RailJob(ctx) ? kClusterLevel : NarrowestLevel(ctx)), running_(ThreadRunning()) {
+    const Topology& t = ctx.topology();
+    running_.Reset(level_ == kRackLevel ? t.racks().size() : t.scalable_units().size());
+  }
   // `c` is the `count`-th candidate, and the candidates so far offer `sum`.
   void Add(const Candidate& c, int count, long long sum) {
     if (level_ == kClusterLevel) return;
@@ -64,7 +67,13 @@ class NarrowScopeWatch {
   const int level_;
   int needed_ = 0;  // the candidates it took to reach the job (0: not yet)
   int settled_ = 0;
-  absl::flat_hash_map<int, Running> running_;
+  // Per rack or scalable unit; the thread's (stamped_map.h), one watch at a time: a collection starts no other.
+  StampedMap<Running>& running_;
+
+  static StampedMap<Running>& ThreadRunning() {
+    thread_local StampedMap<Running> running;
+    return running;
+  }
 };
 
 }  // namespace

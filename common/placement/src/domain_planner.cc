@@ -6,11 +6,11 @@
 #include <limits>
 #include <optional>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "domain_candidates.h"
 #include "fewest_domains.h"
 #include "rail_set.h"
+#include "stamped_map.h"
 
 namespace rackwise::internal {
 namespace {
@@ -21,6 +21,8 @@ constexpr int kExaminePerBucket = 32;
 // How many scopes the multi-domain search checks for a shared rail set (rail_set.h) before it settles for the
 // tightest.
 constexpr int kRailScopeChecks = 64;
+// Room kept for a plan's domain takes before the first: most multi-domain plans take two to four.
+constexpr size_t kTakesReserved = 8;
 
 // Higher is better: racks already in use (keeps whole racks free), and power left after the placement.
 double TieBreakScore(const PlacementContext& ctx, DomainId d, int gpus) {
@@ -43,6 +45,8 @@ struct GreedyResult {
 // Takes GPUs from candidates in order until the job is covered, spending shared power as it goes.
 GreedyResult Greedy(const PlacementContext& ctx, const std::vector<Candidate>& order, PowerScratch* scratch) {
   GreedyResult out;
+  // A plan takes a few domains: one allocation instead of growing from one.
+  out.takes.reserve(std::min<size_t>(order.size(), kTakesReserved));
   scratch->Clear();
   const Topology& t = ctx.topology();
   for (const Candidate& c : order) {
@@ -67,13 +71,15 @@ void SortByCapacity(std::vector<Candidate>* v) {
 // the rest in their order. Largest-first alone would break into whole domains that a later large job needs and
 // leave the partly used ones behind. Ties keep the members' order (their rack and scalable-unit preference).
 std::vector<Candidate> TightestFirst(const std::vector<Candidate>& members, int g, int slots) {
-  std::vector<int> asc(members.size());
+  // Scopes hold tens of candidates: no heap allocation for the working lists.
+  absl::InlinedVector<int, 64> asc(members.size());
   for (size_t i = 0; i < asc.size(); ++i) asc[i] = static_cast<int>(i);
   // Ties by index: the order a stable sort would keep, without its heap buffer.
   std::sort(asc.begin(), asc.end(),
             [&](int a, int b) { return members[a].cap != members[b].cap ? members[a].cap < members[b].cap : a < b; });
-  std::vector<bool> taken(members.size(), false), in_top(members.size(), false);
+  absl::InlinedVector<bool, 64> taken(members.size(), false), in_top(members.size(), false);
   std::vector<Candidate> out;
+  out.reserve(members.size());
   long long need = g;
   for (int s = slots; s > 0 && need > 0; --s) {
     // The s - 1 largest untaken (their sum) and the s-th largest, which stands in when one of them is picked.
@@ -203,7 +209,10 @@ GreedyResult PlanScope(const PlacementContext& ctx, std::vector<Candidate>* memb
 
 // The rail set over every node of the chosen domains (the nodes are picked inside them afterwards).
 GpuMask RailSetOfTakes(const PlacementContext& ctx, const std::vector<DomainTake>& takes) {
+  size_t count = 0;
+  for (const DomainTake& take : takes) count += ctx.topology().domains()[take.domain].nodes.size();
   std::vector<NodeId> nodes;
+  nodes.reserve(count);
   for (const DomainTake& take : takes)
     for (NodeId n : ctx.topology().domains()[take.domain].nodes) nodes.push_back(n);
   return ChooseRailSet(ctx, nodes).set;
@@ -226,20 +235,21 @@ struct Scope {
   std::optional<RailChoice> rails;  // its nodes' rail set, once asked (rail jobs only)
 };
 
-// The candidates' totals per rack and per scalable unit. Hash maps rather than arrays over the cluster: a search
-// usually holds a few dozen candidates, and clearing arrays over 1,821 racks cost more than the search.
+// The candidates' totals per rack and per scalable unit, in maps emptied in O(1) (stamped_map.h): a search
+// usually holds a few dozen candidates out of thousands of racks. The maps are the thread's, reused by every
+// search on it (one at a time: a search never starts another).
 struct ScopeTotals {
   struct Total {
     long long gpus = 0;
     int members = 0;
     int slot = -1;  // its scope's index (GroupScopes)
   };
-  absl::flat_hash_map<RackId, Total> rack;
-  absl::flat_hash_map<ScalableUnitId, Total> su;
+  StampedMap<Total>& rack;
+  StampedMap<Total>& su;
 
-  ScopeTotals(const Topology& t, const std::vector<Candidate>& cands) {
-    rack.reserve(cands.size());
-    su.reserve(cands.size());
+  ScopeTotals(const Topology& t, const std::vector<Candidate>& cands) : rack(ThreadMap(0)), su(ThreadMap(1)) {
+    rack.Reset(t.racks().size());
+    su.Reset(t.scalable_units().size());
     for (const Candidate& c : cands) {
       const RackId r = t.domains()[c.domain].rack;
       Total& in_rack = rack[r];
@@ -249,6 +259,12 @@ struct ScopeTotals {
       in_su.gpus += c.cap;
       in_su.members++;
     }
+  }
+
+ private:
+  static StampedMap<Total>& ThreadMap(int which) {
+    thread_local StampedMap<Total> maps[2];
+    return maps[which];
   }
 };
 
@@ -260,22 +276,34 @@ std::vector<Scope> GroupScopes(const PlacementContext& ctx, const std::vector<Ca
   // Only the groups that hold the job get a scope (and a list of members): hundreds of candidates are one domain
   // to a rack on NVL72 racks.
   const bool several_sus = totals.su.size() > 1;
+  auto holds_job = [&](const ScopeTotals::Total& total) { return total.gpus >= ctx.gpus(); };
+  // Each list sized once from the totals: growing them was a tenth of a multi-domain search's heap traffic.
+  size_t rack_scopes = 0, su_scopes = 0;
+  for (RackId r : totals.rack.keys())
+    if (totals.rack[r].members > 1 && holds_job(totals.rack[r])) ++rack_scopes;
+  if (several_sus)
+    for (ScalableUnitId su : totals.su.keys())
+      if (holds_job(totals.su[su])) ++su_scopes;
   std::vector<Scope> racks, sus;
+  racks.reserve(rack_scopes + su_scopes);  // the scalable units are appended to it
+  sus.reserve(su_scopes);
   for (const Candidate& c : cands) {
     const RackId r = t.domains()[c.domain].rack;
     ScopeTotals::Total& rack = totals.rack[r];
-    if (rack.members > 1 && rack.gpus >= ctx.gpus()) {
+    if (rack.members > 1 && holds_job(rack)) {
       if (rack.slot < 0) {
         rack.slot = static_cast<int>(racks.size());
         racks.push_back({0, {}, rack.gpus});
+        racks.back().members.reserve(rack.members);
       }
       racks[rack.slot].members.push_back(c);
     }
     ScopeTotals::Total& su = totals.su[t.racks()[r].scalable_unit];
-    if (several_sus && su.gpus >= ctx.gpus()) {
+    if (several_sus && holds_job(su)) {
       if (su.slot < 0) {
         su.slot = static_cast<int>(sus.size());
         sus.push_back({1, {}, su.gpus});
+        sus.back().members.reserve(su.members);
       }
       sus[su.slot].members.push_back(c);
     }

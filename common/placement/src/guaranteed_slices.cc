@@ -93,7 +93,7 @@ std::vector<std::pair<int, Milliwatts>> GuaranteedSlices::DrawByBudget(const Led
   std::vector<std::pair<int, Milliwatts>> out;
   for (const NodeGpus& ng : allocation.nodes) {
     const RackId r = topology_->nodes()[ng.node].rack;
-    const Milliwatts draw = ledger.PerGpu(allocation, ng.node) * std::popcount(ng.gpus);
+    const Milliwatts draw = ledger.PerGpu(allocation, ng.node) * GpuCount(ng.gpus);
     out.emplace_back(r, draw);
     for (PowerDomainId p : topology_->racks()[r].power_chain) out.emplace_back(racks + p, draw);
   }

@@ -183,7 +183,7 @@ absl::Status Ledger::Check(const Allocation& a, CommitMode mode, double reserve_
             "allocation ", a.id, ": ", MilliwattsToWatts(a.per_gpu), " W per GPU is outside what ", type.name,
             " takes (", MilliwattsToWatts(type.min_per_gpu), "..", MilliwattsToWatts(type.max_per_gpu), " W)"));
     }
-    rack_add[node.rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
+    rack_add[node.rack] += GpuCount(ng.gpus) * PerGpu(a, ng.node);
   }
   if (mode == CommitMode::kEnforce) {
     // Ordered by id, so that the first rack or power domain named in a refusal does not depend on hashing.
@@ -235,7 +235,7 @@ void Ledger::Apply(const Allocation& a, int sign) {
     const Node& node = topology_->nodes()[ng.node];
     if (changed != kNoId && changed != node.rack) RackPowerChanged(changed);
     changed = node.rack;
-    const Milliwatts watts = std::popcount(ng.gpus) * PerGpu(a, ng.node) * sign;
+    const Milliwatts watts = GpuCount(ng.gpus) * PerGpu(a, ng.node) * sign;
     rack_draw_[node.rack] += watts;
     for (PowerDomainId p : topology_->racks()[node.rack].power_chain) pd_draw_[p] += watts;
     if (sign > 0) added_since_reading_[node.rack] += watts;
@@ -332,7 +332,7 @@ const std::vector<DomainId>& Ledger::DomainsWithFree(NodeTypeId type, int free) 
 }
 
 void Ledger::Reindex(NodeId node) {
-  const int now = std::popcount(free_gpus(node));
+  const int now = GpuCount(free_gpus(node));
   const int before = node_free_[node];
   if (now == before) return;
   node_free_[node] = now;
@@ -363,7 +363,7 @@ absl::Status Ledger::CheckInvariants() const {
       if (held[ng.node] & ng.gpus)
         return absl::InternalError(absl::StrCat("GPU held twice on ", t.nodes()[ng.node].name));
       held[ng.node] |= ng.gpus;
-      rack[t.nodes()[ng.node].rack] += std::popcount(ng.gpus) * PerGpu(a, ng.node);
+      rack[t.nodes()[ng.node].rack] += GpuCount(ng.gpus) * PerGpu(a, ng.node);
     }
   }
   std::vector<Milliwatts> pd(t.power_domains().size());
@@ -379,7 +379,7 @@ absl::Status Ledger::CheckInvariants() const {
   for (size_t n = 0; n < held.size(); ++n) {
     if (held[n] != allocated_[n])
       return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " mask mismatch"));
-    if (node_free_[n] != std::popcount(free_gpus(static_cast<NodeId>(n))))
+    if (node_free_[n] != GpuCount(free_gpus(static_cast<NodeId>(n))))
       return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " free index stale"));
   }
   for (DomainId d = 0; d < static_cast<DomainId>(t.domains().size()); ++d) {

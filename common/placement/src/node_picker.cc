@@ -10,7 +10,7 @@
 namespace rackwise::internal {
 
 GpuMask PickIndices(GpuMask free, int count, GpuMask rail_set) {
-  if (rail_set != 0 && std::popcount(rail_set) == count && (rail_set & ~free) == 0) return rail_set;
+  if (rail_set != 0 && GpuCount(rail_set) == count && (rail_set & ~free) == 0) return rail_set;
   return LowestGpus(free, count);
 }
 

@@ -63,7 +63,7 @@ int ScoreWithRack(const Ledger& ledger, const PlacementRequest& request, NodeId 
     for (int start = 0; start + want <= n.gpus; start += want)
       if (((block << start) & ~free) == 0) rail = 1;
   } else {
-    rail = std::popcount(free) >= n.gpus ? 1 : 0;
+    rail = GpuCount(free) >= n.gpus ? 1 : 0;
   }
   // Power headroom after placing `want` GPUs here, as a share of the rack's cap.
   const Milliwatts after = rack.headroom - want * internal::PerGpuFor(t, request, n.type);

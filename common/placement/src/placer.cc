@@ -43,7 +43,7 @@ PlacementDecision Assemble(const PlacementContext& ctx, const DomainPlan& plan, 
   d.racks.reserve(plan.takes.size());  // a domain usually lies in one rack
   for (const NodeGpus& ng : d.nodes) {
     const RackId r = t.nodes()[ng.node].rack;
-    const Milliwatts added = std::popcount(ng.gpus) * ctx.per_gpu();
+    const Milliwatts added = GpuCount(ng.gpus) * ctx.per_gpu();
     auto it = std::find_if(d.racks.begin(), d.racks.end(), [r](const RackPower& rp) { return rp.rack == r; });
     if (it == d.racks.end()) {
       d.racks.push_back({r, added});

@@ -22,7 +22,7 @@ class PowerViewBuilder {
       for (const NodeGpus& n : a->nodes) {
         RackUse& u = use_[t_.nodes()[n.node].rack];
         u.jobs.insert(a->id);
-        u.used_gpus += std::popcount(n.gpus);
+        u.used_gpus += GpuCount(n.gpus);
       }
     }
   }

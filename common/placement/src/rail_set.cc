@@ -27,7 +27,7 @@ RailChoice ExactRailSet(const PlacementContext& ctx, const std::vector<NodeId>& 
       if ((m & (GpuMask{1} << bit)) == 0) holders[m] += holders[m | (GpuMask{1} << bit)];
   RailChoice best;
   for (GpuMask s = 0; s <= all; ++s)
-    if (std::popcount(s) == k && holders[s] > best.holders) best = {s, holders[s]};
+    if (GpuCount(s) == k && holders[s] > best.holders) best = {s, holders[s]};
   return best;
 }
 
@@ -36,7 +36,7 @@ RailChoice SampledRailSet(const PlacementContext& ctx, const std::vector<NodeId>
   std::vector<GpuMask> sets;
   for (int start = 0; start + k <= width; start += k) sets.push_back(((GpuMask{1} << k) - 1) << start);
   for (size_t i = 0; i < nodes.size() && i < 16; ++i)
-    if (const GpuMask s = LowestGpus(ctx.ledger().free_gpus(nodes[i]), k); std::popcount(s) == k) sets.push_back(s);
+    if (const GpuMask s = LowestGpus(ctx.ledger().free_gpus(nodes[i]), k); GpuCount(s) == k) sets.push_back(s);
   RailChoice best;
   for (GpuMask s : sets) {
     int count = 0;
@@ -60,16 +60,16 @@ void ShareRails(const Ledger& ledger, std::vector<NodeGpus>* shares) {
   if (shares->size() < 2) return;
   // The largest share, the lowest node id among equals (so that the choice does not depend on the order).
   auto largest = std::max_element(shares->begin(), shares->end(), [](const NodeGpus& a, const NodeGpus& b) {
-    const int ca = std::popcount(a.gpus), cb = std::popcount(b.gpus);
+    const int ca = GpuCount(a.gpus), cb = GpuCount(b.gpus);
     return ca != cb ? ca < cb : a.node > b.node;
   });
   const GpuMask rails = largest->gpus;
   for (NodeGpus& share : *shares) {
     if ((share.gpus & ~rails) == 0) continue;
-    const int count = std::popcount(share.gpus);
+    const int count = GpuCount(share.gpus);
     const GpuMask free = ledger.free_gpus(share.node);
     const GpuMask on_rails = LowestGpus(free & rails, count);
-    share.gpus = on_rails | LowestGpus(free & ~rails, count - std::popcount(on_rails));
+    share.gpus = on_rails | LowestGpus(free & ~rails, count - GpuCount(on_rails));
   }
 }
 

@@ -193,7 +193,7 @@ InRack AllocationInRack(const Ledger& l, const Allocation& a, RackId rack) {
   InRack in;
   for (const NodeGpus& ng : a.nodes) {
     if (t.nodes()[ng.node].rack != rack) continue;
-    in.gpus += std::popcount(ng.gpus);
+    in.gpus += GpuCount(ng.gpus);
     if (in.per_gpu == 0) in.per_gpu = a.per_gpu > 0 ? a.per_gpu : t.type_of(ng.node).per_gpu;
   }
   return in;

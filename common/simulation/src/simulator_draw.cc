@@ -17,7 +17,7 @@ RealDraw::RealDraw(const Topology& t) : topology_(t) {
 void RealDraw::Add(const Ledger& ledger, const Allocation& a, Milliwatts measured_per_gpu, int sign) {
   for (const NodeGpus& ng : a.nodes) {
     const Milliwatts per_gpu = measured_per_gpu > 0 ? measured_per_gpu : ledger.PerGpu(a, ng.node);
-    const Milliwatts w = sign * std::popcount(ng.gpus) * per_gpu;
+    const Milliwatts w = sign * GpuCount(ng.gpus) * per_gpu;
     const RackId r = topology_.nodes()[ng.node].rack;
     node_gpu_[ng.node] += w;
     // Milliwatts to watts and back (MeasureRacks) is exact for any draw the bounds allow.

@@ -276,7 +276,7 @@ class Replay {
     for (const NodeGpus& ng : a.nodes) {
       domains.push_back(t_.nodes()[ng.node].domain);
       p.racks.push_back(t_.nodes()[ng.node].rack);
-      gpus += std::popcount(ng.gpus);
+      gpus += GpuCount(ng.gpus);
       if (ng.gpus != a.nodes.front().gpus) p.rail_aligned = false;
     }
     if (gpus != job.gpus) {
@@ -492,7 +492,7 @@ class Replay {
     const double reserve = t_.policy().power_reserve_fraction;
     for (const NodeGpus& ng : choice.nodes) {
       const RackId r = t_.nodes()[ng.node].rack;
-      const Milliwatts w = std::popcount(ng.gpus) * (choice.per_gpu > 0 ? choice.per_gpu : t_.type_of(ng.node).per_gpu);
+      const Milliwatts w = GpuCount(ng.gpus) * (choice.per_gpu > 0 ? choice.per_gpu : t_.type_of(ng.node).per_gpu);
       AddNeed(&reservation_.racks, r, w, ledger_.RackRoom(r, reserve));
       for (PowerDomainId pd : t_.racks()[r].power_chain)
         AddNeed(&reservation_.power_domains, pd, w, ledger_.PowerDomainRoom(pd, reserve));
@@ -510,7 +510,7 @@ class Replay {
   void Spend(const SimPlacement& p) {
     for (const NodeGpus& ng : p.nodes) {
       const RackId r = t_.nodes()[ng.node].rack;
-      const Milliwatts w = std::popcount(ng.gpus) * (p.per_gpu > 0 ? p.per_gpu : t_.type_of(ng.node).per_gpu);
+      const Milliwatts w = GpuCount(ng.gpus) * (p.per_gpu > 0 ? p.per_gpu : t_.type_of(ng.node).per_gpu);
       for (auto& [id, budget] : reservation_.racks)
         if (id == r) budget -= w;
       for (PowerDomainId pd : t_.racks()[r].power_chain)

@@ -66,7 +66,7 @@ class TreePolicy : public Policy {
       room_[r] = std::numeric_limits<int>::max();
       if (!static_cap_) continue;
       int used = 0;
-      for (NodeId n : t_.racks()[r].nodes) used += std::popcount(ledger.allocated_gpus(n));
+      for (NodeId n : t_.racks()[r].nodes) used += GpuCount(ledger.allocated_gpus(n));
       room_[r] = std::max(0, limit_[r] - used);
       const int room = k > 0 ? room_[r] / k * k : room_[r];
       rack_cap_[r] = std::min(rack_cap_[r], room);

@@ -55,7 +55,7 @@ class ClusterMeter : public sim::LaneObserver {
   }
   static int GpusOf(const Allocation& a) {
     int gpus = 0;
-    for (const NodeGpus& ng : a.nodes) gpus += std::popcount(ng.gpus);
+    for (const NodeGpus& ng : a.nodes) gpus += GpuCount(ng.gpus);
     return gpus;
   }
 
