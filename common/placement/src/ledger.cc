@@ -397,7 +397,8 @@ absl::Status Ledger::CheckInvariants() const {
   }
   if (absl::Status s = CheckTallies(); !s.ok()) return s;
   if (absl::Status s = CheckHeadroom(); !s.ok()) return s;
-  return CheckPowerGroups();
+  if (absl::Status groups = CheckPowerGroups(); !groups.ok()) return groups;
+  return CheckPowerOrder();
 }
 
 absl::Status Ledger::CheckTallies() const {

@@ -135,12 +135,12 @@ int Ledger::BelowRoomAtLeast(const PowerGroupIndex& group, size_t slot, size_t w
   return group.at_least[slot][RacksBelowRoom(group, room) * width + least];
 }
 
-Ledger::PowerShortNodes Ledger::CountPowerShortNodes(NodeTypeId type, int least, Milliwatts need,
-                                                     absl::Span<const Milliwatts> chain_rooms) const {
+Ledger::PowerShortNodes Ledger::CountPowerShortNodesByGroup(NodeTypeId type, int least, Milliwatts need) const {
   PowerShortNodes out;
   const size_t width = topology_->node_types()[type].gpus + 1;
   least = std::max(least, 0);
   if (static_cast<size_t>(least) >= width) return out;
+  const absl::Span<const Milliwatts> chain_rooms = ChainRooms();
   const int last = static_cast<int>(groups_.size()) - 1;  // the racks under no power domain
   for (int group = 0; group <= last; ++group) {
     if (group_stale_[group]) RefreshPowerGroup(group);

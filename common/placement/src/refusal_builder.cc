@@ -59,35 +59,23 @@ ReasonTally TallyByNode(const Ledger& ledger, const PlacementRequest& r, const R
   return out;
 }
 
-// Per power domain, the least room of it and every domain above it (the policy's reserve kept).
-std::vector<Milliwatts> ChainRooms(const Ledger& l) {
-  const Topology& t = l.topology();
-  const double reserve = t.policy().power_reserve_fraction;
-  std::vector<Milliwatts> chain(t.power_domains().size());
-  const std::vector<PowerDomainId>& order = t.power_domains_deepest_first();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // parents before their children
-    const PowerDomainId parent = t.power_domains()[*it].parent;
-    chain[*it] = std::min(l.PowerDomainRoom(*it, reserve),
-                          parent == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[parent]);
-  }
-  return chain;
-}
-
-// ChainRooms, worked out when first needed: a refusal where power cannot block never needs it.
+// The ledger's ChainRooms (per power domain, the least room of it and every domain above it), asked when first
+// needed: a refusal where power cannot block never needs them, and they are kept with an order it then need not
+// build.
 class LazyChainRooms {
  public:
   explicit LazyChainRooms(const Ledger& ledger) : ledger_(ledger) {}
-  const std::vector<Milliwatts>& get() {
-    if (!rooms_) rooms_ = ChainRooms(ledger_);
+  absl::Span<const Milliwatts> get() {
+    if (!rooms_) rooms_ = ledger_.ChainRooms();
     return *rooms_;
   }
 
  private:
   const Ledger& ledger_;
-  std::optional<std::vector<Milliwatts>> rooms_;
+  std::optional<absl::Span<const Milliwatts>> rooms_;
 };
 
-Milliwatts ChainRoomOf(const Topology& t, const std::vector<Milliwatts>& chain, RackId rack) {
+Milliwatts ChainRoomOf(const Topology& t, absl::Span<const Milliwatts> chain, RackId rack) {
   const PowerDomainId p = t.racks()[rack].power_domain;
   return p == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[p];
 }
@@ -101,8 +89,7 @@ bool TypeTakesShares(const Topology& t, const PlacementRequest& r, const Request
 // The same counts from the ledger's tallies, in NodeBlock's order of reasons; unrestricted requests. Reasons that
 // do not depend on power come from the per-type tallies; nodes that fail on power only are split per power group:
 // the racks whose own room is short (one binary search in the group), else the power domains above.
-ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable,
-                         LazyChainRooms* chain_rooms) {
+ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable) {
   const Topology& t = ledger.topology();
   ReasonTally out;
   auto count = [&out](NodeReason why, long long nodes) {
@@ -140,7 +127,7 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
     return out;
   }
   for (const auto& [type, need] : needs) {
-    const Ledger::PowerShortNodes nodes = ledger.CountPowerShortNodes(type, least, need, chain_rooms->get());
+    const Ledger::PowerShortNodes nodes = ledger.CountPowerShortNodes(type, least, need);
     count(NodeReason::kRackPower, nodes.rack_short);
     count(NodeReason::kPowerDomainPower, nodes.chain_short);
     count(usable, nodes.powered);
@@ -278,8 +265,7 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   const NodeReason usable = locality_blocked ? NodeReason::kNvlinkLocality : NodeReason::kNotEnoughTogether;
   const bool visit_nodes = by_node || !s.allowed.empty();
   LazyChainRooms chain(ledger);  // each power domain's least room up its chain
-  const ReasonTally tally =
-      visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable, &chain);
+  const ReasonTally tally = visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable);
   out.counts = tally.counts;
   long long lifetime = 0;
   if (!Resolvable(ledger, r, s, by_node, &lifetime)) {

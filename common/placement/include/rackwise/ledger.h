@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "rackwise/allocation.h"
+#include "rackwise/rack_power_order.h"
 #include "rackwise/topology.h"
 #include "rackwise/tournament_tree.h"
 
@@ -166,18 +167,24 @@ class Ledger {
   // has no node of the type.
   absl::Span<const int> GroupFreeHistogram(PowerDomainId group, NodeTypeId type,
                                            Milliwatts room = std::numeric_limits<Milliwatts>::max()) const;
-  // The same count over every group at once, for a refusal's node tally: up nodes of `type` with at least `least`
-  // free GPUs in racks whose own room is below `need` (rack_short); of the others, those whose power group's
-  // chain room (`chain_rooms[group]`, the least room of its power domain and every one above it) is below `need`
-  // (chain_short); and the rest (powered). One pass over dense per-group values, refreshing stale groups on the
-  // way, instead of a call per group: a refusal at a capped cluster's limit asks it of every group.
+  // For a refusal's node tally, over the whole cluster: up nodes of `type` with at least `least` free GPUs in
+  // racks whose own room (the policy's reserve kept) is below `need` (rack_short); of the others, those whose
+  // power chain's room (ChainRooms) is below `need` (chain_short); and the rest (powered). A pass over the power
+  // groups, O(power groups); once asked kAsksBeforePowerOrder times at one state (a scheduling pass that refuses
+  // many pending jobs between two changes), O(log racks) from the racks ordered by room (rack_power_order.h),
+  // built then for that state. Building it costs about as much as that many passes, so a stream of changes pays
+  // at most twice what the passes alone would (ski rental), and a state asked often pays the pass only while the
+  // order is missing.
   struct PowerShortNodes {
     long long rack_short = 0;
     long long chain_short = 0;
     long long powered = 0;
   };
-  PowerShortNodes CountPowerShortNodes(NodeTypeId type, int least, Milliwatts need,
-                                       absl::Span<const Milliwatts> chain_rooms) const;
+  PowerShortNodes CountPowerShortNodes(NodeTypeId type, int least, Milliwatts need) const;
+  static constexpr int kAsksBeforePowerOrder = 16;
+  // Per power domain, the least room (the policy's reserve kept) of it and of every power domain above it. Worked
+  // out when first asked after a change, O(power domains).
+  absl::Span<const Milliwatts> ChainRooms() const;
   // The least own room (the policy's reserve kept) of the group's racks; kNoHeadroom for an empty group.
   // Inline with GroupMaxRackFree: a refusal's power sentence asks both of every group.
   Milliwatts GroupLeastRackRoom(PowerDomainId group) const { return group_least_room_[FreshGroupIndex(group)]; }
@@ -334,6 +341,18 @@ class Ledger {
   const PowerGroupIndex& FreshGroup(PowerDomainId group) const;
   const std::vector<int>* GroupSums(const PowerGroupIndex& group, NodeTypeId type) const;  // null: no such node
   static size_t RacksBelowRoom(const PowerGroupIndex& group, Milliwatts room);             // how many of by_room
+  // The racks by room (CountPowerShortNodes), for the generation it was built at, and how often the count was
+  // asked at the generation of asks_generation_.
+  mutable RackPowerOrder power_order_;
+  mutable std::optional<uint64_t> power_order_generation_, asks_generation_, chain_rooms_generation_;
+  mutable int asks_ = 0;
+  mutable std::vector<Milliwatts> chain_rooms_;    // ChainRooms, for chain_rooms_generation_
+  mutable std::vector<int> power_order_at_least_;  // the racks' rows for the build, [rack][type * width + f]
+  mutable std::vector<RackPowerOrder::RackRow> power_order_rows_;
+  const RackPowerOrder& FreshPowerOrder() const;
+  PowerShortNodes CountPowerShortNodesByGroup(NodeTypeId type, int least, Milliwatts need) const;
+  void BuildPowerOrderRows() const;  // the racks' rows, from the ledger as it is
+  absl::Status CheckPowerOrder() const;
   std::shared_ptr<internal::EmptyClusterMemo> empty_cluster_memo_;
 };
 
