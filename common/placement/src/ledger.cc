@@ -310,13 +310,6 @@ Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
   return std::max<Milliwatts>(0, h);
 }
 
-GpuMask Ledger::free_gpus(NodeId node) const {
-  if (health_[node] != NodeHealth::kUp) return 0;
-  return FullGpuMask(topology_->nodes()[node].gpus) & ~allocated_[node] & ~failed_[node];
-}
-
-int Ledger::free_gpu_count(NodeId node) const { return node_free_[node]; }
-
 int Ledger::domain_nodes_with_free(DomainId domain, int k) const {
   const auto& hist = domain_hist_[domain];
   int n = 0;

@@ -27,13 +27,11 @@ class StampedMap {
   }
 
   // The value for `id` (inserted as Value{} when absent). `id` must be below Reset's `ids`.
+  // The first touch of an id in a use is out of line, so that the usual access inlines to an index and a compare.
   Value& operator[](int id) {
     Slot& s = slots_[static_cast<size_t>(id)];
-    if (s.epoch != epoch_) {
-      s.epoch = epoch_;
-      s.value = Value{};
-      keys_.push_back(id);
-    }
+    if (s.epoch != epoch_) [[unlikely]]
+      Insert(s, id);
     return s.value;
   }
 
@@ -46,6 +44,11 @@ class StampedMap {
     Epoch epoch = 0;
     Value value{};
   };
+  [[gnu::noinline]] void Insert(Slot& s, int id) {
+    s.epoch = epoch_;
+    s.value = Value{};
+    keys_.push_back(id);
+  }
   std::vector<Slot> slots_;
   std::vector<int> keys_;
   Epoch epoch_ = 0;

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "rackwise/allocation.h"
+#include "rackwise/gpu_mask.h"
 #include "rackwise/rack_power_order.h"
 #include "rackwise/topology.h"
 #include "rackwise/tournament_tree.h"
@@ -126,8 +127,12 @@ class Ledger {
 
   GpuMask allocated_gpus(NodeId node) const { return allocated_[node]; }
   // GPUs that could be given out now: not allocated, not failed, node up.
-  GpuMask free_gpus(NodeId node) const;
-  int free_gpu_count(NodeId node) const;
+  // Inline: node picks and capacity sums ask them of every node of the domains they look at.
+  GpuMask free_gpus(NodeId node) const {
+    if (health_[node] != NodeHealth::kUp) return 0;
+    return FullGpuMask(topology_->nodes()[node].gpus) & ~allocated_[node] & ~failed_[node];
+  }
+  int free_gpu_count(NodeId node) const { return node_free_[node]; }
   // Free GPUs on up nodes of a domain; maintained incrementally.
   int domain_free_gpus(DomainId domain) const { return domain_free_[domain]; }
   // Nodes of a domain that are up and have at least `k` free GPUs.
