@@ -21,7 +21,8 @@ absl::StatusOr<std::vector<StoredAllocation>> EtcdLedgerStore::LoadAll() {
 
 absl::Status EtcdLedgerStore::Write(absl::Span<const StoreWrite> writes) {
   const int64_t fence = fence_.load();
-  if (fence == 0) return absl::FailedPreconditionError("not the leader: this replica holds no leader key");
+  // Unavailable (see SharedLedger::CheckServingLocked): this replica cannot write, another may.
+  if (fence == 0) return absl::UnavailableError("not the leader: this replica holds no leader key");
   if (writes.size() > max_txn_ops_)
     return absl::InvalidArgumentError(
         absl::StrCat(writes.size(), " writes in one transaction; at most ", max_txn_ops_));
@@ -42,9 +43,9 @@ absl::Status EtcdLedgerStore::Write(absl::Span<const StoreWrite> writes) {
   absl::StatusOr<EtcdTxnResult> result = client_->Txn({&still_leader, 1}, ops);
   if (!result.ok()) return result.status();
   if (!result->succeeded)
-    return absl::FailedPreconditionError(absl::StrCat("fenced: the leader key ", keys_.leader,
-                                                      " is no longer the one this replica created at revision ", fence,
-                                                      " (its lease expired or another replica leads)"));
+    return absl::UnavailableError(absl::StrCat("fenced: the leader key ", keys_.leader,
+                                               " is no longer the one this replica created at revision ", fence,
+                                               " (its lease expired or another replica leads)"));
   return absl::OkStatus();
 }
 

@@ -79,7 +79,7 @@ TEST_F(LedgerEtcdTest, TheStoreRefusesAWriteOnceAnotherReplicaHoldsTheLeaderKey)
   const int64_t won = ClaimLeaderKey("a 127.0.0.1:1");
   EtcdLedgerStore store(&etcd, keys);
   const StoreWrite first{"slurm/c1/1", "x"};
-  EXPECT_EQ(store.Write({&first, 1}).code(), absl::StatusCode::kFailedPrecondition) << "no fence: not a leader";
+  EXPECT_EQ(store.Write({&first, 1}).code(), absl::StatusCode::kUnavailable) << "no fence: not a leader";
   store.SetFence(won);
   ASSERT_TRUE(store.Write({&first, 1}).ok());
   // Replica a's lease expires and b wins: the key is created anew, at a later revision.
@@ -87,7 +87,7 @@ TEST_F(LedgerEtcdTest, TheStoreRefusesAWriteOnceAnotherReplicaHoldsTheLeaderKey)
   ASSERT_GT(ClaimLeaderKey("b 127.0.0.1:2"), won);
   const StoreWrite deposed{"slurm/c1/2", "y"};
   absl::Status refused = store.Write({&deposed, 1});
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
   EXPECT_NE(refused.message().find("fenced"), std::string::npos) << refused;
   absl::StatusOr<std::vector<StoredAllocation>> stored = store.LoadAll();
   ASSERT_TRUE(stored.ok()) << stored.status();
@@ -112,9 +112,9 @@ TEST_F(LedgerEtcdTest, ADeposedLeaderThatHasNotNoticedIsStoppedByTheFence) {
   ASSERT_TRUE(ledger.Reserve(WholeNode("slurm/c1/1", "n1")).ok());
   ASSERT_EQ(*etcd.DeletePrefix(keys.leader), 1);
   ClaimLeaderKey("b 127.0.0.1:2");
-  EXPECT_EQ(ledger.Reserve(WholeNode("slurm/c1/2", "n5")).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(ledger.Release("slurm/c1/1").status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(ledger.Reconcile("slurm/c1/", {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ledger.Reserve(WholeNode("slurm/c1/2", "n5")).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ledger.Release("slurm/c1/1").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ledger.Reconcile("slurm/c1/", {}).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(StoredKeys(), 1u);
   EXPECT_EQ(ledger.allocation_count(), 1u);
 }

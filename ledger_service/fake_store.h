@@ -21,7 +21,7 @@ class FakeStore : public LedgerStore {
     return out;
   }
   absl::Status Write(absl::Span<const StoreWrite> writes) override {
-    if (fenced_out) return absl::FailedPreconditionError("fenced: another replica leads");
+    if (fenced_out) return absl::UnavailableError("fenced: another replica leads");
     if (writes.size() > max_writes) return absl::InvalidArgumentError("too many writes in one call");
     if (fail_write == write_calls++) return absl::UnavailableError("etcd unreachable");
     for (const StoreWrite& w : writes) {

@@ -29,7 +29,8 @@ class LedgerStore {
   // Every stored allocation.
   virtual absl::StatusOr<std::vector<StoredAllocation>> LoadAll() = 0;
   // Applies every write at once, and only while this replica still holds the leadership it was fenced with;
-  // FailedPrecondition (nothing written) when it does not. At most max_writes_per_call() writes.
+  // Unavailable (nothing written) when it does not: another replica may lead, so a client tries the next one.
+  // At most max_writes_per_call() writes.
   virtual absl::Status Write(absl::Span<const StoreWrite> writes) = 0;
   virtual size_t max_writes_per_call() const = 0;
 };

@@ -83,7 +83,9 @@ bool SharedLedger::serving() const {
 
 absl::Status SharedLedger::CheckServingLocked() const {
   if (ledger_ == nullptr || !serving())
-    return absl::FailedPreconditionError("not the leader (or its lease is no longer known to be live)");
+    // Unavailable, not a refusal: the client tries the next replica (another may lead by now), and a face that
+    // finds no leader falls back; taken as an answer, a Release here would be dropped and its owner leak.
+    return absl::UnavailableError("not the leader (or its lease is no longer known to be live)");
   return absl::OkStatus();
 }
 

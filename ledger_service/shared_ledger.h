@@ -63,7 +63,8 @@ class SharedLedger {
 
   // Reserves `request` for its owner (request.id()) under the policy's usable caps and the guaranteed-slice rule. The
   // same owner with the same content again is a no-op; with other content AlreadyExists. FailedPrecondition names the
-  // cap or GPU.
+  // cap or GPU. Every call is Unavailable while this replica does not serve (not the leader, its lease lapsed, or
+  // fenced out by a newer leader): not an answer, so that a client tries another replica.
   absl::Status Reserve(const v1::Allocation& request);
   // Returns false when the owner held nothing.
   absl::StatusOr<bool> Release(absl::string_view owner);

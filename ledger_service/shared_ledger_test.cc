@@ -73,7 +73,7 @@ TEST_F(SharedLedgerTest, AFencedOutWriteChangesNothing) {
   Lead();
   ASSERT_TRUE(ledger_->Reserve(WholeNode("slurm/c1/1", "n1")).ok());
   store_.fenced_out = true;
-  EXPECT_EQ(ledger_->Reserve(WholeNode("slurm/c1/2", "n5")).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ledger_->Reserve(WholeNode("slurm/c1/2", "n5")).code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(ledger_->Release("slurm/c1/1").ok());
   EXPECT_FALSE(ledger_->Reconcile("slurm/c1/", {}).ok());
   EXPECT_EQ(Owners(), (std::vector<std::string>{"slurm/c1/1"}));
@@ -83,10 +83,10 @@ TEST_F(SharedLedgerTest, AFencedOutWriteChangesNothing) {
 }
 
 TEST_F(SharedLedgerTest, OnlyALiveLeaderServes) {
-  EXPECT_EQ(ledger_->Reserve(WholeNode("slurm/c1/1", "n1")).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ledger_->Reserve(WholeNode("slurm/c1/1", "n1")).code(), absl::StatusCode::kUnavailable);
   ASSERT_TRUE(ledger_->TakeOver(SharedLedger::Clock::now() - std::chrono::milliseconds(1)).ok());
   EXPECT_FALSE(ledger_->serving()) << "a lease whose deadline passed must not serve";
-  EXPECT_EQ(ledger_->Reserve(WholeNode("slurm/c1/1", "n1")).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ledger_->Reserve(WholeNode("slurm/c1/1", "n1")).code(), absl::StatusCode::kUnavailable);
   Lead();
   EXPECT_TRUE(ledger_->Reserve(WholeNode("slurm/c1/1", "n1")).ok());
   ledger_->StopServing();
