@@ -13,6 +13,7 @@
 #include "ledger_grpc_service.h"
 #include "rackwise/cluster_description.h"
 #include "test_support.h"
+#include "testdata_topology.h"
 
 namespace rackwise::ledger {
 namespace {
@@ -44,13 +45,9 @@ struct InProcessReplica {
 class LedgerClientFailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Diagnostics diagnostics;
-    absl::StatusOr<v1::ClusterDescription> d =
-        LoadClusterDescription(std::string(RACKWISE_LEDGER_TESTDATA) + "/two_racks.yaml", &diagnostics);
-    ASSERT_TRUE(d.ok()) << d.status();
-    absl::StatusOr<Topology> t = Topology::Build(*d);
+    absl::StatusOr<std::unique_ptr<Topology>> t = testing::TestdataTopology("two_racks.yaml");
     ASSERT_TRUE(t.ok()) << t.status();
-    topology_ = std::make_unique<Topology>(std::move(*t));
+    topology_ = std::move(*t);
     deposed_ = std::make_unique<InProcessReplica>(topology_.get(), "deposed");
     leader_ = std::make_unique<InProcessReplica>(topology_.get(), "leader");
     ASSERT_TRUE(deposed_->Start().ok());

@@ -10,6 +10,7 @@
 #include "fake_store.h"
 #include "rackwise/cluster_description.h"
 #include "test_support.h"
+#include "testdata_topology.h"
 
 namespace rackwise::ledger {
 namespace {
@@ -21,13 +22,9 @@ using testing::WholeNode;
 class SharedLedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Diagnostics diagnostics;
-    absl::StatusOr<v1::ClusterDescription> d =
-        LoadClusterDescription(std::string(RACKWISE_LEDGER_TESTDATA) + "/two_racks.yaml", &diagnostics);
-    ASSERT_TRUE(d.ok()) << d.status();
-    absl::StatusOr<Topology> t = Topology::Build(*d);
+    absl::StatusOr<std::unique_ptr<Topology>> t = testing::TestdataTopology("two_racks.yaml");
     ASSERT_TRUE(t.ok()) << t.status();
-    topology_ = std::make_unique<Topology>(std::move(*t));
+    topology_ = std::move(*t);
     ledger_ = std::make_unique<SharedLedger>(topology_.get(), &store_);
   }
   void Lead() { ASSERT_TRUE(ledger_->TakeOver(SharedLedger::Clock::now() + std::chrono::hours(1)).ok()); }

@@ -26,7 +26,9 @@ void RackPowerOrder::Rebuild(absl::Span<const RackRow> rows, int types, int widt
 
 void RackPowerOrder::Sort(Order* order, absl::Span<const RackRow> rows, Milliwatts RackRow::*key) const {
   std::vector<RackId>& racks = order->racks;
-  if (racks.size() != rows.size()) {  // first build (or another cluster): any start will do
+  // First build (or another cluster): no previous order to start from, so a full sort at once.
+  const bool first = racks.size() != rows.size();
+  if (first) {
     racks.resize(rows.size());
     std::iota(racks.begin(), racks.end(), 0);
   }
@@ -36,7 +38,7 @@ void RackPowerOrder::Sort(Order* order, absl::Span<const RackRow> rows, Milliwat
   auto before = [&key_of](RackId a, RackId b) { return key_of[a] != key_of[b] ? key_of[a] < key_of[b] : a < b; };
   // The previous order, with a few racks moved since: insertion sort is O(racks + moves) on it.
   const size_t budget = kMovesPerRackBeforeFullSort * racks.size();
-  size_t moves = 0;
+  size_t moves = first ? budget + 1 : 0;
   for (size_t i = 1; i < racks.size() && moves <= budget; ++i) {
     const RackId moving = racks[i];
     size_t j = i;

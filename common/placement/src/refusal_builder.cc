@@ -59,22 +59,6 @@ ReasonTally TallyByNode(const Ledger& ledger, const PlacementRequest& r, const R
   return out;
 }
 
-// The ledger's ChainRooms (per power domain, the least room of it and every domain above it), asked when first
-// needed: a refusal where power cannot block never needs them, and they are kept with an order it then need not
-// build.
-class LazyChainRooms {
- public:
-  explicit LazyChainRooms(const Ledger& ledger) : ledger_(ledger) {}
-  absl::Span<const Milliwatts> get() {
-    if (!rooms_) rooms_ = ledger_.ChainRooms();
-    return *rooms_;
-  }
-
- private:
-  const Ledger& ledger_;
-  std::optional<absl::Span<const Milliwatts>> rooms_;
-};
-
 Milliwatts ChainRoomOf(const Topology& t, absl::Span<const Milliwatts> chain, RackId rack) {
   const PowerDomainId p = t.racks()[rack].power_domain;
   return p == kNoId ? std::numeric_limits<Milliwatts>::max() : chain[p];
@@ -151,9 +135,8 @@ int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const Reque
 // lowest id. Racks are offered in any order.
 class PowerShortfall {
  public:
-  // `chain`, which must outlive this, is asked only when a rack or group is looked at.
-  PowerShortfall(const Ledger& ledger, const PlacementRequest& r, LazyChainRooms* chain)
-      : ledger_(ledger), r_(r), chain_(*chain) {
+  // The ledger's chain rooms are asked only when a rack or group is looked at (worked out once per change).
+  PowerShortfall(const Ledger& ledger, const PlacementRequest& r) : ledger_(ledger), r_(r) {
     const Topology& t = ledger.topology();
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type)
       most_per_gpu_ = std::max(most_per_gpu_, PerGpuFor(t, r, type));
@@ -164,7 +147,7 @@ class PowerShortfall {
     if (free <= 0 || free < best_free_ || (free == best_free_ && rack > best_rack_)) return;
     const Topology& t = ledger_.topology();
     const Milliwatts left =
-        std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction), ChainRoomOf(t, chain_.get(), rack));
+        std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction), ChainRoomOf(t, ledger_.ChainRooms(), rack));
     if (Need(rack, free) <= left) return;
     best_free_ = free;
     best_rack_ = rack;
@@ -183,7 +166,7 @@ class PowerShortfall {
   bool NoneShort(PowerDomainId group, int most_free) const {
     const Milliwatts least_left =
         std::min(ledger_.GroupLeastRackRoom(group),
-                 group == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_.get()[group]);
+                 group == kNoId ? std::numeric_limits<Milliwatts>::max() : ledger_.ChainRooms()[group]);
     return static_cast<Milliwatts>(std::min(r_.gpus, most_free)) * most_per_gpu_ <= least_left;
   }
   // "power domain row01 would need 5.1 kW for 4 GPUs, 0.9 kW left." (empty when no rack fell short)
@@ -214,7 +197,6 @@ class PowerShortfall {
 
   const Ledger& ledger_;
   const PlacementRequest& r_;
-  LazyChainRooms& chain_;
   Milliwatts most_per_gpu_ = 0;  // the job's highest draw per GPU over every node type
   int best_free_ = 0;
   RackId best_rack_ = kNoId;
@@ -222,10 +204,9 @@ class PowerShortfall {
 
 // The power sentence for an unrestricted request: groups whose fullest rack holds fewer free GPUs than the best
 // found so far (or as many, all after it) are skipped without visiting their racks.
-std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s,
-                                  LazyChainRooms* chain) {
+std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s) {
   const Topology& t = ledger.topology();
-  PowerShortfall shortfall(ledger, r, chain);
+  PowerShortfall shortfall(ledger, r);
   if (shortfall.NoneShortAnywhere()) return "";
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
@@ -264,7 +245,6 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   // A node that fails on nothing is blocked by the job as a whole: its locality, or too few GPUs in all.
   const NodeReason usable = locality_blocked ? NodeReason::kNvlinkLocality : NodeReason::kNotEnoughTogether;
   const bool visit_nodes = by_node || !s.allowed.empty();
-  LazyChainRooms chain(ledger);  // each power domain's least room up its chain
   const ReasonTally tally = visit_nodes ? TallyByNode(ledger, r, s, usable) : TallyByGroup(ledger, r, s, usable);
   out.counts = tally.counts;
   long long lifetime = 0;
@@ -283,12 +263,12 @@ PlacementRefusal BuildRefusal(const Ledger& ledger, const PlacementRequest& r, c
   // Power: the rack (or the power domain above it) that holds the most free GPUs it cannot power for this job.
   std::string power;
   if (visit_nodes) {
-    PowerShortfall shortfall(ledger, r, &chain);
+    PowerShortfall shortfall(ledger, r);
     for (RackId rack = 0; rack < static_cast<RackId>(t.racks().size()); ++rack)
       shortfall.Consider(rack, tally.rack_free[rack]);
     power = shortfall.Describe();
   } else {
-    power = PowerShortfallByGroup(ledger, r, s, &chain);
+    power = PowerShortfallByGroup(ledger, r, s);
   }
   if (!power.empty()) {
     out.detail = power;

@@ -177,9 +177,9 @@ class Ledger {
   // power chain's room (ChainRooms) is below `need` (chain_short); and the rest (powered). A pass over the power
   // groups, O(power groups); once asked kAsksBeforePowerOrder times at one state (a scheduling pass that refuses
   // many pending jobs between two changes), O(log racks) from the racks ordered by room (rack_power_order.h),
-  // built then for that state. Building it costs about as much as that many passes, so a stream of changes pays
-  // at most twice what the passes alone would (ski rental), and a state asked often pays the pass only while the
-  // order is missing.
+  // built then for that state (ski rental: a stream where every refusal follows a change keeps the passes; a state
+  // asked often pays the pass only until the order is bought). A build starts from the previous order; the first
+  // one of a ledger is a full sort, a few times dearer than the 16 passes.
   struct PowerShortNodes {
     long long rack_short = 0;
     long long chain_short = 0;
