@@ -9,6 +9,7 @@ packages=(
   slurmctld slurmd slurm-client libslurm-dev dpkg-dev
   libmunge-dev munge
   curl jq procps iproute2 openssl ccache
+  python3 python3-yaml
   man-db binutils file shellcheck
   libboost-dev prometheus
   etcd-server

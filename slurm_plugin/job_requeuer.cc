@@ -22,17 +22,21 @@ JobRequeuer::~JobRequeuer() {
   cv_.notify_all();
   thread_.join();
   for (const Item& item : dropped) {
-    log_(false, absl::StrCat("JobId=", item.job_id, " not requeued (", item.why, "): the plugin is shutting down"));
+    Log(false, item, absl::StrCat("JobId=", item.job_id, " not requeued (", item.why, "): the plugin is shutting down"));
   }
 }
 
-void JobRequeuer::Requeue(uint32_t job_id, std::string why) {
+void JobRequeuer::Log(bool ok, const Item& item, const std::string& line) const {
+  log_(ok, item.label.empty() ? line : absl::StrCat(item.label, ": ", line));
+}
+
+void JobRequeuer::Requeue(uint32_t job_id, std::string why, std::string label) {
   {
     std::lock_guard lock(mu_);
     if (stop_) return;
     const bool queued = std::any_of(queue_.begin(), queue_.end(), [&](const Item& i) { return i.job_id == job_id; });
     if (queued) return;
-    queue_.push_back({job_id, std::move(why)});
+    queue_.push_back({job_id, std::move(why), std::move(label)});
   }
   cv_.notify_all();
 }
@@ -53,9 +57,9 @@ void JobRequeuer::Run() {
     lock.unlock();
     const std::string error = requeue_(item.job_id);
     if (error.empty()) {
-      log_(true, absl::StrCat("requeued JobId=", item.job_id, " (", item.why, ")"));
+      Log(true, item, absl::StrCat("requeued JobId=", item.job_id, " (", item.why, ")"));
     } else {
-      log_(false, absl::StrCat("cannot requeue JobId=", item.job_id, " (", item.why, "): ", error));
+      Log(false, item, absl::StrCat("cannot requeue JobId=", item.job_id, " (", item.why, "): ", error));
     }
     lock.lock();
     busy_ = false;

@@ -30,8 +30,9 @@ class JobRequeuer {
   JobRequeuer(const JobRequeuer&) = delete;
   JobRequeuer& operator=(const JobRequeuer&) = delete;
 
-  // Queues `job_id` (`why` goes into the log line). A job already queued is not queued twice.
-  void Requeue(uint32_t job_id, std::string why);
+  // Queues `job_id` (`why` goes into the log line, after `label` and a colon when `label` is given, so that each
+  // cause of a requeue has lines of its own to grep). A job already queued is not queued twice.
+  void Requeue(uint32_t job_id, std::string why, std::string label = "");
   // Blocks until the queue is empty and no call is in progress (tests).
   void Drain();
 
@@ -39,7 +40,9 @@ class JobRequeuer {
   struct Item {
     uint32_t job_id;
     std::string why;
+    std::string label;
   };
+  void Log(bool ok, const Item& item, const std::string& line) const;
   void Run();
 
   RequeueFn requeue_;

@@ -36,14 +36,16 @@ TEST(JobRequeuerTest, RequeuesOnItsOwnThreadAndLogsEachOutcome) {
         });
     requeuer.Requeue(12, "rack r1 over its cap");
     requeuer.Requeue(13, "rack r1 over its cap");
+    requeuer.Requeue(14, "on nodes rackwise did not choose", "started outside its placement");
     requeuer.Drain();
   }
-  ASSERT_EQ(r.calls, (std::vector<uint32_t>{12, 13}));
+  ASSERT_EQ(r.calls, (std::vector<uint32_t>{12, 13, 14}));
   EXPECT_NE(r.threads[0], std::this_thread::get_id());
   EXPECT_EQ(r.lines,
             (std::vector<std::string>{
                 "ok: requeued JobId=12 (rack r1 over its cap)",
                 "error: cannot requeue JobId=13 (rack r1 over its cap): Requested operation is presently disabled",
+                "ok: started outside its placement: requeued JobId=14 (on nodes rackwise did not choose)",
             }));
 }
 

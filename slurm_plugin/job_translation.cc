@@ -72,8 +72,31 @@ Milliwatts JobWatts(const job_record_t* job) {
   return WattsToMilliwatts(options->watts_per_gpu);
 }
 
-PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
-                             const ClusterModel& model, time_t now, const bitstr_t* every_usable) {
+namespace {
+
+// The described nodes of the job's partition, less those it excludes: what `required` counts its fewest domains
+// over, where Slurm offers only the nodes free now. Empty (counted over the offered nodes, as before) for a job
+// whose node features or named nodes narrow the partition in ways only slurmctld evaluates.
+std::vector<NodeId> EligibleNodes(const job_record_t* job, bool offered_is_allowed, const ClusterModel& model) {
+  const JobDetails* details = job->details;
+  if (!offered_is_allowed || !job->part_ptr || !job->part_ptr->node_bitmap || !details ||
+      (details->features && *details->features) || details->req_node_bitmap) {
+    return {};
+  }
+  bitstr_t* partition = job->part_ptr->node_bitmap;
+  std::vector<NodeId> out;
+  for (int i : BitmapIndices(partition)) {
+    if (details->exc_node_bitmap && i < bit_size(details->exc_node_bitmap) && bit_test(details->exc_node_bitmap, i))
+      continue;
+    if (NodeId n = model.ToNode(i); n != kNoId) out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<PlacementRequest> MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
+                                            const ClusterModel& model, time_t now, const bitstr_t* every_usable) {
   PlacementRequest request;
   request.id = JobId(job);
   request.gpus = ask.gpus;
@@ -100,7 +123,12 @@ PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const b
   auto* offered = const_cast<bitstr_t*>(bitmap);  // Slurm's bitmap calls take non-const pointers
   auto* usable = const_cast<bitstr_t*>(every_usable);
   if (allowed == bitmap && usable && bit_size(usable) == bit_size(offered) && bit_super_set(usable, offered)) {
-    return request;  // every node the core could use is offered: no list
+    // Every node the core could use is offered: no list (an empty list means every node). The offer still has to
+    // hold a described node for the job to be the core's at all.
+    for (int i : BitmapIndices(offered)) {
+      if (model.ToNode(i) != kNoId) return request;
+    }
+    return std::nullopt;
   }
   for (int i : BitmapIndices(allowed)) {
     if (allowed != bitmap &&
@@ -108,6 +136,8 @@ PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const b
       continue;
     if (NodeId n = model.ToNode(i); n != kNoId) request.allowed_nodes.push_back(n);
   }
+  if (request.allowed_nodes.empty()) return std::nullopt;
+  request.eligible_nodes = EligibleNodes(job, allowed == bitmap, model);
   return request;
 }
 

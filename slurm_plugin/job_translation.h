@@ -40,8 +40,12 @@ Milliwatts JobWatts(const job_record_t* job);
 // When Slurm offers all of them, the request names no nodes: the core could use no other node anyway (it keeps
 // down and drained nodes out itself), and a request for every node costs nothing per node, where a list of the
 // offered ones costs a pass over them in the face and in the core.
-PlacementRequest MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
-                             const ClusterModel& model, time_t now, const bitstr_t* every_usable = nullptr);
+// nullopt: Slurm offers no described node the job may use (only nodes rackwise does not know), so the job is not
+// the core's to place. An empty `allowed_nodes` in a returned request means every node, never "none": the two
+// must not be confused, or a job offered every node would bypass the core.
+std::optional<PlacementRequest> MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
+                                            const ClusterModel& model, time_t now,
+                                            const bitstr_t* every_usable = nullptr);
 
 // The GPUs a RUN_NOW job test selected on `nodes` (gres_bit_select, or gres_cnt_node_select counted onto the
 // lowest GPUs the ledger has free). nullopt: none on a described node.

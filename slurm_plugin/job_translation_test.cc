@@ -50,6 +50,11 @@ class SlurmJob {
 
   job_record_t* job() { return &job_; }
   JobDetails& details() { return details_; }
+  // The job's partition, holding `nodes` (Slurm node indices).
+  void SetPartition(int size, std::vector<int> nodes) {
+    partition_.node_bitmap = Bits(size, std::move(nodes));
+    job_.part_ptr = &partition_;
+  }
   // A GRES request entry (--gpus, --gpus-per-node, ...); the list does not own it.
   gres_job_state_t& Request(uint32_t plugin_id) { return AddState(job_.gres_list_req, plugin_id); }
   gres_job_state_t& Allocated(uint32_t plugin_id) { return AddState(job_.gres_list_alloc, plugin_id); }
@@ -89,6 +94,7 @@ class SlurmJob {
 
   job_record_t job_{};
   JobDetails details_{};
+  part_record_t partition_{};
   std::vector<std::unique_ptr<gres_job_state_t>> job_states_;
   std::vector<std::unique_ptr<gres_state_t>> states_;
   std::vector<std::string> env_;
@@ -184,7 +190,7 @@ TEST_F(JobTranslationTest, RequestCarriesOptionsWaitAndTheOfferedNodes) {
   GpuAsk ask{8, 4, true};
   // Slurm offers the login node, g2, t1 and t3: the login node is not described.
   const bitstr_t* offered = j.Bits(kNodeCount, {0, 2, 3, 5});
-  const PlacementRequest r = MakeRequest(j.job(), ask, offered, *model_, 1500);
+  const PlacementRequest r = MakeRequest(j.job(), ask, offered, *model_, 1500).value();
   EXPECT_EQ(r.id, "17");
   EXPECT_EQ(r.gpus, 8);
   EXPECT_EQ(r.gpus_per_node, 4);
@@ -193,13 +199,13 @@ TEST_F(JobTranslationTest, RequestCarriesOptionsWaitAndTheOfferedNodes) {
   EXPECT_DOUBLE_EQ(r.waited_seconds, 300);
   EXPECT_EQ(r.allowed_nodes, (std::vector<NodeId>{Node("g2"), Node("t1"), Node("t3")}));
   // Before its begin time a job has not waited; a clock behind the submit time never gives a negative wait.
-  EXPECT_DOUBLE_EQ(MakeRequest(j.job(), ask, offered, *model_, 1100).waited_seconds, 0);
+  EXPECT_DOUBLE_EQ(MakeRequest(j.job(), ask, offered, *model_, 1100)->waited_seconds, 0);
 }
 
 TEST_F(JobTranslationTest, MalformedOptionsAreIgnoredNotGuessed) {
   SlurmJob j;
   j.SetEnv({"RACKWISE_NVLINK=sometimes", "RACKWISE_GPU_WATTS=650"});
-  const PlacementRequest r = MakeRequest(j.job(), GpuAsk{4, 0, true}, j.Bits(kNodeCount, {1}), *model_, 0);
+  const PlacementRequest r = MakeRequest(j.job(), GpuAsk{4, 0, true}, j.Bits(kNodeCount, {1}), *model_, 0).value();
   EXPECT_FALSE(r.locality.has_value());  // the policy's default applies
   EXPECT_DOUBLE_EQ(r.watts_per_gpu, 0);  // the node type's default draw: nothing half-read
   EXPECT_EQ(JobWatts(j.job()), 0);
@@ -210,14 +216,14 @@ TEST_F(JobTranslationTest, NamedNodesRestrictOnlyWhenTheyAreEnough) {
   const bitstr_t* offered = j.Bits(kNodeCount, {1, 2, 3, 4, 5});
   j.details().req_node_bitmap = j.Bits(kNodeCount, {2, 4});  // -w g2,t2
   j.details().min_nodes = 2;
-  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 4, true}, offered, *model_, 0).allowed_nodes,
+  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 4, true}, offered, *model_, 0)->allowed_nodes,
             (std::vector<NodeId>{Node("g2"), Node("t2")}));
   // -w g2 with -N 2: Slurm adds a node of its choice, so every offered node stays possible.
   j.details().req_node_bitmap = j.Bits(kNodeCount, {2});
-  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 4, true}, offered, *model_, 0).allowed_nodes.size(), 5u);
+  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 4, true}, offered, *model_, 0)->allowed_nodes.size(), 5u);
   // A named node Slurm does not offer now (busy, down) is not offered to the core either.
   j.details().req_node_bitmap = j.Bits(kNodeCount, {0, 2, 4});
-  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {2, 3}), *model_, 0).allowed_nodes,
+  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {2, 3}), *model_, 0)->allowed_nodes,
             (std::vector<NodeId>{Node("g2")}));
 }
 
@@ -226,17 +232,43 @@ TEST_F(JobTranslationTest, OfferingEveryUsableNodeNamesNone) {
   const bitstr_t* usable = j.Bits(kNodeCount, {1, 2, 4});
   // Every usable node offered (and a down one besides): the request names no nodes.
   EXPECT_TRUE(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3, 4}), *model_, 0, usable)
-                  .allowed_nodes.empty());
+                  ->allowed_nodes.empty());
   // One usable node held back by Slurm (busy, reserved, completing): the offered ones are named.
   EXPECT_EQ(
-      MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3}), *model_, 0, usable).allowed_nodes.size(),
+      MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3}), *model_, 0, usable)->allowed_nodes.size(),
       3u);
+  // "Every node" is not "no node": an offer of every usable node is the core's to place, and only an offer
+  // without a described node is not (the login node alone here).
+  EXPECT_TRUE(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3, 4}), *model_, 0, usable));
+  EXPECT_FALSE(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {0}), *model_, 0, usable));
+  EXPECT_FALSE(MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {0}), *model_, 0));
   // A job that names its nodes keeps them, whatever is offered.
   j.details().req_node_bitmap = j.Bits(kNodeCount, {2, 4});
   j.details().min_nodes = 2;
   EXPECT_EQ(
-      MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3, 4}), *model_, 0, usable).allowed_nodes,
+      MakeRequest(j.job(), GpuAsk{8, 4, true}, j.Bits(kNodeCount, {1, 2, 3, 4}), *model_, 0, usable)->allowed_nodes,
       (std::vector<NodeId>{Node("g2"), Node("t2")}));
+}
+
+TEST_F(JobTranslationTest, RequiredCountsItsFewestDomainsOverThePartitionNotTheFreeNodes) {
+  SlurmJob j;
+  // A partition of every node; Slurm offers the two HGX nodes only (the trays are busy now).
+  j.SetPartition(kNodeCount, {0, 1, 2, 3, 4, 5});
+  const bitstr_t* offered = j.Bits(kNodeCount, {1, 2});
+  std::optional<PlacementRequest> r = MakeRequest(j.job(), GpuAsk{8, 0, true}, offered, *model_, 0);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->allowed_nodes, (std::vector<NodeId>{Node("g1"), Node("g2")}));
+  EXPECT_EQ(r->eligible_nodes,
+            (std::vector<NodeId>{Node("g1"), Node("g2"), Node("t1"), Node("t2"), Node("t3")}));  // not the login node
+  // Nodes the job excludes are not eligible.
+  j.details().exc_node_bitmap = j.Bits(kNodeCount, {4});
+  EXPECT_EQ(MakeRequest(j.job(), GpuAsk{8, 0, true}, offered, *model_, 0)->eligible_nodes,
+            (std::vector<NodeId>{Node("g1"), Node("g2"), Node("t1"), Node("t3")}));
+  // Features narrow the partition in ways only slurmctld evaluates: counted over the offered nodes, as before.
+  std::string features = "hgx";
+  j.details().features = features.data();
+  EXPECT_TRUE(MakeRequest(j.job(), GpuAsk{8, 0, true}, offered, *model_, 0)->eligible_nodes.empty());
+  j.details().features = nullptr;
 }
 
 TEST_F(JobTranslationTest, SelectedGpusReadBitsOrCountOntoFreeGpus) {

@@ -88,9 +88,9 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
   // Backfill asks this for every pending job every cycle; a job found feasible stays so until the
   // description changes, so the answer is remembered.
   if (ask.translated && !statically_feasible_.contains(job->job_id)) {
-    const PlacementRequest request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
-    if (request.allowed_nodes.empty()) return inner();  // no described (GPU) node offered: cons_tres refuses
-    absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->static_ledger(), request);
+    const std::optional<PlacementRequest> request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
+    if (!request) return inner();  // no described (GPU) node offered: cons_tres refuses
+    absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->static_ledger(), *request);
     // Only a submit-time test sees every node the job may use; backfill's test (WILL_RUN) sees the nodes free
     // in one time slot, so a refusal there means "not in this slot", never "never".
     const bool whole_partition = base == SELECT_MODE_TEST_ONLY;
@@ -103,7 +103,7 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
         info("rackwise: JobId=%u can never run here: %s", job->job_id, refusal->Message().c_str());
       } else {
         debug2("rackwise: JobId=%u does not fit the %zu nodes of this backfill slot", job->job_id,
-               request.allowed_nodes.size());
+               request->allowed_nodes.size());
       }
       return SLURM_ERROR;
     }
@@ -150,6 +150,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                            SlurmList* preemptee_job_list, const JobTestTail& tail, const GpuAsk& ask) {
   SyncHealthLocked();
   ApplyTelemetryLocked();
+  approved_.erase(job->job_id);  // an earlier try's approval does not cover what this try lets through
   // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
   if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   std::string power_why;
@@ -164,17 +165,20 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
 
-  PlacementRequest request = MakeRequest(job, ask, bitmap, *model_, time(nullptr), usable_nodes_.get());
+  std::optional<PlacementRequest> offered = MakeRequest(job, ask, bitmap, *model_, time(nullptr), usable_nodes_.get());
+  if (!offered) {
+    // No described GPU node among those offered: the job cannot start on GPUs rackwise knows, and cons_tres alone
+    // refuses a GPU job there or places it on nodes the description does not list (not the core's to judge).
+    return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
+                     tail);
+  }
+  PlacementRequest& request = *offered;
   // The backfill scheduler starts jobs ahead of their turn (the main scheduler stops at a partition's first job
   // that cannot start): the core's hold-out rule says what such a job may take.
   const bool backfill_hold_out =
       BackfillHoldsOut(request, (job->bit_flags & BACKFILL_SCHED) != 0, model_->topology().policy());
   if (backfill_hold_out) request.locality = Locality::kRequired;
   EstimateFewestDomainsLocked(job, &request);
-  if (request.allowed_nodes.empty()) {  // no described (GPU) node offered: cons_tres refuses on its own
-    return InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list,
-                     tail);
-  }
   absl::StatusOr<PlacementOutcome> outcome = refusals_.Place(model_->ledger(), request);
   if (!outcome.ok()) {
     SetPendingReason(job, std::string(outcome.status().message()));

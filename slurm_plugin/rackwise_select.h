@@ -108,6 +108,11 @@ class RackwiseSelect {
   void ApplyTelemetryLocked();
   // on_overdraw: requeue_newest: queues the newest jobs of each rack that just went over its cap for requeue.
   void RequeueForOverdrawLocked();
+  // The requeue thread, started on first use; null (logged) if it cannot start.
+  JobRequeuer* RequeuerLocked();
+  // A job that started outside its placement over a usable cap (StartVerdict::kOutsidePlacement): logged, and
+  // requeued so that the core places it again.
+  void TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why);
   // The shared power ledger (rackwise_select_shared.cc). Configure: from the loaded description's text, after
   // shared_ was reset (before the model it points at was replaced).
   void ConfigureSharedLedgerLocked(const std::string& yaml, const std::string& path);
@@ -147,7 +152,10 @@ class RackwiseSelect {
   PendingReasons reasons_;
   RecentDepartures departures_;
   absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
-  std::unique_ptr<JobRequeuer> requeuer_;                 // started on the first overdraw that needs it
+  // job id -> the GPUs its last RUN_NOW test let through (PowerFits); judged against what starts (CommitJobLocked)
+  absl::flat_hash_map<uint32_t, Allocation> approved_;
+  static constexpr size_t kMaxApprovals = 100000;
+  std::unique_ptr<JobRequeuer> requeuer_;  // started on the first requeue that needs it
   int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   // The shared power ledger's face (null without a `ledger:` section); it points at model_'s topology and ledger.

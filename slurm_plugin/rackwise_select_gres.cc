@@ -124,12 +124,19 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
 bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
   std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
   if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
-  allocation->id = "probe/" + allocation->id;
+  const std::string id = allocation->id;
+  allocation->id = "probe/" + id;
   // The usable cap, not the raw one: what Slurm starts must keep the reserve exactly as the Placer does.
   absl::Status status = CheckWithinUsableCaps(model_->ledger(), *allocation);
-  if (status.ok()) return true;
-  *why = std::string(status.message());
-  return false;
+  if (!status.ok()) {
+    *why = std::string(status.message());
+    return false;
+  }
+  // What the job may start on, for the judgement at its start (CommitJobLocked).
+  allocation->id = id;
+  if (approved_.size() >= kMaxApprovals) approved_.clear();  // only unstarted jobs' leftovers can pile up
+  approved_.insert_or_assign(job->job_id, *std::move(allocation));
+  return true;
 }
 
 }  // namespace rackwise::slurm

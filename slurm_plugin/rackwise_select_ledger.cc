@@ -116,20 +116,38 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   if (shared_) shared_->ReconcileSoon();
   const std::optional<Allocation> old = held ? std::optional<Allocation>(*held) : std::nullopt;
   if (old) model_->ledger().Release(old->id);
-  // The same usable caps (the reserve kept free) as the placement: a start above them is a defect to report.
-  absl::Status status = CommitWithinUsableCaps(model_->ledger(), *allocation);
-  if (status.ok()) return;
-  // Record what runs even if it breaks a cap (lowered meanwhile, or started around us): nothing new is
-  // placed there until the draw falls.
-  absl::Status recovered = model_->ledger().Commit(*allocation, CommitMode::kRecover);
-  if (starting) {
-    error("rackwise: JobId=%u started outside the usable caps: %s", job->job_id, std::string(status.message()).c_str());
-  } else {
-    info("rackwise: JobId=%u recovered above a usable cap: %s", job->job_id, std::string(status.message()).c_str());
-  }
-  if (!recovered.ok()) {
-    error("rackwise: JobId=%u not recorded: %s", job->job_id, std::string(recovered.message()).c_str());
+  // The same usable caps (the reserve kept free) as the placement, judged against what job_test let through.
+  const auto approval = approved_.find(job->job_id);
+  const Allocation* approved = starting && approval != approved_.end() ? &approval->second : nullptr;
+  const StartJudgement judgement = CommitStartedJob(model_->ledger(), *allocation, approved);
+  if (approval != approved_.end()) approved_.erase(approval);
+  if (!judgement.record.ok()) {
+    error("rackwise: JobId=%u not recorded: %s", job->job_id, std::string(judgement.record.message()).c_str());
     if (old) (void)model_->ledger().Commit(*old, CommitMode::kRecover);
+  }
+  if (judgement.why.ok()) return;
+  const std::string why(judgement.why.message());
+  if (!starting) {
+    // A recovered job (restart, rebuild) or a resize: what runs is recorded, nothing new goes on that power.
+    info("rackwise: JobId=%u recovered above a usable cap: %s", job->job_id, why.c_str());
+  } else if (judgement.verdict == StartVerdict::kLedgerMovedSince) {
+    // Started as decided; a reading or another owner's reservation arrived between the decision and the start.
+    // That is an overdraw like any other: the telemetry policy (on_overdraw) answers for it.
+    info("rackwise: JobId=%u started as decided, above a usable cap that moved meanwhile: %s", job->job_id,
+         why.c_str());
+  } else {
+    TakeOffOutsidePlacementLocked(job, judgement.why);
+  }
+}
+
+void RackwiseSelect::TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why) {
+  // A start around the core (no decision let these GPUs through) that breaks a usable cap: keeping it would keep
+  // a rack over its cap for the job's whole run. It stays recorded until it is gone (nothing else takes that
+  // power) and is requeued at once, from the requeue thread, so that the core places it again.
+  error("rackwise: JobId=%u started outside its placement, above a usable cap: %s; requeueing it", job->job_id,
+        std::string(why.message()).c_str());
+  if (JobRequeuer* requeuer = RequeuerLocked()) {
+    requeuer->Requeue(job->job_id, std::string(why.message()), "started outside its placement");
   }
 }
 
@@ -147,6 +165,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   started_at_.erase(JobId(job));
   refusals_.Forget(JobId(job));
   unconfirmed_.Confirm(job->job_id);
+  approved_.erase(job->job_id);
   ReleaseJobLocked(JobId(job));
 }
 

@@ -37,28 +37,32 @@ void RackwiseSelect::ApplyTelemetryLocked() {
   if (telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest) RequeueForOverdrawLocked();
 }
 
+JobRequeuer* RackwiseSelect::RequeuerLocked() {
+  if (requeuer_) return requeuer_.get();
+  try {
+    requeuer_ = std::make_unique<JobRequeuer>(
+        [](uint32_t job_id) {
+          // Through slurmctld's own RPC, from the requeuer's thread (no slurmctld lock held there).
+          return slurm_requeue(job_id, 0) == SLURM_SUCCESS ? std::string() : std::string(slurm_strerror(errno));
+        },
+        [](bool ok, const std::string& line) {
+          if (ok) {
+            info("rackwise: %s", line.c_str());
+          } else {
+            error("rackwise: %s", line.c_str());
+          }
+        });
+  } catch (const std::exception& e) {  // std::system_error: no thread; the caller's alarm stands on its own
+    error("rackwise: cannot start the requeue thread: %s", e.what());
+  }
+  return requeuer_.get();
+}
+
 void RackwiseSelect::RequeueForOverdrawLocked() {
   const std::vector<Overdraw>& overdraws = telemetry_.tracker().new_overdraws();
   if (overdraws.empty()) return;
-  if (!requeuer_) {
-    try {
-      requeuer_ = std::make_unique<JobRequeuer>(
-          [](uint32_t job_id) {
-            // Through slurmctld's own RPC, from the requeuer's thread (no slurmctld lock held there).
-            return slurm_requeue(job_id, 0) == SLURM_SUCCESS ? std::string() : std::string(slurm_strerror(errno));
-          },
-          [](bool ok, const std::string& line) {
-            if (ok) {
-              info("rackwise: OVERDRAW: requeue_newest: %s", line.c_str());
-            } else {
-              error("rackwise: OVERDRAW: requeue_newest: %s", line.c_str());
-            }
-          });
-    } catch (const std::exception& e) {  // std::system_error: no thread; the alarm stands on its own
-      error("rackwise: OVERDRAW: requeue_newest: cannot start the requeue thread: %s", e.what());
-      return;
-    }
-  }
+  JobRequeuer* requeuer = RequeuerLocked();
+  if (!requeuer) return;
   const Topology& topology = model_->topology();
   for (const Overdraw& o : overdraws) {
     const std::vector<std::string> ids =
@@ -69,8 +73,9 @@ void RackwiseSelect::RequeueForOverdrawLocked() {
     for (const std::string& id : ids) {
       uint32_t job_id = 0;
       if (!absl::SimpleAtoi(id, &job_id)) continue;
-      requeuer_->Requeue(
-          job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; ", "newest job there"));
+      requeuer->Requeue(job_id,
+                        absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; newest job there"),
+                        "OVERDRAW: requeue_newest");
     }
   }
 }

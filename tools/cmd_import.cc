@@ -4,7 +4,9 @@
 // refuses the skeleton, pointing at each line, until the administrator writes the real figures.
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -78,9 +80,10 @@ int RunImport(int argc, char** argv) {
   absl::StatusOr<adopt::Inventory> inventory = ReadInventory(args, &diagnostics, &unreadable);
   std::string source = args.k8s_nodes.empty() ? args.slurm_conf : args.k8s_nodes;
   absl::StatusOr<v1::ClusterDescription> skeleton = absl::InvalidArgumentError("");
+  std::set<std::string> guessed_scopes;
   if (inventory.ok()) {
     if (!args.cluster.empty()) inventory->cluster = args.cluster;
-    skeleton = adopt::BuildSkeleton(*inventory, source, &diagnostics);
+    skeleton = adopt::BuildSkeleton(*inventory, source, &diagnostics, &guessed_scopes);
   }
   for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
   if (unreadable || !skeleton.ok()) return kExitInvalidInput;
@@ -88,7 +91,8 @@ int RunImport(int argc, char** argv) {
       *skeleton, "Imported by `rackwise import` from " + source +
                      ".\nEvery figure tagged !guess is a guess: put the real value (measured or from the vendor) and "
                      "drop the tag;\n`rackwise validate` refuses the file until then. Add power_domains above the "
-                     "racks if your feeds have caps.");
+                     "racks if your feeds have caps.",
+      guessed_scopes);
   if (args.output.empty()) {
     std::fputs(yaml.c_str(), stdout);
     return kExitOk;

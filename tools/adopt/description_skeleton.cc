@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <regex>
+#include <set>
+#include <string>
 #include <tuple>
 
 #include "absl/status/status.h"
@@ -20,7 +22,7 @@ namespace rackwise::adopt {
 namespace {
 
 // A node type as the scheduler distinguishes it.
-using TypeKey = std::tuple<std::string, int, bool>;  // GPU type, GPUs per node, rack-scale NVLink
+using TypeKey = std::tuple<std::string, int, bool, bool>;  // GPU type, GPUs per node, rack-scale NVLink, guessed
 
 // Full-load watts of one GPU, by product name: a starting point, tagged as a guess.
 double GuessGpuWatts(const std::string& product) {
@@ -34,7 +36,7 @@ double GuessGpuWatts(const std::string& product) {
 
 // A YAML-friendly type name: lower case, runs of anything but [a-z0-9] turned into '-'.
 std::string TypeName(const TypeKey& key) {
-  const auto& [product, gpus, rack_scale] = key;
+  const auto& [product, gpus, rack_scale, scope_guessed] = key;
   std::string name;
   for (char c : absl::AsciiStrToLower(product)) {
     bool plain = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
@@ -51,7 +53,8 @@ std::string TypeName(const TypeKey& key) {
 
 class SkeletonBuilder {
  public:
-  SkeletonBuilder(std::string_view source, Diagnostics* diagnostics) : source_(source), diagnostics_(diagnostics) {}
+  SkeletonBuilder(std::string_view source, Diagnostics* diagnostics, std::set<std::string>* guessed_scopes)
+      : source_(source), diagnostics_(diagnostics), guessed_scopes_(guessed_scopes) {}
   absl::StatusOr<v1::ClusterDescription> Build(const Inventory& inventory);
 
  private:
@@ -64,6 +67,7 @@ class SkeletonBuilder {
 
   std::string_view source_;
   Diagnostics* diagnostics_;
+  std::set<std::string>* guessed_scopes_;
   v1::ClusterDescription skeleton_;
   std::map<TypeKey, std::string> types_;
   std::map<std::string, std::pair<std::string, std::string>> domain_home_;  // domain -> (rack, type)
@@ -71,7 +75,7 @@ class SkeletonBuilder {
 };
 
 const std::string& SkeletonBuilder::TypeFor(const NodeFacts& node) {
-  TypeKey key{node.gpu_type, node.gpus, !node.nvlink_domain.empty()};
+  TypeKey key{node.gpu_type, node.gpus, !node.nvlink_domain.empty(), node.nvlink_scope_guessed};
   auto it = types_.find(key);
   if (it != types_.end()) return it->second;
   std::string name = TypeName(key);
@@ -85,6 +89,7 @@ const std::string& SkeletonBuilder::TypeFor(const NodeFacts& node) {
   type->set_name(name);
   type->set_gpus(node.gpus);
   type->set_nvlink(node.nvlink_domain.empty() ? v1::NVLINK_SCOPE_NODE : v1::NVLINK_SCOPE_RACK);
+  if (node.nvlink_scope_guessed && guessed_scopes_) guessed_scopes_->insert(name);
   double gpu_watts = GuessGpuWatts(node.gpu_type);
   double node_watts = std::round(node.gpus * gpu_watts * 1.45 / 100) * 100;  // CPUs, fans, NICs: ~45% more
   type->set_gpu_watts(gpu_watts);
@@ -158,22 +163,30 @@ absl::StatusOr<v1::ClusterDescription> SkeletonBuilder::Build(const Inventory& i
 }  // namespace
 
 absl::StatusOr<v1::ClusterDescription> BuildSkeleton(const Inventory& inventory, std::string_view source,
-                                                     Diagnostics* diagnostics) {
+                                                     Diagnostics* diagnostics, std::set<std::string>* guessed_scopes) {
   if (inventory.nodes.empty()) {
     diagnostics->push_back({std::string(source), 0, "no GPU nodes found"});
     return absl::InvalidArgumentError(diagnostics->back().ToString());
   }
-  return SkeletonBuilder(source, diagnostics).Build(inventory);
+  return SkeletonBuilder(source, diagnostics, guessed_scopes).Build(inventory);
 }
 
-std::string SkeletonToYaml(const v1::ClusterDescription& skeleton, const std::string& header) {
-  // Every watts and cap figure in a skeleton is a guess: tag them all (the YAML writer knows no tags).
+std::string SkeletonToYaml(const v1::ClusterDescription& skeleton, const std::string& header,
+                           const std::set<std::string>& guessed_scopes) {
+  // Every watts and cap figure in a skeleton is a guess: tag them all (the YAML writer knows no tags), and the
+  // NVLink scope of the node types whose scope could not be told.
   static const std::regex kFigure(R"(^(\s+(?:- )?(?:gpu_watts|node_watts|idle_watts|power_cap_kw): ))");
-  std::string out;
+  static const std::regex kName(R"(^\s+- name: (\S+)\s*$)");
+  static const std::regex kScope(R"(^(\s+(?:- )?nvlink: ))");
+  std::string out, current;
   for (absl::string_view line : absl::StrSplit(header, '\n', absl::SkipEmpty()))
     absl::StrAppend(&out, "# ", line, "\n");
-  for (absl::string_view line : absl::StrSplit(ClusterDescriptionToYaml(skeleton), '\n')) {
-    absl::StrAppend(&out, std::regex_replace(std::string(line), kFigure, absl::StrCat("$1", kGuessTag, " ")), "\n");
+  for (absl::string_view view : absl::StrSplit(ClusterDescriptionToYaml(skeleton), '\n')) {
+    std::string line(view);
+    if (std::smatch m; std::regex_match(line, m, kName)) current = m[1];
+    line = std::regex_replace(line, kFigure, absl::StrCat("$1", kGuessTag, " "));
+    if (guessed_scopes.contains(current)) line = std::regex_replace(line, kScope, absl::StrCat("$1", kGuessTag, " "));
+    absl::StrAppend(&out, line, "\n");
   }
   while (absl::EndsWith(out, "\n\n")) out.pop_back();
   return out;

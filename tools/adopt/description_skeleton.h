@@ -4,6 +4,7 @@
 // `rackwise validate` refuses at its line until the administrator writes the real figure.
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -18,11 +19,16 @@ namespace rackwise::adopt {
 // node type ("rack-<type>", for the administrator to split). An NVLink domain must be a whole rack's nodes of one
 // type, the way rackwise models rack-scale NVLink; otherwise a diagnostic names the nodes. The result passes
 // ValidateClusterDescription (with the guessed figures in place).
+// `guessed_scopes` (optional) receives the names of the node types whose NVLink scope the inventory could not
+// tell (NodeFacts::nvlink_scope_guessed), for SkeletonToYaml to tag.
 absl::StatusOr<v1::ClusterDescription> BuildSkeleton(const Inventory& inventory, std::string_view source,
-                                                     Diagnostics* diagnostics);
+                                                     Diagnostics* diagnostics,
+                                                     std::set<std::string>* guessed_scopes = nullptr);
 
 // YAML for a skeleton: the documented layout, a header saying where it came from, and `!guess` on every watts
 // and cap figure (the importer knows none of them).
-std::string SkeletonToYaml(const v1::ClusterDescription& skeleton, const std::string& header);
+// The `nvlink:` line of each type in `guessed_scopes` is tagged too.
+std::string SkeletonToYaml(const v1::ClusterDescription& skeleton, const std::string& header,
+                           const std::set<std::string>& guessed_scopes = {});
 
 }  // namespace rackwise::adopt

@@ -3,9 +3,12 @@
 
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "rackwise/hostlist.h"
@@ -202,6 +205,31 @@ void SlurmReader::ReadTopologyConf(const ConfigText& config) {
   }
 }
 
+// What a topology/block block is: the nodes' NVLink domain only for rack-scale trays (NVL72-class nodes of at most
+// 4 GPUs, or a GRES type naming such a system); a block of 8-GPU HGX nodes is a rack (or a scalable unit) whose
+// nodes are each a domain of their own. Anything else cannot be told from Slurm's files.
+enum class BlockScope { kRackScale, kNodeScale, kUnknown };
+
+bool NamesRackScaleSystem(const std::string& gpu_type) {
+  const std::string t = absl::AsciiStrToLower(gpu_type);
+  return absl::StrContains(t, "gb200") || absl::StrContains(t, "gb300") || absl::StrContains(t, "nvl");
+}
+
+BlockScope ScopeOfBlock(const std::vector<const NodeFacts*>& members) {
+  int rack_scale = 0, node_scale = 0;
+  for (const NodeFacts* n : members) {
+    if (NamesRackScaleSystem(n->gpu_type) || (n->gpus > 0 && n->gpus <= 4 && n->gpu_type.empty())) {
+      ++rack_scale;
+    } else if (n->gpus >= 8) {
+      ++node_scale;  // HGX-class: the NVLink domain is the node's own baseboard
+    }
+  }
+  const int all = static_cast<int>(members.size());
+  if (rack_scale == all) return BlockScope::kRackScale;
+  if (node_scale == all) return BlockScope::kNodeScale;
+  return BlockScope::kUnknown;
+}
+
 absl::StatusOr<Inventory> SlurmReader::Finish() {
   std::map<std::string, int> block_sizes;
   for (NodeFacts& node : inventory_.nodes) {
@@ -218,10 +246,26 @@ absl::StatusOr<Inventory> SlurmReader::Finish() {
     if (auto it = parent_switch_.find(node.rack); it != parent_switch_.end()) node.scalable_unit = it->second;
     if (!node.nvlink_domain.empty()) ++block_sizes[node.nvlink_domain];
   }
+  std::map<std::string, std::vector<const NodeFacts*>> blocks;
+  for (const NodeFacts& node : inventory_.nodes) {
+    if (node.gpus != 0 && !node.nvlink_domain.empty()) blocks[node.nvlink_domain].push_back(&node);
+  }
+  std::map<std::string, BlockScope> scopes;
+  for (const auto& [name, members] : blocks) scopes[name] = ScopeOfBlock(members);
   Inventory result{.cluster = inventory_.cluster};
   for (NodeFacts& node : inventory_.nodes) {
     if (node.gpus == 0) continue;                                          // login and CPU nodes need not be described
     if (block_sizes[node.nvlink_domain] == 1) node.nvlink_domain.clear();  // a one-node block is just the node
+    if (!node.nvlink_domain.empty()) {
+      const BlockScope scope = scopes[node.nvlink_domain];
+      if (scope == BlockScope::kNodeScale) {
+        // An HGX block is a rack of one-node domains: the block names the rack where no switch does.
+        if (node.rack.empty()) node.rack = node.nvlink_domain;
+        node.nvlink_domain.clear();
+      } else if (scope == BlockScope::kUnknown) {
+        node.nvlink_scope_guessed = true;
+      }
+    }
     result.nodes.push_back(std::move(node));
   }
   return result;

@@ -5,8 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "adopt/description_skeleton.h"
 #include "adopt/k8s_inventory.h"
+#include "rackwise/cluster_description.h"
 
 namespace rackwise::adopt {
 namespace {
@@ -107,6 +111,52 @@ TEST(K8sInventory, NeedsTheRackLabelAndANumber) {
   diagnostics.clear();
   EXPECT_FALSE(InventoryFromK8sNodes({"nodes.json", "[]"}, {}, &diagnostics).ok());
   EXPECT_THAT(Messages(diagnostics), testing::ElementsAre(HasSubstr("not a NodeList")));
+}
+
+TEST(SlurmInventory, BlocksOfHgxNodesAreRacksAndOnlyRackScaleTraysShareADomain) {
+  std::string conf =
+      "ClusterName=mixed\n"
+      "NodeName=gpu[01-04] Gres=gpu:h100:8\n"
+      "NodeName=nvl1-t[01-18] Gres=gpu:4\n"
+      "NodeName=pcie[1-2] Gres=gpu:l40s:4\n";
+  std::string topology =
+      "BlockName=hgx1 Nodes=gpu[01-04]\nBlockName=nvl1 Nodes=nvl1-t[01-18]\nBlockName=odd Nodes=pcie[1-2]\n"
+      "BlockSizes=2,4\n";
+  Diagnostics diagnostics;
+  absl::StatusOr<Inventory> inventory = InventoryFromSlurm(
+      {.slurm_conf = {"slurm.conf", conf}, .topology_confs = {{"topology.conf", topology}}}, &diagnostics);
+  ASSERT_TRUE(inventory.ok()) << testing::PrintToString(Messages(diagnostics));
+  ASSERT_EQ(inventory->nodes.size(), 24u);
+  // An HGX block: a rack of one-node NVLink domains, not one 32-GPU domain.
+  EXPECT_EQ(inventory->nodes[0].nvlink_domain, "");
+  EXPECT_EQ(inventory->nodes[0].rack, "hgx1");
+  EXPECT_FALSE(inventory->nodes[0].nvlink_scope_guessed);
+  // 4-GPU trays of no named product: a rack-scale domain.
+  EXPECT_EQ(inventory->nodes[4].nvlink_domain, "nvl1");
+  EXPECT_FALSE(inventory->nodes[4].nvlink_scope_guessed);
+  // 4-GPU nodes of a product that is no rack-scale system: the scope cannot be told, and is tagged.
+  EXPECT_EQ(inventory->nodes[22].nvlink_domain, "odd");
+  EXPECT_TRUE(inventory->nodes[22].nvlink_scope_guessed);
+
+  std::set<std::string> guessed;
+  absl::StatusOr<v1::ClusterDescription> skeleton = BuildSkeleton(*inventory, "slurm.conf", &diagnostics, &guessed);
+  ASSERT_TRUE(skeleton.ok()) << testing::PrintToString(Messages(diagnostics));
+  ASSERT_EQ(guessed.size(), 1u);
+  int node_scoped = 0, rack_scoped = 0;
+  for (const v1::NodeType& t : skeleton->node_types()) {
+    (t.nvlink() == v1::NVLINK_SCOPE_NODE ? node_scoped : rack_scoped) += 1;
+  }
+  EXPECT_EQ(node_scoped, 1);  // h100
+  EXPECT_EQ(rack_scoped, 2);  // the trays and the guessed block
+  const std::string yaml = SkeletonToYaml(*skeleton, "test", guessed);
+  EXPECT_THAT(yaml, HasSubstr("nvlink: !guess rack"));
+  EXPECT_EQ(yaml.find("nvlink: !guess node"), std::string::npos);
+  // The guessed scope is refused by validate at its line, like a guessed figure.
+  Diagnostics refused;
+  EXPECT_FALSE(ParseClusterDescription(yaml, "skeleton.yaml", &refused).ok());
+  bool named = false;
+  for (const Diagnostic& d : refused) named |= d.message.find("guessed by rackwise import") != std::string::npos;
+  EXPECT_TRUE(named) << testing::PrintToString(Messages(refused));
 }
 
 }  // namespace

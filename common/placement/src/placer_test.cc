@@ -355,6 +355,34 @@ TEST(PlacerTest, MixedClusterKeepsAJobOnOneNodeType) {
   EXPECT_EQ(t.nodes()[d.nodes[0].node].type, *typed.node_type);
 }
 
+TEST(PlacerTest, RequiredCountsItsFewestOverTheEligibleNodesNotTheFreeOnes) {
+  // Two HGX nodes (nodes 0-1) and an NVL72 rack (nodes 2-19). A required 16-GPU job offered only the HGX nodes
+  // (the rack busy at this instant) waits for the rack when its partition holds the rack: 1 domain, not 2.
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 1, 2, 0, 8, 0, 0});
+  spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, 1, 18, 0, 8, 0, 0});
+  Topology t = Build(spec);
+  Ledger l(t);
+  PlacementRequest r = Req(16);
+  r.locality = Locality::kRequired;
+  r.allowed_nodes = {0, 1};
+  // Counted over the offered nodes (no eligible list): 2 HGX domains are the fewest there, and it starts.
+  EXPECT_EQ(MustPlace(l, r).domains, 2);
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) r.eligible_nodes.push_back(n);
+  const PlacementRefusal waits = MustRefuse(l, r);
+  EXPECT_FALSE(waits.unresolvable);
+  EXPECT_NE(waits.Message().find("fewest NVLink domains"), std::string::npos) << waits.Message();
+  // Preferred takes the best it can get now, whatever the eligible nodes.
+  r.locality = Locality::kPreferred;
+  EXPECT_EQ(MustPlace(l, r).domains, 2);
+  // Eligible nodes the job excludes do not count: without the rack, 2 HGX domains are the fewest again.
+  r.locality = Locality::kRequired;
+  for (NodeId n = 2; n < static_cast<NodeId>(t.nodes().size()); ++n) r.excluded_nodes.push_back(n);
+  EXPECT_EQ(MustPlace(l, r).domains, 2);
+  r.eligible_nodes = {99};
+  EXPECT_EQ(Placer::Place(l, r).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(PlacerTest, MalformedRequestsAreErrors) {
   Topology t = Hgx(1);
   Ledger l(t);

@@ -90,9 +90,22 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
       s.allowed[id] = 0;
     }
   }
+  if (!r.eligible_nodes.empty()) {
+    s.has_eligible = true;
+    s.eligible_mask.assign(n, 0);
+    for (NodeId id : r.eligible_nodes) {
+      if (!check(id)) return absl::InvalidArgumentError(absl::StrCat("eligible node id ", id, " is unknown"));
+      s.eligible_mask[id] = 1;
+    }
+    for (NodeId id : r.excluded_nodes) s.eligible_mask[id] = 0;  // checked above
+  }
   // A list of every node (the Slurm face offers all it may use, often the whole cluster) restricts nothing:
   // the core then takes the unrestricted paths (the ledger's indexes and tallies) instead of visiting nodes.
-  if (!s.allowed.empty() && std::find(s.allowed.begin(), s.allowed.end(), 0) == s.allowed.end()) s.allowed.clear();
+  auto every = [](std::vector<char>& mask) {
+    if (!mask.empty() && std::find(mask.begin(), mask.end(), 0) == mask.end()) mask.clear();
+  };
+  every(s.allowed);
+  every(s.eligible_mask);
   if (r.node_type) {
     if (*r.node_type < 0 || *r.node_type >= static_cast<NodeTypeId>(t.node_types().size()))
       return absl::InvalidArgumentError(absl::StrCat("node type id ", *r.node_type, " is unknown"));

@@ -17,6 +17,12 @@ struct RequestSetup {
   Locality locality = Locality::kPreferred;
   std::vector<char> allowed;      // per node; empty: every node
   std::vector<NodeTypeId> types;  // node types the job may use, in description order
+  // Per node, where the request names eligible nodes (empty: every node); `has_eligible` false: the allowed mask
+  // stands for them.
+  std::vector<char> eligible_mask;
+  bool has_eligible = false;
+  // The nodes over which `required`'s fewest domains are counted (type_minimum.h).
+  const std::vector<char>& eligible() const { return has_eligible ? eligible_mask : allowed; }
 };
 
 // The locality the placer applies: the request's (else the policy's default), `required` while a preferred job

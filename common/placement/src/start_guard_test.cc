@@ -110,5 +110,42 @@ TEST(StartGuardTest, AgreesWithAnIndependentRecount) {
   }
 }
 
+TEST(StartGuardTest, AStartedJobIsJudgedByWhatWasApproved) {
+  // 30 kW rack, 20% reserve: 14 GPUs of headroom under the usable cap.
+  Topology t = Build(30, 0, 20);
+  Ledger l(t);
+  const Allocation within{"a", {{0, 0xff}}, 0};
+  StartJudgement j = CommitStartedJob(l, within, nullptr);
+  EXPECT_EQ(j.verdict, StartVerdict::kWithinCaps);
+  EXPECT_TRUE(j.why.ok() && j.record.ok());
+  // 8 more GPUs pass the usable cap. Approved with the same footprint (other indices on the same node): the ledger
+  // moved since the approval; not approved, or approved elsewhere: a path around the core.
+  const Allocation over{"b", {{1, 0xff}}, 0};
+  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{1, 0x0f}}, 0}));           // 4 GPUs, not 8
+  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{2, 0xff}}, 0}));           // another node
+  EXPECT_TRUE(SamePowerFootprint(over, Allocation{"x", {{1, 0xff}}, 0}));            // the id is not compared
+  for (const Allocation* approved : {static_cast<const Allocation*>(nullptr), &within}) {
+    Ledger fresh(t);
+    ASSERT_TRUE(CommitWithinUsableCaps(fresh, within).ok());
+    const StartJudgement k = CommitStartedJob(fresh, over, approved);
+    EXPECT_EQ(k.verdict, StartVerdict::kOutsidePlacement);
+    EXPECT_NE(k.why.message().find("usable cap"), std::string::npos) << k.why;
+    EXPECT_TRUE(k.record.ok());
+    EXPECT_NE(fresh.Find("b"), nullptr);  // recorded all the same: nothing else may take that power
+  }
+  // Approved as 8 GPUs of node 1 when that fitted (the ledger has since taken job a): the same footprint.
+  const Allocation approved{"b", {{1, 0xff}}, 0};
+  const StartJudgement moved = CommitStartedJob(l, over, &approved);
+  EXPECT_EQ(moved.verdict, StartVerdict::kLedgerMovedSince);
+  EXPECT_NE(l.Find("b"), nullptr);
+  // Declared watts count: the same GPUs at other watts are another footprint.
+  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{1, 0xff}}, 500'000}));
+  // GPUs another allocation holds cannot be recorded at all: said, and the ledger is unchanged.
+  const StartJudgement clash = CommitStartedJob(l, Allocation{"c", {{0, 0x1}}, 0}, nullptr);
+  EXPECT_FALSE(clash.record.ok());
+  EXPECT_EQ(l.Find("c"), nullptr);
+  EXPECT_TRUE(l.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace rackwise

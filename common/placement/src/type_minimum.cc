@@ -14,7 +14,8 @@ TypeMinimum FewestDomainsOverTypes(const Ledger& ledger, const PlacementRequest&
   m.domain_gpus.assign(t.node_types().size(), 0);
   for (NodeTypeId type : setup.types) {
     if (ShareGranule(request) > t.node_types()[type].gpus) continue;
-    const PlacementContext ctx(ledger, request, setup.locality, type, PerGpuFor(t, request, type), setup.allowed);
+    // Over the nodes the job may ever use, not only those free now (RequestSetup::eligible).
+    const PlacementContext ctx(ledger, request, setup.locality, type, PerGpuFor(t, request, type), setup.eligible());
     m.per_type[type] = ctx.FewestDomainsEver();
     m.by_size[type] = ctx.DomainsBySize();
     m.domain_gpus[type] = ctx.EffectiveDomainSize();

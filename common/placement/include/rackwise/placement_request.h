@@ -21,6 +21,10 @@ struct PlacementRequest {
   double watts_per_gpu = 0;           // 0: the node type's default draw per GPU
   std::vector<NodeId> allowed_nodes;  // empty: every node
   std::vector<NodeId> excluded_nodes;
+  // The nodes the job may ever use (a Slurm job's partition), when the allowed ones are only those free now:
+  // `required`'s fewest NVLink domains are counted over these, so that a rack busy at this instant does not lower
+  // what `required` insists on. Empty: counted over the allowed nodes. Excluded nodes are left out of both.
+  std::vector<NodeId> eligible_nodes;
   std::optional<NodeTypeId> node_type;  // unset: any type (a job never mixes types)
   double waited_seconds = 0;            // how long the job has been pending (see preferred_wait_seconds); the
                                         // core reads no clock, so faces pass it in

@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""An independent checker of what really runs on a live Slurm cluster under rackwise.
+
+It shares no code with rackwise: it reads the cluster description with PyYAML, applies the power model of the
+project's contract (a node draws its type's idle watts; each allocated GPU adds (node_watts - idle_watts) / gpus,
+or the watts its job declared; racks sum their nodes, power domains their racks and child domains; nothing may
+draw more than its cap less the policy's reserve), and reads what runs from Slurm's own tools
+(`scontrol show job -d`), never from the plugin.
+
+  live_checker.py sample DESC JOBS OUT STOP   samples until the file STOP exists; appends one line per finding to
+                                              OUT (and "sample N" lines, so a caller can wait for samples)
+  live_checker.py domains DESC JOBS SEEN      judges every `required` job's NVLink domains against the fewest the
+                                              cluster can give it (every node type of its partition, on the empty
+                                              cluster under the described caps)
+
+JOBS has one line per submitted job: `id gpus gpus_per_node watts locality partition_nodes` (watts 0: the type's
+default; partition_nodes a comma list, or `-` for every node). The description may be replaced while sampling
+(a lowered cap is re-read each sample; an unreadable file keeps the last good one, as rackwise does).
+"""
+
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+
+import yaml
+
+
+def expand(hostlist):
+    """Expands one bracket group: pre[01-03,07]suf."""
+    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", hostlist)
+    if not m:
+        return [hostlist]
+    pre, body, suf = m.groups()
+    out = []
+    for part in body.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            out += ["%s%0*d%s" % (pre, len(lo), i, suf) for i in range(int(lo), int(hi) + 1)]
+        else:
+            out.append(pre + part + suf)
+    return out
+
+
+class Cluster:
+    def __init__(self, desc):
+        self.reserve = float((desc.get("policy") or {}).get("power_reserve_pct", 0)) / 100.0
+        self.types = {t["name"]: t for t in desc["node_types"]}
+        self.domains = {d["name"]: d for d in desc.get("power_domains") or []}
+        self.racks = {}
+        self.node = {}  # name -> (rack, type)
+        for r in desc["racks"]:
+            self.racks[r["name"]] = r
+            for n in expand(str(r["nodes"])):
+                self.node[n] = (r["name"], r["type"])
+
+    def per_gpu(self, type_name, watts):
+        t = self.types[type_name]
+        return float(watts) if watts else (t["node_watts"] - t["idle_watts"]) / t["gpus"]
+
+    def usable(self, cap_kw):
+        return float(cap_kw) * 1000.0 * (1.0 - self.reserve) if cap_kw else math.inf
+
+    def idle(self, rack):
+        r = self.racks[rack]
+        return self.types[r["type"]]["idle_watts"] * sum(1 for v in self.node.values() if v[0] == rack)
+
+    def chain(self, rack):
+        """The power domains above a rack, nearest first."""
+        out, d = [], self.racks[rack].get("power_domain")
+        while d:
+            out.append(d)
+            d = self.domains[d].get("parent")
+        return out
+
+    def nvlink_domain(self, node):
+        rack, type_name = self.node[node]
+        return rack if self.types[type_name].get("nvlink") == "rack" else node
+
+
+def load(path, last):
+    try:
+        with open(path) as f:
+            return Cluster(yaml.safe_load(f))
+    except Exception:  # a broken file on purpose: keep the last good one, as the plugin does
+        return last
+
+
+def read_jobs(path):
+    jobs = {}
+    if os.path.exists(path):
+        for line in open(path):
+            f = line.split()
+            if len(f) >= 6:
+                jobs[f[0]] = {"gpus": int(f[1]), "per_node": int(f[2]), "watts": float(f[3]), "locality": f[4],
+                              "partition": None if f[5] == "-" else set(f[5].split(","))}
+    return jobs
+
+
+def running_gpus():
+    """{job id: [(node, [gpu index, ...]), ...]} of every running job, from scontrol show job -d."""
+    text = subprocess.run(["scontrol", "show", "job", "-d"], capture_output=True, text=True, timeout=60).stdout
+    out = {}
+    for block in text.split("\n\n"):
+        m = re.search(r"JobId=(\d+)", block)
+        if not m or "JobState=RUNNING" not in block:
+            continue
+        placed = []
+        for nodes, idx in re.findall(r" Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=\S*?\(IDX:([^)]*)\)", block):
+            gpus = []
+            for part in idx.split(","):
+                if "-" in part:
+                    lo, hi = part.split("-")
+                    gpus += list(range(int(lo), int(hi) + 1))
+                elif part:
+                    gpus.append(int(part))
+            hosts = subprocess.run(["scontrol", "show", "hostnames", nodes], capture_output=True, text=True,
+                                   timeout=60).stdout.split()
+            placed += [(h, gpus) for h in hosts]
+        out[m.group(1)] = placed
+    return out
+
+
+def findings(cluster, jobs, running):
+    """What breaks a promise in one sample: a GPU held twice, a rack or power domain over its usable cap."""
+    found = []
+    held = {}
+    draw = {r: cluster.idle(r) for r in cluster.racks}
+    for job, placed in running.items():
+        for node, gpus in placed:
+            if node not in cluster.node:
+                continue
+            for g in gpus:
+                if (node, g) in held:
+                    found.append("GPU %s:%d held by jobs %s and %s" % (node, g, held[(node, g)], job))
+                held[(node, g)] = job
+            rack, type_name = cluster.node[node]
+            draw[rack] += len(gpus) * cluster.per_gpu(type_name, jobs.get(job, {}).get("watts", 0))
+    domain_draw = {d: 0.0 for d in cluster.domains}
+    for rack, watts in draw.items():
+        cap = cluster.usable(cluster.racks[rack].get("power_cap_kw"))
+        if watts > cap + 0.5:
+            found.append("rack %s draws %.1f kW over its usable %.1f kW" % (rack, watts / 1e3, cap / 1e3))
+        for d in cluster.chain(rack):
+            domain_draw[d] += watts
+    for d, watts in domain_draw.items():
+        cap = cluster.usable(cluster.domains[d].get("power_cap_kw"))
+        if watts > cap + 0.5:
+            found.append("power domain %s draws %.1f kW over its usable %.1f kW" % (d, watts / 1e3, cap / 1e3))
+    return found
+
+
+def sample(desc_path, jobs_path, out_path, stop_path):
+    cluster = load(desc_path, None)
+    seen_path = out_path + ".seen"
+    count = 0
+    with open(out_path, "a") as out, open(seen_path, "a") as seen:
+        while not os.path.exists(stop_path):
+            cluster = load(desc_path, cluster)
+            jobs = read_jobs(jobs_path)
+            try:
+                running = running_gpus()
+            except Exception as e:  # slurmctld restarting: no sample this round
+                out.write("note: no sample: %s\n" % e)
+                time.sleep(0.3)
+                continue
+            for line in findings(cluster, jobs, running):
+                out.write("FINDING sample %d: %s\n" % (count, line))
+            for job, placed in running.items():
+                seen.write("%s %s\n" % (job, ",".join(sorted({n for n, _ in placed}))))
+            count += 1
+            out.write("sample %d: %d running\n" % (count, len(running)))
+            out.flush()
+            seen.flush()
+            time.sleep(0.3)
+
+
+def fewest_for_type(cluster, type_name, nodes, gpus, per_node, watts):
+    """The fewest NVLink domains of one type that can hold the job on the empty cluster under the caps: domains
+    taken largest first, each rack's and power domain's usable room shared by the domains under it (a greedy
+    count, exact for the clusters the live tests use: every domain of a type is the same size). 0: it cannot."""
+    t = cluster.types[type_name]
+    if per_node > t["gpus"]:
+        return 0
+    pg = cluster.per_gpu(type_name, watts)
+    room = {r: cluster.usable(cluster.racks[r].get("power_cap_kw")) - cluster.idle(r) for r in cluster.racks}
+    droom = {d: cluster.usable(cluster.domains[d].get("power_cap_kw")) for d in cluster.domains}
+    for r in cluster.racks:
+        for d in cluster.chain(r):
+            droom[d] -= cluster.idle(r)
+    domains = {}
+    for n in nodes:
+        rack, tn = cluster.node[n]
+        if tn == type_name:
+            domains.setdefault(cluster.nvlink_domain(n), []).append(n)
+    offers = []
+    for d, members in domains.items():
+        rack = cluster.node[members[0]][0]
+        step = per_node if per_node else 1
+        size = len(members) * (t["gpus"] // step * step)
+        offers.append((size, d, rack, step))
+    offers.sort(reverse=True)
+    left, used = gpus, 0
+    for size, d, rack, step in offers:
+        if left <= 0:
+            break
+        fits = math.inf if pg == 0 else int(min([room[rack]] + [droom[x] for x in cluster.chain(rack)]) // pg)
+        take = min(size, left, fits) // step * step
+        if take <= 0:
+            continue
+        room[rack] -= take * pg
+        for x in cluster.chain(rack):
+            droom[x] -= take * pg
+        left -= take
+        used += 1
+    return used if left <= 0 else 0
+
+
+def judge_domains(desc_path, jobs_path, seen_path):
+    cluster = load(desc_path, None)
+    jobs = read_jobs(jobs_path)
+    seen = {}
+    for line in open(seen_path):
+        job, nodes = line.split()
+        seen.setdefault(job, set()).update(nodes.split(","))
+    bad = 0
+    for job, j in sorted(jobs.items(), key=lambda kv: int(kv[0])):
+        if j["locality"] != "required" or job not in seen:
+            continue
+        nodes = j["partition"] or set(cluster.node)
+        fewest = [f for f in (fewest_for_type(cluster, tn, nodes, j["gpus"], j["per_node"], j["watts"])
+                              for tn in cluster.types if tn_allows_watts(cluster, tn, j["watts"])) if f > 0]
+        got = len({cluster.nvlink_domain(n) for n in seen[job] if n in cluster.node})
+        want = min(fewest) if fewest else 0
+        verdict = "ok" if got <= want else "TOO MANY"
+        bad += got > want
+        print("job %s required %d GPUs: %d NVLink domains, fewest %d: %s" % (job, j["gpus"], got, want, verdict))
+    return 1 if bad else 0
+
+
+def tn_allows_watts(cluster, type_name, watts):
+    """Whether a declared watts per GPU is at or above the type's floor: the GPU's share of the node's idle power
+    (idle_watts x min(gpu_watts / node_watts, 1 / gpus)), below which a job would run for free."""
+    if not watts:
+        return True
+    t = cluster.types[type_name]
+    share = min(t["gpu_watts"] / t["node_watts"], 1.0 / t["gpus"]) if t.get("gpu_watts") else 1.0 / t["gpus"]
+    return watts >= t["idle_watts"] * share
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "sample":
+        sample(*sys.argv[2:])
+    elif len(sys.argv) == 5 and sys.argv[1] == "domains":
+        sys.exit(judge_domains(*sys.argv[2:]))
+    else:
+        sys.exit(__doc__)
