@@ -78,6 +78,8 @@ std::string KeepAcceptedCopy(const std::string& text, const std::string& copy) {
   return absl::StrCat("cannot keep the description as the last one this node accepted (", copy, "): ", saved.message());
 }
 
+// Two parts of the printed line, either possibly empty. A refusal passes its cause first: the plugin cuts a
+// drain reason at 400 characters, and the note about the description can be long.
 std::string Joined(const std::string& first, const std::string& second) {
   return first.empty() ? second : second.empty() ? first : absl::StrCat(first, "; ", second);
 }
@@ -155,7 +157,7 @@ JobScriptResult RunProlog(const JobScriptEnvironment& env, const std::string& ca
   const NodeDescription used = LoadNodeDescription(env, cache_dir);
   absl::StatusOr<std::optional<node_power::JobGpuPower>> job =
       used.topology ? JobGpuPowerOn(*used.topology, env) : JobGpuPowerCarried(env);
-  if (!job.ok()) return {1, Joined(used.note, std::string(job.status().message()))};
+  if (!job.ok()) return {1, Joined(std::string(job.status().message()), used.note)};
   if (!*job) return {0, used.note};
   if (!used.settings.enabled) {
     // No limit is set, but a GPU left limited by an earlier job is still given back (or refused) first.
@@ -163,10 +165,10 @@ JobScriptResult RunProlog(const JobScriptEnvironment& env, const std::string& ca
     (*job)->declared = false;
   } else if (absl::Status made = node_power::MakeTrustedDirectory(used.settings.state_dir); !made.ok()) {
     const std::string source = used.file.empty() ? "default settings" : used.file;
-    return {1, Joined(used.note, absl::StrCat(source, ": power_enforcement.state_dir: ", made.message()))};
+    return {1, Joined(absl::StrCat(source, ": power_enforcement.state_dir: ", made.message()), used.note)};
   }
   absl::StatusOr<std::string> started = EnforcerFor(used.settings, open).Start(**job);
-  if (!started.ok()) return {1, Joined(used.note, std::string(started.status().message()))};
+  if (!started.ok()) return {1, Joined(std::string(started.status().message()), used.note)};
   return {0, Joined(used.note, used.settings.enabled || *started != node_power::kNoLimitSet ? *started : "")};
 }
 
@@ -174,7 +176,7 @@ JobScriptResult RunEpilog(const JobScriptEnvironment& env, const std::string& ca
   // Only the lease file is needed: the description (current or accepted) just says where it is.
   const NodeDescription used = LoadNodeDescription(env, cache_dir);
   absl::StatusOr<std::string> finished = EnforcerFor(used.settings, open).Finish(LeaseOwner(env.job_id));
-  if (!finished.ok()) return {1, Joined(used.note, std::string(finished.status().message()))};
+  if (!finished.ok()) return {1, Joined(std::string(finished.status().message()), used.note)};
   return {0, Joined(used.note, *finished == "no power limit to restore" ? "" : *finished)};
 }
 
