@@ -4,8 +4,16 @@
 // watts per GPU the ledger counted on this node (declared with --gpu-watts, or the node type's
 // (node_watts - idle_watts) / gpus). Pure C++ and Slurm-free, so that it is unit-tested without slurmd; the
 // SPANK plugin reads the environment and node_power applies the result.
+//
+// The node side never depends on rackwise.yaml being valid at the moment a job starts or ends: every time it
+// loads the file, the node keeps a copy as the last description it accepted (in its cache directory, a SPANK
+// plugin argument), and when the file is broken the prolog applies limits from that copy (or, with none, from
+// the watts the job carries) and the epilog restores from the lease file that copy names. A bad file neither
+// refuses a job nor drains a node; the line printed for slurmd's log says which description was used and why.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +41,7 @@ inline constexpr char kPrologGpuWattsEnv[] = "SPANK_RACKWISE_GPU_WATTS";
 struct EnforcementSettings {
   bool enabled = true;
   std::string nvml_library;
+  std::string state_dir;
   std::string state_file;  // <state_dir>/gpu-power-limits
 };
 inline constexpr char kDefaultStateDir[] = "/var/lib/rackwise";
@@ -49,5 +58,43 @@ std::string LeaseOwner(const std::string& job_id);
 // watts value, or a job id that is not a number.
 absl::StatusOr<std::optional<node_power::JobGpuPower>> JobGpuPowerOn(const Topology& topology,
                                                                      const JobScriptEnvironment& env);
+// The same without any description: what the job carries. The watts counted are the declared ones, or unknown
+// (nullopt) for a job that declared none; GPU indices are only checked to be numbers.
+absl::StatusOr<std::optional<node_power::JobGpuPower>> JobGpuPowerCarried(const JobScriptEnvironment& env);
+
+// Where the node keeps the last description it accepted: `<cache_dir>/rackwise.last-accepted.yaml`, "%n" in
+// cache_dir replaced by the node's name. cache_dir is spank_rackwise.so's `cache_dir=` argument in
+// plugstack.conf. Not beside the lease file: state_dir comes from the description itself.
+inline constexpr char kDefaultCacheDir[] = "/var/lib/rackwise";
+std::string AcceptedCopyPath(const std::string& cache_dir, const std::string& node);
+
+// The description a job prolog or epilog works with.
+struct NodeDescription {
+  std::string file;                          // the file used (rackwise.yaml or the copy); empty: none
+  EnforcementSettings settings;              // its power_enforcement; the defaults when there is none
+  std::shared_ptr<const Topology> topology;  // null when there is none
+  std::string note;  // what was used instead of rackwise.yaml and why, or a copy that could not be kept
+};
+
+// Reads rackwise.yaml beside slurm.conf. A valid file is used, and kept as the accepted copy when it differs
+// from it (write-then-rename: concurrent prologs on one host are safe). A broken one falls back to the copy,
+// then to no description at all. Never fails: the note says what happened.
+NodeDescription LoadNodeDescription(const JobScriptEnvironment& env, const std::string& cache_dir);
+
+// What rackwise-slurm-gpu-power exits with and prints (one line, may be empty): 0 the job may run here (or its
+// limits were given back), 1 it must not (the plugin drains the node with `line` as the reason).
+struct JobScriptResult {
+  int exit_code = 0;
+  std::string line;
+};
+// Opens NVML (or, in tests, a fake) from a library path or soname.
+using NvmlOpener =
+    std::function<absl::StatusOr<std::unique_ptr<node_power::GpuPowerControl>>(const std::string& library)>;
+
+// The job prolog: gives back limits left on the job's GPUs by finished jobs (refusing the job if that fails),
+// then holds them to the watts counted.
+JobScriptResult RunProlog(const JobScriptEnvironment& env, const std::string& cache_dir, const NvmlOpener& open);
+// The job epilog: gives back every limit the job holds on this node, from the lease file alone.
+JobScriptResult RunEpilog(const JobScriptEnvironment& env, const std::string& cache_dir, const NvmlOpener& open);
 
 }  // namespace rackwise::slurm

@@ -178,17 +178,29 @@ void DrainNode(const std::string& node, const std::string& cause) {
 
 // The GPU power work runs in rackwise-slurm-gpu-power, installed beside this plugin: it reads rackwise.yaml,
 // whose protobuf schema must not be linked into this plugin (slurmd, sbatch and srun load the select plugin
-// too, and protobuf aborts when two copies of one schema register in a process).
-int RunHelper(const char* mode, std::string& output) {
-  return Run({BesideThisPlugin("rackwise-slurm-gpu-power"), mode}, false, output);
+// too, and protobuf aborts when two copies of one schema register in a process). plugstack.conf's
+// `cache_dir=DIR` (where the node keeps the last rackwise.yaml it accepted) is passed on; other arguments are
+// logged and ignored.
+int RunHelper(const char* mode, int ac, char** av, std::string& output) {
+  std::vector<std::string> argv = {BesideThisPlugin("rackwise-slurm-gpu-power"), mode};
+  const std::string cache_dir = "cache_dir=";
+  for (int i = 0; i < ac; ++i) {
+    const std::string arg = av[i] ? av[i] : "";
+    if (arg.compare(0, cache_dir.size(), cache_dir) == 0) {
+      argv.push_back("--cache-dir=" + arg.substr(cache_dir.size()));
+    } else {
+      slurm_error("rackwise: plugstack.conf: unknown argument '%s' (expected cache_dir=DIR)", arg.c_str());
+    }
+  }
+  return Run(argv, false, output);
 }
 
 // Exit status of rackwise-slurm-gpu-power: 0 the job may run here (output: what was done), 1 it must not
 // (output: why); anything else is a failure of the helper, also fatal for the job on this node.
-int JobScript(const char* mode) {
+int JobScript(const char* mode, int ac, char** av) {
   const std::string job = Env("SLURM_JOB_ID");
   std::string output;
-  const int status = RunHelper(mode, output);
+  const int status = RunHelper(mode, ac, av, output);
   if (status == 0) {
     if (!output.empty()) slurm_info("rackwise: job %s: %s", job.c_str(), output.c_str());
     return 0;
@@ -238,7 +250,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
   try {
-    return JobScript("prolog");
+    return JobScript("prolog", ac, av);
   } catch (...) {
     slurm_error("rackwise: internal error while setting GPU power limits");
     return -1;
@@ -247,7 +259,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
   try {
-    return JobScript("epilog");
+    return JobScript("epilog", ac, av);
   } catch (...) {
     slurm_error("rackwise: internal error while restoring GPU power limits");
     return -1;

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "node_power/node_files.h"
 
 namespace rackwise::node_power {
 namespace {
@@ -37,27 +37,9 @@ absl::StatusOr<PowerLimitLease> ParseLine(absl::string_view line, const std::str
   return lease;
 }
 
-std::string DirectoryOf(const std::string& path) {
-  const std::string::size_type slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-absl::Status SyncDirectoryOf(const std::string& path) {
-  const std::string dir = DirectoryOf(path);
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open directory", dir);
-  int rc = fsync(fd);
-  close(fd);
-  return rc == 0 ? absl::OkStatus() : Errno("cannot fsync directory", dir);
-}
-
 }  // namespace
 
-absl::Status MakeDirectoryOf(const std::string& path) {
-  const std::string dir = DirectoryOf(path);
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Errno("cannot create directory", dir);
-  return absl::OkStatus();
-}
+absl::Status MakeDirectoryOf(const std::string& path) { return MakeTrustedDirectory(DirectoryOf(path)); }
 
 bool MayExist(const std::string& path) { return access(path.c_str(), F_OK) == 0 || errno != ENOENT; }
 
@@ -83,34 +65,7 @@ absl::Status WriteLeaseFile(const std::string& path, const std::vector<PowerLimi
   for (const PowerLimitLease& lease : leases) {
     absl::StrAppend(&text, lease.gpu, " ", lease.owner, " ", lease.limit_mw, " ", lease.previous_mw, "\n");
   }
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
-  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno("cannot create", temporary);
-  absl::string_view rest = text;
-  while (!rest.empty()) {
-    ssize_t n = write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      absl::Status error = Errno("cannot write", temporary);
-      close(fd);
-      unlink(temporary.c_str());
-      return error;
-    }
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
-  if (fsync(fd) != 0) {
-    absl::Status error = Errno("cannot fsync", temporary);
-    close(fd);
-    unlink(temporary.c_str());
-    return error;
-  }
-  close(fd);
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    absl::Status error = Errno("cannot rename over", path);
-    unlink(temporary.c_str());
-    return error;
-  }
-  return SyncDirectoryOf(path);
+  return WriteFileAtomically(path, text, 0600);
 }
 
 absl::StatusOr<LeaseFileLock> LeaseFileLock::Acquire(const std::string& path) {

@@ -13,7 +13,7 @@
 
 namespace rackwise::node_power {
 
-// Creates the directory of `path` if it is missing (its parent must exist).
+// Creates the directory of `path` with its missing parents and checks it (see MakeTrustedDirectory).
 absl::Status MakeDirectoryOf(const std::string& path);
 // False only when `path` certainly does not exist.
 bool MayExist(const std::string& path);

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "ledger_validator.h"
 #include "rackwise/hostlist.h"
 #include "telemetry_validator.h"
@@ -405,16 +406,36 @@ class Checker {
     }
   }
 
+  // Every node's prolog creates state_dir with its parents: a path that cannot name one directory on every
+  // node is refused here rather than found out by a job's prolog.
+  void CheckStateDir(const std::string& dir) {
+    const std::string field = "power_enforcement.state_dir";
+    if (dir[0] != '/') {
+      Report(field, absl::StrCat("power_enforcement: state_dir must be an absolute path, got '", dir, "'"));
+      return;
+    }
+    for (absl::string_view part : absl::StrSplit(dir, '/')) {
+      if (part == "." || part == "..") {
+        Report(field, absl::StrCat("power_enforcement: state_dir must not contain '.' or '..', got '", dir, "'"));
+        return;
+      }
+    }
+    for (size_t at = dir.find('%'); at != std::string::npos; at = dir.find('%', at + 2)) {
+      if (dir.compare(at, 2, "%n") != 0) {
+        Report(field, absl::StrCat("power_enforcement: state_dir: only %n (the node's name) is replaced, got '",
+                                   dir.substr(at, 2), "' in '", dir, "'"));
+        return;
+      }
+    }
+  }
+
   void CheckPowerEnforcement() {
     const v1::PowerEnforcement& e = d_.power_enforcement();
     if (!v1::PowerLimitMode_IsValid(e.mode())) {
       Report("power_enforcement.mode",
              absl::StrCat("power_enforcement: unknown mode value ", static_cast<int>(e.mode())));
     }
-    if (!e.state_dir().empty() && e.state_dir()[0] != '/') {
-      Report("power_enforcement.state_dir",
-             absl::StrCat("power_enforcement: state_dir must be an absolute path, got '", e.state_dir(), "'"));
-    }
+    if (!e.state_dir().empty()) CheckStateDir(e.state_dir());
     for (const auto& [path, value] : {std::pair{"nvml_library", &e.nvml_library()}, {"state_dir", &e.state_dir()}}) {
       if (value->find_first_of(std::string_view("\0\n", 2)) != std::string::npos) {
         Report(absl::StrCat("power_enforcement.", path),

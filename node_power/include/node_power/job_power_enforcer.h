@@ -8,11 +8,17 @@
 // low (below its minimum), or refuses, fails the job. Without NVML at all, a job that declared its own watts
 // fails (fail closed) while a job counted at its node type's default runs as it is (nothing was promised
 // beyond what the node type says).
+//
+// Before any of that, every job (declared or not, limited or not) goes through the leases: a GPU it was given
+// that is still limited for another owner is one whose restore failed when that owner finished (the scheduler
+// only hands a GPU on once the previous job's end on this machine is over). Its owner's limits are given back
+// first; if that fails, the job is refused, so that a GPU left limited never serves another job unseen.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,11 +31,16 @@ namespace rackwise::node_power {
 
 // A job's GPUs on this machine and the watts counted for each.
 struct JobGpuPower {
-  std::string owner;       // a job id or pod UID, no whitespace (see PowerLimitLeases)
-  std::vector<int> gpus;   // GPU indices as NVML counts them
-  int64_t counted_mw = 0;  // watts per GPU the scheduler counted, in milliwatts
-  bool declared = false;   // the job declared watts other than its node type's default
+  std::string owner;      // a job id or pod UID, no whitespace (see PowerLimitLeases)
+  std::vector<int> gpus;  // GPU indices as NVML counts them
+  // Watts per GPU the scheduler counted, in milliwatts; nullopt when they are not known here (nothing is limited
+  // then, but GPUs left limited by earlier owners are still given back).
+  std::optional<int64_t> counted_mw;
+  bool declared = false;  // the job declared watts other than its node type's default
 };
+
+// What Start says when the job's watts are not known and nothing was given back.
+inline constexpr char kNoLimitSet[] = "no power limit set";
 
 // Opens NVML (or a fake) when a job needs it; called at most once per Start or Finish.
 using GpuPowerOpener = std::function<absl::StatusOr<std::unique_ptr<GpuPowerControl>>()>;
@@ -48,6 +59,9 @@ class JobPowerEnforcer {
   absl::StatusOr<std::string> Finish(std::string_view owner);
 
  private:
+  absl::StatusOr<std::string> GiveBackStale(const JobGpuPower& job, std::unique_ptr<GpuPowerControl>* control);
+  absl::StatusOr<std::string> Limit(const JobGpuPower& job, GpuPowerControl& control);
+
   GpuPowerOpener open_;
   std::string state_file_;
 };

@@ -44,8 +44,9 @@ struct ReleasedLease {
 
 class PowerLimitLeases {
  public:
-  // `control` is not owned and must outlive this object. `state_file` (and its directory, whose parent must
-  // exist) is created by the first Acquire; Release and List of a missing file hold nothing.
+  // `control` is not owned and must outlive this object. `state_file` (and its directory, with any missing
+  // parent, see MakeTrustedDirectory) is created by the first Acquire; Release and List of a missing file hold
+  // nothing.
   // Thread-compatible; separate processes may share a state file.
   PowerLimitLeases(GpuPowerControl* control, std::string state_file);
 

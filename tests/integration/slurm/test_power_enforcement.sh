@@ -12,7 +12,10 @@
 #    resumed, the requeued job runs there with its limit;
 #  - slurmd skips the prolog of a job it saw within AuthInfo cred_expire: when the administrator undoes Slurm's
 #    requeue delay (starttime=now), the select plugin keeps the job off that node until the window has passed
-#    (pending reason naming the skipped prolog), so that it never runs unlimited.
+#    (pending reason naming the skipped prolog), so that it never runs unlimited;
+#  - rackwise.yaml truncated on the nodes while a job runs: its epilog still gives its limits back (from the
+#    lease file the last accepted description names), a new job declaring nothing gets the GPUs at their full
+#    default limit, a probe job declaring watts starts and is limited, and no node is drained.
 # Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_FAKE_NVML=<build>/tests/fake_nvml/lib/libnvidia-ml.so.1 \
 #        test_power_enforcement.sh   (exit 77: skipped, see lib.sh)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +44,8 @@ YAML
 RW_EXTRA_CONF=$'PrologFlags=Alloc\nAuthInfo=cred_expire=20\nKillWait=5' RW_SPANK=required \
   rw_setup select/rackwise_cons_tres "$yaml"
 rm -f "$yaml"
+# Each node keeps the last rackwise.yaml it accepted in its own cache directory (several slurmd on one host).
+echo "required ${RW_PLUGIN_DIR}/spank_rackwise.so cache_dir=$RW_TMP/cache/%n" >"$RW_TMP/etc/plugstack.conf"
 cat >>"$RW_TMP/etc/rackwise.yaml" <<YAML
 power_enforcement:
   mode: enforce
@@ -80,11 +85,25 @@ wait_for() {
   return 1
 }
 limits_are() { [[ $(limits "$1") == "$2" ]]; }
+gpus_on() { rw_job_gpus "$1" | awk -v node="$2" '$1 == node {print $2}'; }  # the job's GPU indices there: "1,3"
 node_state() { sinfo -h -n "$1" -o %t 2>/dev/null; }
 node_drained() { [[ $(node_state "$1") == drain || $(node_state "$1") == drng ]]; }
 node_reason() { scontrol show node "$1" | sed -n 's/^ *Reason=\(.*\) \[.*/\1/p'; }
 restarts() { scontrol show job "$1" | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 gone() { [[ -z $(rw_state "$1") ]]; }
+# runs_limited JOB NODE WHAT: JOB (--gpu-watts=450) starts on NODE with exactly its GPUs there at 450 W.
+runs_limited() {
+  local job=$1 node=$2 what=$3 gpus
+  if ! rw_wait_state "$job" RUNNING 60; then
+    rw_fail "$what job ${job:-?} did not run: $(rw_state "$job") $(rw_reason "$job"), $node $(node_state "$node")" \
+      "$(node_reason "$node")"
+    return 1
+  fi
+  gpus=$(gpus_on "$job" "$node")
+  wait_for 20 limits_are "$node" "$(expected "$node" "$gpus" 450000)" &&
+    rw_ok "$what job $job runs on $node with GPUs $gpus at 450 W" ||
+    rw_fail "$what job $job on $node GPUs $gpus: limits $(limits "$node")"
+}
 
 # --- an undeclared job: counted at 962.5 W per GPU, above the boards' maximum: nothing to limit -----------
 u=$(rw_submit -w gpu01 --gpus=1)
@@ -96,7 +115,7 @@ rw_wait_state "$u" RUNNING 20 && rw_ok "undeclared job $u runs on gpu01 ($(rw_jo
 # --- --gpus=2 --gpu-watts=450: exactly the job's GPUs at 450 W while it runs, 700 W again after ---------
 d=$(rw_submit -w gpu01 --gpus=2 --gpu-watts=450)
 rw_wait_state "$d" RUNNING 20 || rw_fail "declared job ${d:-?}: $(rw_state "$d") $(rw_reason "$d")"
-idx=$(rw_job_gpus "$d" | awk '$1 == "gpu01" {print $2}')
+idx=$(gpus_on "$d" gpu01)
 [[ $idx == *,* && $idx != *0* ]] || rw_fail "declared job $d got GPUs '$idx' (the undeclared job holds 0)"
 if wait_for 20 limits_are gpu01 "$(expected gpu01 "$idx" 450000)"; then
   rw_ok "job $d (--gpu-watts=450) runs with exactly its GPUs $idx limited to 450 W: $(limits gpu01)"
@@ -142,14 +161,7 @@ if wait_for 15 skip_reason; then
 else
   rw_fail "requeued job $f: $(rw_state "$f") '$(rw_reason "$f")', expected the skipped-prolog reason"
 fi
-if rw_wait_state "$f" RUNNING 60; then
-  fidx=$(rw_job_gpus "$f" | awk '$1 == "gpu02" {print $2}')
-  wait_for 20 limits_are gpu02 "$(expected gpu02 "$fidx" 450000)" &&
-    rw_ok "after scontrol update state=resume, requeued job $f runs on gpu02 with GPUs $fidx at 450 W" ||
-    rw_fail "job $f on gpu02 GPUs $fidx: limits $(limits gpu02)"
-else
-  rw_fail "requeued job $f did not run after resume: $(rw_state "$f") $(rw_reason "$f"), gpu02 $(node_state gpu02)"
-fi
+runs_limited "$f" gpu02 "after scontrol update state=resume, requeued"
 scancel "$f"
 
 # --- below the board's minimum (gpu03's boards: 500-700 W) ----------------------------------------------
@@ -166,4 +178,39 @@ fi
 scancel "$m"
 wait_for 20 gone "$f" || rw_fail "job $f did not end"
 wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" || rw_fail "gpu02 not restored after job $f: $(limits gpu02)"
+
+# --- rackwise.yaml broken on the nodes while jobs run ---------------------------------------------------------
+scontrol update nodename=gpu03 state=resume  # drained on purpose above
+wait_for 20 eval '! node_drained gpu03' || rw_fail "gpu03 not resumed: $(node_state gpu03)"
+copy=$RW_TMP/cache/gpu01/rackwise.last-accepted.yaml
+cmp -s "$copy" "$RW_TMP/etc/rackwise.yaml" && rw_ok "gpu01 kept the description it accepted in $copy" ||
+  rw_fail "no accepted copy in $copy"
+b=$(rw_submit -w gpu01 --gpus=4 --gpu-watts=450)
+rw_wait_state "$b" RUNNING 20 || rw_fail "job ${b:-?}: $(rw_state "$b") $(rw_reason "$b")"
+bidx=$(gpus_on "$b" gpu01)
+wait_for 20 limits_are gpu01 "$(expected gpu01 "$bidx" 450000)" || rw_fail "job $b on GPUs $bidx: $(limits gpu01)"
+cp "$RW_TMP/etc/rackwise.yaml" "$RW_TMP/rackwise.yaml.good"
+head -c 150 "$RW_TMP/rackwise.yaml.good" >"$RW_TMP/etc/rackwise.yaml"  # cut mid-file, as an interrupted copy
+scancel "$b"
+if wait_for 20 gone "$b" && wait_for 20 limits_are gpu01 "$(expected gpu01 "" 0)"; then
+  rw_ok "rackwise.yaml broken: job $b's epilog still gave GPUs $bidx back (700 W)"
+else
+  rw_fail "rackwise.yaml broken: job $b ended, gpu01 limits $(limits gpu01)"
+fi
+n=$(rw_submit -w gpu01 --gpus=8)
+if rw_wait_state "$n" RUNNING 20 && [[ $(limits gpu01) == "$(expected gpu01 "" 0)" ]]; then
+  rw_ok "rackwise.yaml broken: job $n declaring nothing runs on all of gpu01 at the full default 700 W"
+else
+  rw_fail "rackwise.yaml broken: job ${n:-?} $(rw_state "$n") $(rw_reason "$n"), gpu01 limits $(limits gpu01)"
+fi
+p=$(rw_submit -w gpu02 --gpus=1 --gpu-watts=450)
+runs_limited "$p" gpu02 "rackwise.yaml broken: probe (--gpu-watts=450)"
+drained=$(sinfo -h -t drain -o %N | paste -sd,)
+[[ -z $drained ]] && rw_ok "rackwise.yaml broken: no node drained" || rw_fail "drained while rackwise.yaml was broken: $drained"
+cmp -s "$copy" "$RW_TMP/rackwise.yaml.good" || rw_fail "the broken rackwise.yaml replaced the accepted copy $copy"
+scancel "$n" "$p"
+wait_for 20 gone "$p" && wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" ||
+  rw_fail "probe job $p ended, gpu02 limits $(limits gpu02)"
+cp "$RW_TMP/rackwise.yaml.good" "$RW_TMP/etc/rackwise.yaml"
+wait_for 20 gone "$n" || rw_fail "job $n did not end"
 exit $((RW_FAILS != 0))
