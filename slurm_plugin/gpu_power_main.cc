@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// rackwise-slurm-gpu-power prolog|epilog [--cache-dir=DIR]: the GPU power work of spank_rackwise.so's job prolog
-// and epilog, in a process of its own (the plugin runs it with the job script's environment; see
-// spank_rackwise.cc for why). prolog: holds the job's GPUs on this node to the watts per GPU the select plugin
-// counted; epilog: gives the previous limits back. --cache-dir (plugstack.conf's cache_dir=, default
+// rackwise-slurm-gpu-power prolog|epilog|accept [--cache-dir=DIR] [--node=NAME] [--slurm-conf=PATH]: the GPU
+// power work of spank_rackwise.so's job prolog and epilog, in a process of its own (the plugin runs it with the
+// job script's environment; see spank_rackwise.cc for why). prolog: holds the job's GPUs on this node to the
+// watts per GPU the select plugin counted; epilog: gives the previous limits back; accept (slurmd's start):
+// keeps rackwise.yaml as the node's accepted copy. --cache-dir (plugstack.conf's cache_dir=, default
 // /var/lib/rackwise, "%n" the node's name) keeps the last rackwise.yaml this node accepted (job_power.h).
+// --node and --slurm-conf stand in for SLURMD_NODENAME and SLURM_CONF where slurmd sets neither (its start).
 // Prints one line (what was done, or why the job must not run here) and exits
-//   0  the job may run here (or the limits were restored),
+//   0  the job may run here (or the limits were restored; accept always),
 //   1  the job must not run on this node (the plugin drains it with the printed reason),
 //   2  bad usage.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
 #include <exception>
 #include <string>
 
@@ -19,8 +24,6 @@
 
 namespace rackwise::slurm {
 namespace {
-
-constexpr char kCacheDirFlag[] = "--cache-dir=";
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -32,10 +35,47 @@ JobScriptEnvironment EnvironmentNow() {
           Env("SLURM_CONF")};
 }
 
-int Run(const std::string& mode, const std::string& cache_dir) {
+// What the command line says: the mode and the flags that override the environment.
+struct CommandLine {
+  std::string mode;
+  std::string cache_dir = kDefaultCacheDir;
+  std::string node;
+  std::string slurm_conf;
+};
+
+std::optional<CommandLine> Parse(int argc, char** argv) {
+  CommandLine out;
+  if (argc < 2) return std::nullopt;
+  out.mode = argv[1];
+  if (out.mode != "prolog" && out.mode != "epilog" && out.mode != "accept") return std::nullopt;
+  const std::pair<const char*, std::string*> flags[] = {
+      {"--cache-dir=", &out.cache_dir}, {"--node=", &out.node}, {"--slurm-conf=", &out.slurm_conf}};
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    bool known = false;
+    for (const auto& [flag, value] : flags) {
+      if (!absl::StartsWith(arg, flag) || arg.size() == std::strlen(flag)) continue;
+      *value = arg.substr(std::strlen(flag));
+      known = true;
+    }
+    if (!known) return std::nullopt;
+  }
+  return out;
+}
+
+int Run(const CommandLine& command) {
   const NvmlOpener open = [](const std::string& library) { return node_power::OpenNvml(library); };
-  const JobScriptEnvironment env = EnvironmentNow();
-  const JobScriptResult result = mode == "prolog" ? RunProlog(env, cache_dir, open) : RunEpilog(env, cache_dir, open);
+  JobScriptEnvironment env = EnvironmentNow();
+  if (!command.node.empty()) env.node = command.node;
+  if (!command.slurm_conf.empty()) env.slurm_conf = command.slurm_conf;
+  JobScriptResult result;
+  if (command.mode == "prolog") {
+    result = RunProlog(env, command.cache_dir, open);
+  } else if (command.mode == "epilog") {
+    result = RunEpilog(env, command.cache_dir, open);
+  } else {
+    result = RunAccept(env, command.cache_dir);
+  }
   std::printf("%s\n", result.line.c_str());
   return result.exit_code;
 }
@@ -44,24 +84,17 @@ int Run(const std::string& mode, const std::string& cache_dir) {
 }  // namespace rackwise::slurm
 
 int main(int argc, char** argv) {
-  const std::string mode = argc >= 2 ? argv[1] : "";
-  std::string cache_dir = rackwise::slurm::kDefaultCacheDir;
-  bool usage_ok = (mode == "prolog" || mode == "epilog") && argc <= 3;
-  if (usage_ok && argc == 3) {
-    const std::string flag = argv[2];
-    usage_ok = absl::StartsWith(flag, rackwise::slurm::kCacheDirFlag) &&
-               flag.size() > sizeof(rackwise::slurm::kCacheDirFlag) - 1;
-    if (usage_ok) cache_dir = flag.substr(sizeof(rackwise::slurm::kCacheDirFlag) - 1);
-  }
-  if (!usage_ok) {
+  const std::optional<rackwise::slurm::CommandLine> command = rackwise::slurm::Parse(argc, argv);
+  if (!command) {
     std::fprintf(stderr,
-                 "usage: rackwise-slurm-gpu-power prolog|epilog [--cache-dir=DIR] (run by spank_rackwise.so)\n");
+                 "usage: rackwise-slurm-gpu-power prolog|epilog|accept [--cache-dir=DIR] [--node=NAME] "
+                 "[--slurm-conf=PATH] (run by spank_rackwise.so)\n");
     return 2;
   }
   try {
-    return rackwise::slurm::Run(mode, cache_dir);
+    return rackwise::slurm::Run(*command);
   } catch (const std::exception& e) {
-    std::printf("internal error in rackwise-slurm-gpu-power %s: %s\n", mode.c_str(), e.what());
-    return 1;
+    std::printf("internal error in rackwise-slurm-gpu-power %s: %s\n", command->mode.c_str(), e.what());
+    return command->mode == "accept" ? 0 : 1;
   }
 }

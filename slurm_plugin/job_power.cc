@@ -153,6 +153,12 @@ NodeDescription LoadNodeDescription(const JobScriptEnvironment& env, const std::
   return used;
 }
 
+JobScriptResult RunAccept(const JobScriptEnvironment& env, const std::string& cache_dir) {
+  const NodeDescription used = LoadNodeDescription(env, cache_dir);
+  if (used.file.empty() || used.file == AcceptedCopyPath(cache_dir, env.node)) return {0, used.note};
+  return {0, Joined(absl::StrCat("accepted ", used.file), used.note)};
+}
+
 JobScriptResult RunProlog(const JobScriptEnvironment& env, const std::string& cache_dir, const NvmlOpener& open) {
   const NodeDescription used = LoadNodeDescription(env, cache_dir);
   absl::StatusOr<std::optional<node_power::JobGpuPower>> job =

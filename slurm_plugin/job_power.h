@@ -96,5 +96,9 @@ using NvmlOpener =
 JobScriptResult RunProlog(const JobScriptEnvironment& env, const std::string& cache_dir, const NvmlOpener& open);
 // The job epilog: gives back every limit the job holds on this node, from the lease file alone.
 JobScriptResult RunEpilog(const JobScriptEnvironment& env, const std::string& cache_dir, const NvmlOpener& open);
+// At slurmd's start: reads rackwise.yaml and keeps it as the accepted copy, so that a node whose file breaks
+// before it ran a single job still has a description to work from. Always 0 (a bad file must not stop slurmd);
+// the line says what was kept, or why nothing was.
+JobScriptResult RunAccept(const JobScriptEnvironment& env, const std::string& cache_dir);
 
 }  // namespace rackwise::slurm

@@ -196,6 +196,24 @@ TEST_F(JobScriptTest, ABrokenDescriptionUsesTheAcceptedCopyInPrologAndEpilog) {
   EXPECT_EQ(Copy(), good_);  // a broken file never replaces the copy
 }
 
+TEST_F(JobScriptTest, SlurmdsStartKeepsTheCopyBeforeAnyJobRan) {
+  // slurmd starts with a good file: the node keeps it, with no job needed.
+  JobScriptResult accepted = RunAccept(Job("", ""), dir_ + "/cache/%n");
+  EXPECT_EQ(accepted.exit_code, 0);
+  EXPECT_THAT(accepted.line, HasSubstr("accepted " + dir_ + "/etc/rackwise.yaml"));
+  EXPECT_EQ(Copy(), good_);
+  // The file breaks before the node's first job: its first prolog works from the copy (the type's default).
+  WriteDescription(good_.substr(0, 40));
+  JobScriptResult first = Prolog(Job("1", "0"));
+  EXPECT_EQ(first.exit_code, 0) << first.line;
+  EXPECT_THAT(first.line, HasSubstr("power limit 625 W set on GPUs 0"));
+  // slurmd restarting on the broken file never fails, and the copy stays the good one.
+  accepted = RunAccept(Job("", ""), dir_ + "/cache/%n");
+  EXPECT_EQ(accepted.exit_code, 0);
+  EXPECT_THAT(accepted.line, HasSubstr("rackwise.yaml rejected"));
+  EXPECT_EQ(Copy(), good_);
+}
+
 TEST_F(JobScriptTest, WithNeitherFileNorCopyOnlyTheJobsOwnWattsAreKnown) {
   WriteDescription("cluster: [");
   NodeDescription used = LoadNodeDescription(Job("4", "0"), dir_ + "/cache/%n");

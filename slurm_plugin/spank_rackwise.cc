@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -181,8 +182,10 @@ void DrainNode(const std::string& node, const std::string& cause) {
 // too, and protobuf aborts when two copies of one schema register in a process). plugstack.conf's
 // `cache_dir=DIR` (where the node keeps the last rackwise.yaml it accepted) is passed on; other arguments are
 // logged and ignored.
-int RunHelper(const char* mode, int ac, char** av, std::string& output) {
+int RunHelper(const char* mode, int ac, char** av, std::string& output,
+              const std::vector<std::string>& extra = {}) {
   std::vector<std::string> argv = {BesideThisPlugin("rackwise-slurm-gpu-power"), mode};
+  argv.insert(argv.end(), extra.begin(), extra.end());
   const std::string cache_dir = "cache_dir=";
   for (int i = 0; i < ac; ++i) {
     const std::string arg = av[i] ? av[i] : "";
@@ -193,6 +196,54 @@ int RunHelper(const char* mode, int ac, char** av, std::string& output) {
     }
   }
   return Run(argv, false, output);
+}
+
+// slurmd's node name (-N, for several slurmd on one host) and configuration file (-f) from its command line, for
+// the helper at slurmd's start, where SLURMD_NODENAME and SLURM_CONF are not set. Empty where not given: the
+// helper then uses the host name's node and Slurm's default configuration path.
+std::vector<std::string> SlurmdIdentityFlags() {
+  std::vector<std::string> args;
+  if (FILE* f = std::fopen("/proc/self/cmdline", "re")) {
+    std::string arg;
+    for (int c; (c = std::fgetc(f)) != EOF;) {
+      if (c != '\0') {
+        arg += static_cast<char>(c);
+        continue;
+      }
+      args.push_back(arg);
+      arg.clear();
+    }
+    std::fclose(f);
+  }
+  std::string node = Env("SLURMD_NODENAME"), conf = Env("SLURM_CONF");
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "-N") node = args[i + 1];
+    if (args[i] == "-f") conf = args[i + 1];
+  }
+  if (node.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) node = std::string(host).substr(0, std::string(host).find('.'));
+  }
+  std::vector<std::string> flags;
+  if (!node.empty()) flags.push_back("--node=" + node);
+  if (!conf.empty()) flags.push_back("--slurm-conf=" + conf);
+  return flags;
+}
+
+// slurmd's start (slurm_spank_init in slurmd's context): the node keeps the description it reads now, so that a
+// rackwise.yaml broken before its first job still leaves it one to work from. Never fails slurmd (a bad file is
+// only logged).
+void KeepAcceptedDescription(int ac, char** av) {
+  try {
+    std::string output;
+    if (RunHelper("accept", ac, av, output, SlurmdIdentityFlags()) == 0) {
+      if (!output.empty()) slurm_info("rackwise: %s", output.c_str());
+    } else {
+      slurm_error("rackwise: cannot keep the node's accepted description: %s", output.c_str());
+    }
+  } catch (...) {
+    slurm_error("rackwise: internal error while keeping the node's accepted description");
+  }
 }
 
 // Exit status of rackwise-slurm-gpu-power: 0 the job may run here (output: what was done), 1 it must not
@@ -229,6 +280,7 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
       return -1;
     }
   }
+  if (spank_context() == S_CTX_SLURMD) KeepAcceptedDescription(ac, av);
   return 0;
 }
 

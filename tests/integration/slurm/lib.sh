@@ -199,7 +199,8 @@ rw_setup() {
       echo "NodeName=$n Name=gpu File=$RW_TMP/fakedev/nvidia[0-$((RW_NODE_GPUS[$n] - 1))]"
     done
   } >"$RW_TMP/etc/gres.conf"
-  echo "${RW_SPANK:-optional} ${RW_PLUGIN_DIR}/spank_rackwise.so" >"$RW_TMP/etc/plugstack.conf"
+  # Each node keeps the last rackwise.yaml it accepted in a cache of its own (several slurmd on one host).
+  echo "${RW_SPANK:-optional} ${RW_PLUGIN_DIR}/spank_rackwise.so cache_dir=$RW_TMP/cache/%n" >"$RW_TMP/etc/plugstack.conf"
   [[ -n ${RW_POWER_SAVE:-} ]] && rw_power_scripts
   trap rw_teardown EXIT
   trap 'exit 1' INT TERM

@@ -123,11 +123,30 @@ def running_gpus():
     return out
 
 
-def findings(cluster, jobs, running):
+class CapHistory:
+    """A cap lowered at run time may be exceeded by the jobs that were already running under it (nothing in
+    rackwise stops a running job), never by a job that started after: per rack and power domain, the jobs seen
+    there when the checker first saw the lower cap."""
+
+    def __init__(self):
+        self.usable = {}       # "rack r" / "domain d" -> the usable cap last seen
+        self.grandfathered = {}  # the same keys -> job ids running there when the cap went down
+
+    def note(self, key, cap, jobs_there):
+        if key in self.usable and cap < self.usable[key]:
+            self.grandfathered[key] = set(jobs_there)
+        self.usable[key] = cap
+
+    def excused(self, key, jobs_there):
+        return key in self.grandfathered and set(jobs_there) <= self.grandfathered[key]
+
+
+def findings(cluster, jobs, running, history):
     """What breaks a promise in one sample: a GPU held twice, a rack or power domain over its usable cap."""
     found = []
     held = {}
     draw = {r: cluster.idle(r) for r in cluster.racks}
+    on_rack = {r: set() for r in cluster.racks}
     for job, placed in running.items():
         for node, gpus in placed:
             if node not in cluster.node:
@@ -138,16 +157,21 @@ def findings(cluster, jobs, running):
                 held[(node, g)] = job
             rack, type_name = cluster.node[node]
             draw[rack] += len(gpus) * cluster.per_gpu(type_name, jobs.get(job, {}).get("watts", 0))
+            on_rack[rack].add(job)
     domain_draw = {d: 0.0 for d in cluster.domains}
+    on_domain = {d: set() for d in cluster.domains}
     for rack, watts in draw.items():
         cap = cluster.usable(cluster.racks[rack].get("power_cap_kw"))
-        if watts > cap + 0.5:
+        history.note("rack " + rack, cap, on_rack[rack])
+        if watts > cap + 0.5 and not history.excused("rack " + rack, on_rack[rack]):
             found.append("rack %s draws %.1f kW over its usable %.1f kW" % (rack, watts / 1e3, cap / 1e3))
         for d in cluster.chain(rack):
             domain_draw[d] += watts
+            on_domain[d] |= on_rack[rack]
     for d, watts in domain_draw.items():
         cap = cluster.usable(cluster.domains[d].get("power_cap_kw"))
-        if watts > cap + 0.5:
+        history.note("domain " + d, cap, on_domain[d])
+        if watts > cap + 0.5 and not history.excused("domain " + d, on_domain[d]):
             found.append("power domain %s draws %.1f kW over its usable %.1f kW" % (d, watts / 1e3, cap / 1e3))
     return found
 
@@ -155,6 +179,7 @@ def findings(cluster, jobs, running):
 def sample(desc_path, jobs_path, out_path, stop_path):
     cluster = load(desc_path, None)
     seen_path = out_path + ".seen"
+    history = CapHistory()
     count = 0
     with open(out_path, "a") as out, open(seen_path, "a") as seen:
         while not os.path.exists(stop_path):
@@ -166,7 +191,7 @@ def sample(desc_path, jobs_path, out_path, stop_path):
                 out.write("note: no sample: %s\n" % e)
                 time.sleep(0.3)
                 continue
-            for line in findings(cluster, jobs, running):
+            for line in findings(cluster, jobs, running, history):
                 out.write("FINDING sample %d: %s\n" % (count, line))
             for job, placed in running.items():
                 seen.write("%s %s\n" % (job, ",".join(sorted({n for n, _ in placed}))))

@@ -135,7 +135,7 @@ for s in 1 2 3; do low+=("$(submit 20 8 0 0 preferred "$hgx_nodes" -p hgx --gpus
 
 # --- A truncated rackwise.yaml on controller and nodes: kept out; a top-priority probe still runs ---------------
 head -c 700 "$RW_TMP/rackwise.yaml.good" >"$yaml"
-reconfigure_and_wait 'rackwise: rejected the cluster description, keeping the one in force'
+reconfigure_and_wait 'rackwise: rejected the cluster description'
 probe=$(submit 15 1 0 500 preferred - --gpus=1 --gpu-watts=500)
 undeclared=$(submit 15 4 0 0 preferred - --gpus=4 -w nvl02-t18)
 scontrol update JobId="$probe" Priority=4000000000 2>/dev/null || scontrol top "$probe" 2>/dev/null
