@@ -103,8 +103,8 @@ class LedgerEtcdTest : public ::testing::Test {
   }
 
   // Starts a replica of this test's ledger and waits until it serves gRPC (its address is in its log). Unless
-  // `extra_flags` give an --access-file, the replica runs with --insecure-loopback (the tests of what it does
-  // with its callers' identities give one).
+  // replica_flags_ or `extra_flags` give an --access-file, the replica runs with --insecure-loopback (the tests of what
+  // it does with its callers' identities give one).
   Replica* StartReplica(const std::string& id, const std::string& cluster = TwoRacks(),
                         const std::vector<std::string>& extra_flags = {}, const std::string& listen = "127.0.0.1:0") {
     auto r = std::make_unique<Replica>();
@@ -126,8 +126,7 @@ class LedgerEtcdTest : public ::testing::Test {
                                      std::to_string(kLeaseTtlS)};
     argv.insert(argv.end(), replica_flags_.begin(), replica_flags_.end());
     argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-    if (std::find(extra_flags.begin(), extra_flags.end(), "--access-file") == extra_flags.end())
-      argv.push_back("--insecure-loopback");
+    if (std::find(argv.begin(), argv.end(), "--access-file") == argv.end()) argv.push_back("--insecure-loopback");
     EXPECT_TRUE(r->process->Spawn(argv));
     const std::string marker = "serving rackwise.v1.PowerLedger on ";
     std::string error = WaitFor(
