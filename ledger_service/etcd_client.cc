@@ -3,12 +3,17 @@
 #include "etcd_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "base64.h"
+#include "daemon_support.h"
+#include "loopback.h"
 
 namespace rackwise::ledger {
 namespace {
@@ -87,8 +92,38 @@ json WriteToJson(const EtcdWrite& w) {
 
 }  // namespace
 
-EtcdClient::EtcdClient(std::string endpoint, int timeout_ms)
-    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), curl_(curl_easy_init()) {}
+absl::Status CheckEtcdEndpoint(const std::string& endpoint, const EtcdTls& tls) {
+  const bool files = !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty();
+  if (absl::StartsWith(endpoint, "http://")) {
+    if (files)
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd ", endpoint, ": TLS files given for a plain http:// endpoint (use https://)"));
+    std::string host;
+    int port = 0;
+    const absl::string_view address = absl::StripSuffix(absl::StripPrefix(endpoint, "http://"), "/");
+    if (!k8s::SplitHostPort(std::string(address), &host, &port) || !IsLoopbackHost(host))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "etcd ", endpoint,
+          ": plain http:// only to an etcd on loopback (127.0.0.1, ::1, localhost); anyone who "
+          "reaches etcd can rewrite the ledger: use https:// with --etcd-cacert, --etcd-cert and --etcd-key"));
+    return absl::OkStatus();
+  }
+  if (!absl::StartsWith(endpoint, "https://"))
+    return absl::InvalidArgumentError(absl::StrCat("etcd ", endpoint, ": the URL must be https://HOST:PORT"));
+  if (tls.ca_file.empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd ", endpoint, ": https:// needs --etcd-cacert (the CA that signed etcd's certificate)"));
+  if (tls.cert_file.empty() != tls.key_file.empty())
+    return absl::InvalidArgumentError(absl::StrCat("etcd ", endpoint, ": --etcd-cert and --etcd-key go together"));
+  for (const std::string* file : {&tls.ca_file, &tls.cert_file, &tls.key_file}) {
+    if (!file->empty() && ::access(file->c_str(), R_OK) != 0)
+      return absl::InvalidArgumentError(absl::StrCat("etcd ", endpoint, ": cannot read '", *file, "'"));
+  }
+  return absl::OkStatus();
+}
+
+EtcdClient::EtcdClient(std::string endpoint, int timeout_ms, EtcdTls tls)
+    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), tls_(std::move(tls)), curl_(curl_easy_init()) {}
 
 EtcdClient::~EtcdClient() {
   if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
@@ -116,6 +151,18 @@ absl::StatusOr<std::string> EtcdClient::Call(absl::string_view path, const std::
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms_));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  // Never anything but the URL's own scheme: a redirect to http:// must not carry the ledger's writes.
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  if (!tls_.ca_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, tls_.ca_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_CAPATH, static_cast<char*>(nullptr));  // that CA alone, not the system's
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  }
+  if (!tls_.cert_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, tls_.cert_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, tls_.key_file.c_str());
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");

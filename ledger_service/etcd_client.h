@@ -5,6 +5,9 @@
 // One connection, reused (keep-alive), every call bounded by the timeout. Calls are serialised by a mutex, so a
 // caller that must not wait behind another (the leader election's keep-alive) uses its own client.
 // Errors name the endpoint and carry what etcd said, with etcd's gRPC code as the status code.
+// TLS as etcdctl's --cacert, --cert and --key: https:// verifies etcd's certificate against the CA (and its
+// name against the URL's host) and presents the client certificate etcd's --client-cert-auth asks for. Plain
+// http:// is for an etcd on loopback only (CheckEtcdEndpoint): whoever reaches etcd can rewrite the ledger.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +53,23 @@ struct EtcdTxnResult {
   int64_t revision = 0;  // the store's revision after the transaction (a put's create_revision when it created)
 };
 
+// PEM files for https:// endpoints.
+struct EtcdTls {
+  std::string ca_file;    // the CA that signed etcd's server certificate (--etcd-cacert)
+  std::string cert_file;  // this client's certificate (--etcd-cert), with key_file
+  std::string key_file;   // (--etcd-key)
+};
+
+// OK for "https://HOST:PORT" with a readable CA (and a certificate and key together, or neither), and for
+// "http://" to a loopback address (127.0.0.0/8, ::1, localhost) without TLS files; InvalidArgument saying why
+// otherwise.
+absl::Status CheckEtcdEndpoint(const std::string& endpoint, const EtcdTls& tls);
+
 class EtcdClient {
  public:
-  // `endpoint`: "http://host:port". `timeout_ms` bounds each call, connecting included.
-  EtcdClient(std::string endpoint, int timeout_ms);
+  // `endpoint`: "http://host:port" or "https://host:port" (with `tls`). `timeout_ms` bounds each call,
+  // connecting and the TLS handshake included.
+  EtcdClient(std::string endpoint, int timeout_ms, EtcdTls tls = {});
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
@@ -87,6 +103,7 @@ class EtcdClient {
 
   std::string endpoint_;
   int timeout_ms_;
+  EtcdTls tls_;
   std::mutex mu_;
   void* curl_ = nullptr;  // CURL*, kept so that connections are reused
 };

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -31,23 +32,33 @@ constexpr int kLeaseTtlS = 2;
 
 inline std::string TwoRacks() { return absl::StrCat(RACKWISE_LEDGER_TESTDATA, "/two_racks.yaml"); }
 
-// One etcd for the whole suite; every test uses its own ledger name, so keys never meet.
+// etcd's own TLS (its --cert-file, --key-file, and --trusted-ca-file with --client-cert-auth), and the client's.
+struct EtcdServerTls {
+  std::string cert_file, key_file, client_ca_file;
+  EtcdTls client;  // what the fixture's own client presents
+};
+
+// One etcd for the whole suite; every test uses its own ledger name, so keys never meet. With `tls`, its client
+// port is https:// and asks every client for a certificate of tls->client_ca_file.
 class Etcd {
  public:
-  std::string Start() {
+  std::string Start(const EtcdServerTls* tls = nullptr) {
     char tmpl[] = "/tmp/rackwise-ledger-etcd-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) return "mkdtemp failed";
     dir_ = tmpl;
     const int client_port = testing::FreeLoopbackPort(), peer_port = testing::FreeLoopbackPort();
-    endpoint_ = absl::StrCat("http://127.0.0.1:", client_port);
+    endpoint_ = absl::StrCat(tls ? "https" : "http", "://127.0.0.1:", client_port);
     const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port);
     process_ = std::make_unique<ChildProcess>("etcd", dir_ + "/etcd.log");
-    if (!process_->Spawn({kEtcd, "--name", "default", "--data-dir", dir_ + "/data", "--listen-client-urls", endpoint_,
-                          "--advertise-client-urls", endpoint_, "--listen-peer-urls", peer,
-                          "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer,
-                          "--max-txn-ops", "1024"}))
-      return "cannot fork etcd";
-    client_ = std::make_unique<EtcdClient>(endpoint_, 1000);
+    std::vector<std::string> argv = {kEtcd, "--name", "default", "--data-dir", dir_ + "/data"};
+    argv.insert(argv.end(), {"--listen-client-urls", endpoint_, "--advertise-client-urls", endpoint_,
+                             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster",
+                             "default=" + peer, "--max-txn-ops", "1024"});
+    if (tls)
+      argv.insert(argv.end(), {"--cert-file", tls->cert_file, "--key-file", tls->key_file, "--trusted-ca-file",
+                               tls->client_ca_file, "--client-cert-auth"});
+    if (!process_->Spawn(argv)) return "cannot fork etcd";
+    client_ = std::make_unique<EtcdClient>(endpoint_, 1000, tls ? tls->client : EtcdTls{});
     return WaitFor(
         "etcd /health", [this] { return client_->Health().ok(); }, {process_.get()}, milliseconds(30000));
   }
@@ -91,17 +102,20 @@ class LedgerEtcdTest : public ::testing::Test {
     name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
   }
 
-  // Starts a replica of this test's ledger and waits until it serves gRPC (its address is in its log).
+  // Starts a replica of this test's ledger and waits until it serves gRPC (its address is in its log). Unless
+  // replica_flags_ or `extra_flags` give an --access-file, the replica runs with --insecure-loopback (the tests of what
+  // it does with its callers' identities give one).
   Replica* StartReplica(const std::string& id, const std::string& cluster = TwoRacks(),
                         const std::vector<std::string>& extra_flags = {}, const std::string& listen = "127.0.0.1:0") {
     auto r = std::make_unique<Replica>();
     r->id = id;
     r->process = std::make_unique<ChildProcess>(id, absl::StrCat(etcd_->dir(), "/", name_, "-", id, ".log"));
+    Etcd* etcd = replica_etcd_ != nullptr ? replica_etcd_ : etcd_;
     std::vector<std::string> argv = {RACKWISE_LEDGER_BINARY,
                                      "--cluster",
                                      cluster,
                                      "--etcd",
-                                     etcd_->endpoint(),
+                                     etcd->endpoint(),
                                      "--listen",
                                      listen,
                                      "--name",
@@ -110,7 +124,9 @@ class LedgerEtcdTest : public ::testing::Test {
                                      id,
                                      "--lease-ttl-s",
                                      std::to_string(kLeaseTtlS)};
+    argv.insert(argv.end(), replica_flags_.begin(), replica_flags_.end());
     argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    if (std::find(argv.begin(), argv.end(), "--access-file") == argv.end()) argv.push_back("--insecure-loopback");
     EXPECT_TRUE(r->process->Spawn(argv));
     const std::string marker = "serving rackwise.v1.PowerLedger on ";
     std::string error = WaitFor(
@@ -124,20 +140,20 @@ class LedgerEtcdTest : public ::testing::Test {
           r->address = log.substr(at + marker.size(), end - at - marker.size());
           return true;
         },
-        {r->process.get(), etcd_->process()}, milliseconds(30000));
+        {r->process.get(), etcd->process()}, milliseconds(30000));
     EXPECT_EQ(error, "");
     replicas_.push_back(std::move(r));
     return replicas_.back().get();
   }
 
-  static std::optional<v1::StatusResponse> StatusOf(const Replica& r) {
-    LedgerClient client({r.address}, milliseconds(500));
+  std::optional<v1::StatusResponse> StatusOf(const Replica& r) const {
+    LedgerClient client({r.address}, milliseconds(500), nullptr, token_);
     absl::StatusOr<v1::StatusResponse> s = client.Status();
     if (!s.ok()) return std::nullopt;
     return *s;
   }
   std::vector<ChildProcess*> Watched(const std::vector<Replica*>& replicas) {
-    std::vector<ChildProcess*> out{etcd_->process()};
+    std::vector<ChildProcess*> out{(replica_etcd_ != nullptr ? replica_etcd_ : etcd_)->process()};
     for (Replica* r : replicas) out.push_back(r->process.get());
     return out;
   }
@@ -167,7 +183,7 @@ class LedgerEtcdTest : public ::testing::Test {
   LedgerClient ClientOf(const std::vector<Replica*>& replicas) {
     std::vector<std::string> addresses;
     for (Replica* r : replicas) addresses.push_back(r->address);
-    return LedgerClient(addresses, milliseconds(10000));
+    return LedgerClient(addresses, milliseconds(10000), nullptr, token_);
   }
   std::set<std::string> Owners(LedgerClient& client, const std::string& prefix = "") {
     std::set<std::string> out;
@@ -197,6 +213,11 @@ class LedgerEtcdTest : public ::testing::Test {
   inline static std::string start_error_;
   std::string name_;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  // A test's own etcd for its replicas (null: the suite's), flags every replica gets, and the bearer token
+  // StatusOf and ClientOf present ("": none).
+  Etcd* replica_etcd_ = nullptr;
+  std::vector<std::string> replica_flags_;
+  std::string token_;
 };
 
 }  // namespace rackwise::ledger::testing

@@ -1,5 +1,6 @@
 // For the ledger service's unit tests: one replica that leads, on a fake store, serving rackwise.v1.PowerLedger
-// on a free loopback port (plain or TLS): what a face's client and link talk to, without etcd.
+// on a free loopback port (plain or TLS): what a face's client and link talk to, without etcd. Callers are
+// checked against the access given, or (without one) as on an --insecure-loopback replica.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -26,7 +27,10 @@ class InProcessLedger {
  public:
   // `description` must outlive this; its `ledger:` shares are the slices the ledger enforces.
   InProcessLedger(const v1::ClusterDescription& description,
-                  std::shared_ptr<grpc::ServerCredentials> credentials = nullptr) {
+                  std::shared_ptr<grpc::ServerCredentials> credentials = nullptr,
+                  std::optional<LedgerAccess> access = std::nullopt)
+      : access_(access ? *std::move(access) : LedgerAccess()) {
+    if (!access) access_.AllowAnonymous();
     absl::StatusOr<Topology> t = Topology::Build(description);
     EXPECT_TRUE(t.ok()) << t.status();
     topology_ = std::make_unique<Topology>(*std::move(t));
@@ -34,7 +38,8 @@ class InProcessLedger {
     EXPECT_TRUE(slices.ok()) << slices.status();
     ledger_ = std::make_unique<SharedLedger>(topology_.get(), &store_, *std::move(slices));
     EXPECT_TRUE(ledger_->TakeOver(SharedLedger::Clock::now() + std::chrono::hours(1)).ok());
-    service_ = std::make_unique<LedgerGrpcService>(ledger_.get(), LeaderInfo{"a", ""}, [this] { return self_; });
+    service_ = std::make_unique<LedgerGrpcService>(
+        ledger_.get(), LeaderInfo{"a", ""}, [this] { return self_; }, &access_, &audit_);
     credentials_ = std::move(credentials);
     server_ = std::make_unique<LedgerGrpcServer>(service_.get(), "127.0.0.1:0", credentials_);
     EXPECT_TRUE(server_->Start().ok());
@@ -51,9 +56,12 @@ class InProcessLedger {
   const std::string& address() const { return address_; }
   SharedLedger& ledger() { return *ledger_; }
   FakeStore& store() { return store_; }
+  LedgerAudit& audit() { return audit_; }
 
  private:
   FakeStore store_;
+  LedgerAccess access_;
+  LedgerAudit audit_{nullptr};
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<SharedLedger> ledger_;
   LeaderInfo self_;

@@ -10,10 +10,11 @@
 namespace rackwise::ledger {
 
 LedgerClient::LedgerClient(std::vector<std::string> addresses, std::chrono::milliseconds deadline,
-                           std::shared_ptr<grpc::ChannelCredentials> credentials)
+                           std::shared_ptr<grpc::ChannelCredentials> credentials, std::string bearer_token)
     : addresses_(std::move(addresses)),
       deadline_(deadline),
-      credentials_(credentials ? std::move(credentials) : grpc::InsecureChannelCredentials()) {
+      credentials_(credentials ? std::move(credentials) : grpc::InsecureChannelCredentials()),
+      authorization_(bearer_token.empty() ? "" : absl::StrCat("Bearer ", bearer_token)) {
   if (addresses_.empty()) addresses_.push_back("127.0.0.1:0");  // every call then fails UNAVAILABLE, clearly
   stubs_.resize(addresses_.size());
 }
@@ -32,13 +33,18 @@ v1::PowerLedger::Stub* LedgerClient::StubFor(size_t index) {
   return stubs_[index].get();
 }
 
+void LedgerClient::Prepare(grpc::ClientContext* context, std::chrono::system_clock::time_point until) const {
+  context->set_deadline(until);
+  if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
+}
+
 template <typename Rpc>
 absl::Status LedgerClient::CallLeader(Rpc rpc) {
   const auto until = std::chrono::system_clock::now() + deadline_;
   std::string last_error = "no replica tried";
   for (int attempt = 0; std::chrono::system_clock::now() < until; ++attempt) {
     grpc::ClientContext context;
-    context.set_deadline(until);
+    Prepare(&context, until);
     const grpc::Status s = rpc(StubFor(current_), &context);
     if (s.ok()) return absl::OkStatus();
     const auto& trailers = context.GetServerTrailingMetadata();
@@ -100,7 +106,7 @@ absl::StatusOr<std::vector<v1::Allocation>> LedgerClient::List(const std::string
 
 absl::StatusOr<v1::StatusResponse> LedgerClient::Status() {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + deadline_);
+  Prepare(&context, std::chrono::system_clock::now() + deadline_);
   v1::StatusResponse response;
   const grpc::Status s = StubFor(current_)->Status(&context, v1::StatusRequest{}, &response);
   if (!s.ok()) return absl::Status(FromGrpcStatus(s).code(), absl::StrCat(current_address(), ": ", s.error_message()));

@@ -23,9 +23,11 @@ namespace rackwise::ledger {
 class LedgerClient {
  public:
   // `addresses`: every replica's HOST:PORT (any order). `deadline`: for one whole call, redirects included.
-  // `credentials`: TLS (ledger_tls.h); null: plain gRPC.
+  // `credentials`: TLS (ledger_tls.h); null: plain gRPC. `bearer_token`: sent on every call as
+  // `authorization: Bearer <token>` (as metadata, not call credentials, which gRPC withholds from plain channels:
+  // a site may terminate TLS in front of the ledger); empty: none.
   LedgerClient(std::vector<std::string> addresses, std::chrono::milliseconds deadline,
-               std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+               std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr, std::string bearer_token = "");
 
   absl::Status Reserve(const v1::Allocation& allocation);
   absl::StatusOr<bool> Release(const std::string& owner);
@@ -44,12 +46,15 @@ class LedgerClient {
   template <typename Rpc>
   absl::Status CallLeader(Rpc rpc);
   v1::PowerLedger::Stub* StubFor(size_t index);
+  // Sets the deadline and the caller's token on a call's context.
+  void Prepare(grpc::ClientContext* context, std::chrono::system_clock::time_point until) const;
   size_t IndexOf(const std::string& address);
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::PowerLedger::Stub>> stubs_;
   std::chrono::milliseconds deadline_;
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  std::string authorization_;  // "Bearer <token>", or empty
   size_t current_ = 0;
 };
 

@@ -21,15 +21,20 @@ namespace {
 using testing::FakeStore;
 using testing::WholeNode;
 
-// One replica in process: its store, its ledger (serving for an hour), and its gRPC service on a free port.
+// One replica in process: its store, its ledger (serving for an hour), and its gRPC service on a free port,
+// answering callers without credentials (as with --insecure-loopback).
 struct InProcessReplica {
   InProcessReplica(const Topology* topology, std::string id)
       : ledger(topology, &store),
-        service(&ledger, LeaderInfo{id, ""},
-                [id] {
-                  return LeaderInfo{id, ""};
-                }),
-        server(&service, "127.0.0.1:0") {}
+        service(
+            &ledger, LeaderInfo{id, ""},
+            [id] {
+              return LeaderInfo{id, ""};
+            },
+            &access, &audit),
+        server(&service, "127.0.0.1:0") {
+    access.AllowAnonymous();
+  }
   absl::Status Start() {
     if (absl::Status s = ledger.TakeOver(SharedLedger::Clock::now() + std::chrono::hours(1)); !s.ok()) return s;
     return server.Start();
@@ -38,6 +43,8 @@ struct InProcessReplica {
 
   FakeStore store;
   SharedLedger ledger;
+  LedgerAccess access;
+  LedgerAudit audit{nullptr};
   LedgerGrpcService service;
   LedgerGrpcServer server;
 };

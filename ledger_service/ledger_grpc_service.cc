@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include <grpc/grpc_security_constants.h>
+
 #include "absl/strings/str_cat.h"
 #include "grpc_status.h"
 
@@ -12,6 +14,50 @@ namespace {
 double Kw(Milliwatts mw) { return static_cast<double>(mw) / 1e6; }
 
 }  // namespace
+
+PeerCredentials PeerOf(const grpc::ServerContext& ctx) {
+  PeerCredentials peer;
+  const auto& metadata = ctx.client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end())
+    peer.authorization.assign(it->second.data(), it->second.size());
+  std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+  // Only a certificate gRPC verified against --tls-client-ca-file makes the peer authenticated.
+  if (auth && auth->IsPeerAuthenticated()) {
+    for (const char* property : {GRPC_X509_CN_PROPERTY_NAME, GRPC_X509_SAN_PROPERTY_NAME}) {
+      for (const grpc::string_ref& v : auth->FindPropertyValues(property))
+        peer.cert_names.emplace_back(v.data(), v.size());
+    }
+  }
+  return peer;
+}
+
+absl::StatusOr<const LedgerIdentity*> LedgerGrpcService::Caller(grpc::ServerContext* ctx,
+                                                                absl::string_view verb) const {
+  absl::StatusOr<const LedgerIdentity*> who = access_->Authenticate(PeerOf(*ctx));
+  if (!who.ok()) audit_->Record(kNoIdentity, verb, "", "unauthenticated", who.status().message());
+  return who;
+}
+
+grpc::Status LedgerGrpcService::Write(grpc::ServerContext* ctx, absl::string_view verb, absl::string_view owner,
+                                      const std::function<grpc::Status()>& apply) {
+  absl::StatusOr<const LedgerIdentity*> who = access_->Authenticate(PeerOf(*ctx));
+  if (!who.ok()) {
+    audit_->Record(kNoIdentity, verb, owner, "unauthenticated", who.status().message());
+    return ToGrpcStatus(who.status());
+  }
+  if (absl::Status allowed = LedgerAccess::AuthorizeWrite(**who, verb, owner); !allowed.ok()) {
+    audit_->Record((*who)->name, verb, owner, "denied", allowed.message());
+    return ToGrpcStatus(allowed);
+  }
+  if (grpc::Status r = Redirect(ctx); !r.ok()) {
+    audit_->Record((*who)->name, verb, owner,
+                   r.error_code() == grpc::StatusCode::FAILED_PRECONDITION ? "not_leader" : "unavailable");
+    return r;
+  }
+  const grpc::Status s = apply();
+  audit_->Record((*who)->name, verb, owner, AuditOutcome(s.error_code()), s.error_message());
+  return s;
+}
 
 grpc::Status LedgerGrpcService::Redirect(grpc::ServerContext* ctx) const {
   if (ledger_->serving()) return grpc::Status::OK;
@@ -26,35 +72,39 @@ grpc::Status LedgerGrpcService::Redirect(grpc::ServerContext* ctx) const {
 }
 
 grpc::Status LedgerGrpcService::Reserve(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::ReserveResponse*) {
-  if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
-  return ToGrpcStatus(ledger_->Reserve(req->allocation()));
+  return Write(ctx, "Reserve", req->allocation().id(),
+               [&] { return ToGrpcStatus(ledger_->Reserve(req->allocation())); });
 }
 
 grpc::Status LedgerGrpcService::Release(grpc::ServerContext* ctx, const v1::ReleaseOwnerRequest* req,
                                         v1::ReleaseOwnerResponse* resp) {
-  if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
-  absl::StatusOr<bool> released = ledger_->Release(req->owner());
-  if (!released.ok()) return ToGrpcStatus(released.status());
-  resp->set_released(*released);
-  return grpc::Status::OK;
+  return Write(ctx, "Release", req->owner(), [&] {
+    absl::StatusOr<bool> released = ledger_->Release(req->owner());
+    if (!released.ok()) return ToGrpcStatus(released.status());
+    resp->set_released(*released);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status LedgerGrpcService::Reconcile(grpc::ServerContext* ctx, const v1::ReconcileRequest* req,
                                           v1::ReconcileResponse* resp) {
-  if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
-  // A copy (a few ms for 10,000): the ledger takes a span, and a repeated field of messages is not contiguous.
-  const std::vector<v1::Allocation> listed(req->allocations().begin(), req->allocations().end());
-  absl::StatusOr<ReconcileOutcome> outcome = ledger_->Reconcile(req->owner_prefix(), listed);
-  if (!outcome.ok()) return ToGrpcStatus(outcome.status());
-  resp->set_added(outcome->added);
-  resp->set_replaced(outcome->replaced);
-  resp->set_released(outcome->released);
-  resp->set_unchanged(outcome->unchanged);
-  for (std::string& r : outcome->refused) resp->add_refused(std::move(r));
-  return grpc::Status::OK;
+  // Listed owners outside the prefix are refused by the ledger itself, so the prefix is what is authorized.
+  return Write(ctx, "Reconcile", req->owner_prefix(), [&] {
+    // A copy (a few ms for 10,000): the ledger takes a span, and a repeated field of messages is not contiguous.
+    const std::vector<v1::Allocation> listed(req->allocations().begin(), req->allocations().end());
+    absl::StatusOr<ReconcileOutcome> outcome = ledger_->Reconcile(req->owner_prefix(), listed);
+    if (!outcome.ok()) return ToGrpcStatus(outcome.status());
+    resp->set_added(outcome->added);
+    resp->set_replaced(outcome->replaced);
+    resp->set_released(outcome->released);
+    resp->set_unchanged(outcome->unchanged);
+    for (std::string& r : outcome->refused) resp->add_refused(std::move(r));
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status LedgerGrpcService::List(grpc::ServerContext* ctx, const v1::ListRequest* req, v1::ListResponse* resp) {
+  if (absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "List"); !who.ok()) return ToGrpcStatus(who.status());
   if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
   absl::StatusOr<std::vector<v1::Allocation>> held = ledger_->List(req->owner_prefix());
   if (!held.ok()) return ToGrpcStatus(held.status());
@@ -62,7 +112,11 @@ grpc::Status LedgerGrpcService::List(grpc::ServerContext* ctx, const v1::ListReq
   return grpc::Status::OK;
 }
 
-grpc::Status LedgerGrpcService::Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusResponse* resp) {
+grpc::Status LedgerGrpcService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusResponse* resp) {
+  absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "Status");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  resp->set_caller_identity((*who)->name);
+  resp->set_insecure_loopback(access_->insecure());
   const LeaderInfo leader = current_leader_();
   resp->set_leader_id(leader.replica_id);
   resp->set_leader_address(leader.address);

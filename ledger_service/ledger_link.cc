@@ -42,12 +42,18 @@ absl::StatusOr<std::unique_ptr<LedgerLink>> LedgerLink::Create(const Topology& t
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       LedgerChannelCredentials(description.ledger().tls());
   if (!credentials.ok()) return credentials.status();
+  std::string token;
+  if (!description.ledger().token_file().empty()) {
+    absl::StatusOr<std::string> read = ReadTokenFile(description.ledger().token_file(), "ledger token_file");
+    if (!read.ok()) return read.status();
+    token = *std::move(read);
+  }
   const uint32_t deadline_ms =
       description.ledger().deadline_ms() ? description.ledger().deadline_ms() : kDefaultLedgerDeadlineMs;
   auto client = std::make_unique<LedgerClient>(Replicas(description.ledger().url()),
-                                               std::chrono::milliseconds(deadline_ms), *credentials);
+                                               std::chrono::milliseconds(deadline_ms), *credentials, token);
   auto probe_client = std::make_unique<LedgerClient>(Replicas(description.ledger().url()),
-                                                     std::chrono::milliseconds(deadline_ms), *credentials);
+                                                     std::chrono::milliseconds(deadline_ms), *credentials, token);
   return std::unique_ptr<LedgerLink>(new LedgerLink(topology, std::move(owner_prefix), *std::move(slices),
                                                     std::move(client), std::move(probe_client), std::move(log)));
 }

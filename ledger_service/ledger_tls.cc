@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace rackwise::ledger {
@@ -55,6 +56,19 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> LedgerServerCredentials
     options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': cannot open (missing or unreadable)"));
+  std::string line;
+  std::getline(in, line);
+  std::string token(absl::StripAsciiWhitespace(line));
+  if (token.size() < kMinLedgerTokenLength)
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': the token has ", token.size(),
+                                                   " characters, at least ", kMinLedgerTokenLength,
+                                                   " are needed (make one with `openssl rand -hex 32`)"));
+  return token;
 }
 
 }  // namespace rackwise::ledger

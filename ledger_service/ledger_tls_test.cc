@@ -4,45 +4,32 @@
 #include "ledger_tls.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
-
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "in_process_ledger.h"
 #include "ledger_client.h"
+#include "test_certs.h"
 #include "test_support.h"
 
 namespace rackwise::ledger {
 namespace {
 
-namespace fs = std::filesystem;
-
 class LedgerTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir_template[] = "/tmp/rackwise-ledger-tls-XXXXXX";
-    ASSERT_NE(mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
-    const std::string script = "set -e; cd " + dir_ +
-                               "; exec >openssl.log 2>&1;"
-                               " for ca in ca other; do openssl req -x509 -newkey rsa:2048 -nodes -keyout $ca.key"
-                               "   -out $ca.pem -days 1 -subj /CN=rackwise-test-$ca; done;"
-                               " printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext;"
-                               " for who in server face; do openssl req -newkey rsa:2048 -nodes -keyout $who.key"
-                               "   -out $who.csr -subj /CN=$who;"
-                               "   openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
-                               "   -out $who.pem -days 1 -extfile san.ext; done";
-    std::ofstream(File("make-certs.sh")) << script << "\n";
-    ASSERT_EQ(std::system(("bash " + File("make-certs.sh")).c_str()), 0) << "openssl failed; see " << dir_;
+    ASSERT_TRUE(certs_.ok()) << "openssl failed; see " << certs_.dir();
     description_ = testing::LoadDescription(std::string(RACKWISE_LEDGER_TESTDATA) + "/two_racks.yaml");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  std::string File(const std::string& name) const { return dir_ + "/" + name; }
+  std::string File(const std::string& name) const { return certs_.File(name); }
+  // The face's certificate is an identity; callers without credentials are anonymous (this test is about TLS).
+  static LedgerAccess Access() {
+    absl::StatusOr<LedgerAccess> access = LedgerAccess::Parse("identities:\n  - name: face\n    write: [k8s/]\n", "-");
+    EXPECT_TRUE(access.ok()) << access.status();
+    access->AllowAnonymous();
+    return *std::move(access);
+  }
   v1::LedgerTls Tls(const std::string& ca, const std::string& cert, const std::string& key) const {
     v1::LedgerTls tls;
     tls.set_ca_file(ca.empty() ? "" : File(ca));
@@ -58,14 +45,14 @@ class LedgerTlsTest : public ::testing::Test {
     return client.Reserve(testing::MakeAllocation(owner, "n1", {0}));
   }
 
-  std::string dir_;
+  testing::TestCertificates certs_{{"face"}};
   v1::ClusterDescription description_;
 };
 
 TEST_F(LedgerTlsTest, MutualTlsAdmitsOnlyAFaceWithTheRightCaAndItsCertificate) {
   auto server = LedgerServerCredentials(File("server.pem"), File("server.key"), File("ca.pem"));
   ASSERT_TRUE(server.ok()) << server.status();
-  testing::InProcessLedger ledger(description_, *server);
+  testing::InProcessLedger ledger(description_, *server, Access());
   EXPECT_TRUE(ReserveWith(ledger.address(), Tls("ca.pem", "face.pem", "face.key"), "k8s/ns/a").ok());
   EXPECT_FALSE(ReserveWith(ledger.address(), v1::LedgerTls(), "k8s/ns/b").ok()) << "plain gRPC";
   EXPECT_FALSE(ReserveWith(ledger.address(), Tls("other.pem", "face.pem", "face.key"), "k8s/ns/c").ok())
@@ -77,7 +64,7 @@ TEST_F(LedgerTlsTest, MutualTlsAdmitsOnlyAFaceWithTheRightCaAndItsCertificate) {
 TEST_F(LedgerTlsTest, ServerTlsWithoutClientCertificates) {
   auto server = LedgerServerCredentials(File("server.pem"), File("server.key"), "");
   ASSERT_TRUE(server.ok()) << server.status();
-  testing::InProcessLedger ledger(description_, *server);
+  testing::InProcessLedger ledger(description_, *server, Access());
   EXPECT_TRUE(ReserveWith(ledger.address(), Tls("ca.pem", "", ""), "k8s/ns/a").ok());
   EXPECT_FALSE(ReserveWith(ledger.address(), v1::LedgerTls(), "k8s/ns/b").ok());
 }

@@ -2,11 +2,14 @@
 // another owner's reservation (Kubernetes, an operator) made through the real gRPC service, and the ledger's
 // list of owners read back, without the extender. Not installed.
 //
-//   rackwise-ledger-test-client ADDRESS[,ADDRESS...] reserve OWNER NODE:IDX[,IDX...] [NODE:...]
-//   rackwise-ledger-test-client ADDRESS[,ADDRESS...] release OWNER
-//   rackwise-ledger-test-client ADDRESS[,ADDRESS...] list [PREFIX]     (one "OWNER GPUS" line per allocation)
+//   rackwise-ledger-test-client [--token-file FILE] ADDRESS[,ADDRESS...] reserve OWNER NODE:IDX[,IDX...] [NODE:...]
+//   rackwise-ledger-test-client [--token-file FILE] ADDRESS[,ADDRESS...] release OWNER
+//   rackwise-ledger-test-client [--token-file FILE] ADDRESS[,ADDRESS...] list [PREFIX]  (one "OWNER GPUS" line each)
 //
-// Exit status: 0 done, 2 the ledger refused (its reason on stderr), 1 anything else (unreachable, bad usage).
+// --token-file: the caller's bearer token (an identity of the ledger's access file); without it the client
+// presents nothing, which only an --insecure-loopback replica answers.
+// Exit status: 0 done, 2 the ledger refused (its reason on stderr: a cap, or PERMISSION_DENIED /
+// UNAUTHENTICATED), 1 anything else (unreachable, bad usage).
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -15,20 +18,25 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "ledger_client.h"
+#include "ledger_tls.h"
 
 namespace {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: rackwise-ledger-test-client ADDRESSES reserve OWNER NODE:IDX[,IDX...]...\n"
-               "       rackwise-ledger-test-client ADDRESSES release OWNER\n"
-               "       rackwise-ledger-test-client ADDRESSES list [PREFIX]\n");
+               "usage: rackwise-ledger-test-client [--token-file FILE] ADDRESSES reserve OWNER NODE:IDX[,IDX...]...\n"
+               "       rackwise-ledger-test-client [--token-file FILE] ADDRESSES release OWNER\n"
+               "       rackwise-ledger-test-client [--token-file FILE] ADDRESSES list [PREFIX]\n");
   return 1;
 }
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-  return s.code() == absl::StatusCode::kFailedPrecondition ? 2 : 1;
+  const absl::StatusCode code = s.code();
+  return code == absl::StatusCode::kFailedPrecondition || code == absl::StatusCode::kPermissionDenied ||
+                 code == absl::StatusCode::kUnauthenticated
+             ? 2
+             : 1;
 }
 
 int Reserve(rackwise::ledger::LedgerClient& client, int argc, char** argv) {
@@ -52,9 +60,17 @@ int Reserve(rackwise::ledger::LedgerClient& client, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string token;
+  if (argc >= 3 && std::string(argv[1]) == "--token-file") {
+    absl::StatusOr<std::string> read = rackwise::ledger::ReadTokenFile(argv[2], "--token-file");
+    if (!read.ok()) return Fail(read.status());
+    token = *std::move(read);
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 3) return Usage();
   std::vector<std::string> addresses = absl::StrSplit(argv[1], ',', absl::SkipWhitespace());
-  rackwise::ledger::LedgerClient client(addresses, std::chrono::milliseconds(5000));
+  rackwise::ledger::LedgerClient client(addresses, std::chrono::milliseconds(5000), nullptr, token);
   const std::string verb = argv[2];
   if (verb == "reserve" && argc >= 5) return Reserve(client, argc, argv);
   if (verb == "release" && argc == 4) {

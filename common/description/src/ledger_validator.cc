@@ -39,6 +39,8 @@ class LedgerChecker {
   void Run() {
     CheckUrl();
     if (l_.has_tls()) CheckTls();
+    if (l_.token_file().find_first_of(std::string_view("\0\n", 2)) != std::string::npos)
+      Report("ledger.token_file", "ledger: token_file must not contain a NUL or a line break");
     if (!lines_.Rejected("ledger.deadline_ms") && (l_.deadline_ms() != 0 || lines_.Has("ledger.deadline_ms")) &&
         (l_.deadline_ms() < kMinLedgerDeadlineMs || l_.deadline_ms() > kMaxLedgerDeadlineMs)) {
       Report("ledger.deadline_ms",

@@ -489,3 +489,18 @@ rw_domain_of() { case $1 in nvl*) rw_rack_of "$1" ;; *) echo "$1" ;; esac; }
 
 rw_job_racks() { local n; for n in $(rw_job_nodes "$1"); do rw_rack_of "$n"; done | sort -u; }
 rw_job_domains() { local n; for n in $(rw_job_nodes "$1"); do rw_domain_of "$n"; done | sort -u; }
+
+# The shared ledger's callers (rackwise-ledger --access-file). rw_ledger_identities NAME=PREFIX[,PREFIX...] ...:
+# a bearer token per identity in $RW_TMP/etc/NAME.token (openssl rand) and the access file
+# $RW_TMP/etc/ledger-access.yaml giving each identity the owner prefixes it may write (NAME= : reads only).
+rw_ledger_identities() {
+  local spec name out=$RW_TMP/etc/ledger-access.yaml
+  echo "identities:" >"$out"
+  for spec in "$@"; do
+    name=${spec%%=*}
+    openssl rand -hex 32 >"$RW_TMP/etc/$name.token" || return 1
+    printf '  - name: %s\n    write: [%s]\n    token_file: %s\n' "$name" "${spec#*=}" "$RW_TMP/etc/$name.token" >>"$out"
+  done
+}
+# rw_ledger_token YAML NAME: the description's ledger: section presents identity NAME's token.
+rw_ledger_token() { sed -i "/^ledger:/a\\  token_file: $RW_TMP/etc/$2.token" "$1"; }

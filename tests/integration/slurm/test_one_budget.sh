@@ -40,6 +40,11 @@ etcd_url=http://127.0.0.1:$ports
 declare -A ledger_addr=([a]=127.0.0.1:$((ports + 2)) [b]=127.0.0.1:$((ports + 3))) ledger_pid=([a]="" [b]="")
 ext_url=http://127.0.0.1:$((ports + 4))
 sed -i "s/LEDGER_URL/${ledger_addr[a]},${ledger_addr[b]}/" "$RW_TMP/etc/rackwise.yaml"
+# Each face with its own identity (its token, named by its own copy of the description); the test reads only.
+rw_ledger_identities slurmctld-rwtest=slurm/rwtest/ rackwise-extender=k8s/ observer= || exit 1
+cp "$RW_TMP/etc/rackwise.yaml" "$RW_TMP/etc/rackwise-extender.yaml"
+rw_ledger_token "$RW_TMP/etc/rackwise.yaml" slurmctld-rwtest
+rw_ledger_token "$RW_TMP/etc/rackwise-extender.yaml" rackwise-extender
 etcd_pid="" api_pid="" api_url="" ext_pid="" sampler_pid="" job_stream_pid="" pod_stream_pid=""
 LOG=$RW_TMP/log
 
@@ -84,7 +89,7 @@ wait_for() {
   done
   return 1
 }
-client() { "$RACKWISE_LEDGER_CLIENT" "${ledger_addr[a]},${ledger_addr[b]}" "$@"; }
+client() { "$RACKWISE_LEDGER_CLIENT" --token-file "$RW_TMP/etc/observer.token" "${ledger_addr[a]},${ledger_addr[b]}" "$@"; }
 leader_key=$(printf '%s' /rackwise/ledger/onebudget/leader | base64 -w0)
 # The replica id of the ledger's leader, from etcd's leader key ("<id> <address>"); empty when there is none.
 leader() {
@@ -94,11 +99,12 @@ leader() {
 leads() { [[ $(leader) == "$1" ]]; }
 start_ledger() {
   "$RACKWISE_LEDGER" --cluster "$RW_TMP/etc/rackwise.yaml" --etcd "$etcd_url" --listen "${ledger_addr[$1]}" \
-    --name onebudget --replica-id "$1" --lease-ttl-s 2 >>"$LOG/ledger-$1.log" 2>&1 &
+    --name onebudget --replica-id "$1" --lease-ttl-s 2 --access-file "$RW_TMP/etc/ledger-access.yaml" \
+    >>"$LOG/ledger-$1.log" 2>&1 &
   ledger_pid[$1]=$!
 }
 start_extender() {
-  "$RACKWISE_EXTENDER" --cluster "$RW_TMP/etc/rackwise.yaml" --kubeconfig "$RW_TMP/etc/kubeconfig" \
+  "$RACKWISE_EXTENDER" --cluster "$RW_TMP/etc/rackwise-extender.yaml" --kubeconfig "$RW_TMP/etc/kubeconfig" \
     --listen "${ext_url#http://}" --grpc-listen "" --state-file "$RW_TMP/state/extender.state.yaml" \
     >>"$LOG/extender.log" 2>&1 &
   ext_pid=$!

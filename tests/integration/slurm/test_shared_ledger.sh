@@ -11,6 +11,9 @@
 #     start made meanwhile is there), and the fifth job runs.
 #  5. slurmctld restarts over a ledger that holds a leaked slurm/rwtest/ owner: the reconcile drops it, and a
 #     job submitted then runs within what is left.
+# Every caller has its identity (a token; the ledger's access file): slurmctld writes slurm/rwtest/, the test's
+# "Kubernetes" k8s/, an operator slurm/rwtest/ (the leaked owner of 5). A caller without a token, and Kubernetes,
+# cannot release a running job's reservation.
 # Every wait is on a state, bounded. Usage: RW_PLUGIN_DIR=... RACKWISE_LEDGER=<build>/ledger_service/rackwise-ledger
 # RACKWISE_LEDGER_CLIENT=<build>/ledger_service/rackwise-ledger-test-client test_shared_ledger.sh (77: skipped).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +29,8 @@ rw_setup select/rackwise_cons_tres "$here/shared_ledger_cluster.yaml" || exit 1
 ports=$(rw_pick_ports 3) || exit 1
 etcd_url=http://127.0.0.1:$ports ledger_addr=127.0.0.1:$((ports + 2))
 sed -i "s/LEDGER_URL/$ledger_addr/" "$RW_TMP/etc/rackwise.yaml"
+rw_ledger_identities slurmctld-rwtest=slurm/rwtest/ kubernetes=k8s/ operator=slurm/rwtest/ || exit 1
+rw_ledger_token "$RW_TMP/etc/rackwise.yaml" slurmctld-rwtest
 etcd_pid="" ledger_pid=""
 stop_helpers() {
   local p
@@ -46,11 +51,14 @@ wait_for() {
   done
   return 1
 }
-client() { "$RACKWISE_LEDGER_CLIENT" "$ledger_addr" "$@"; }
+client() { "$RACKWISE_LEDGER_CLIENT" --token-file "$RW_TMP/etc/kubernetes.token" "$ledger_addr" "$@"; }
+operator() { "$RACKWISE_LEDGER_CLIENT" --token-file "$RW_TMP/etc/operator.token" "$ledger_addr" "$@"; }
+anonymous() { "$RACKWISE_LEDGER_CLIENT" "$ledger_addr" "$@"; }
 
 start_ledger() {
   "$RACKWISE_LEDGER" --cluster "$RW_TMP/etc/rackwise.yaml" --etcd "$etcd_url" --listen "$ledger_addr" \
-    --name rwtest --replica-id a --lease-ttl-s 2 >>"$RW_TMP/log/ledger.log" 2>&1 &
+    --name rwtest --replica-id a --lease-ttl-s 2 --access-file "$RW_TMP/etc/ledger-access.yaml" \
+    >>"$RW_TMP/log/ledger.log" 2>&1 &
   ledger_pid=$!
   wait_for 30 client list >/dev/null 2>&1 || { rw_fail "rackwise-ledger did not serve"; tail "$RW_TMP/log/ledger.log" >&2; exit 1; }
 }
@@ -90,6 +98,20 @@ rw_wait_state "$j1" RUNNING 30 && rw_wait_state "$j2" RUNNING 30 || rw_fail "job
 if rw_wait_reason "$j3" "shared power ledger" 30; then rw_ok "job $j3 pends: $(rw_reason "$j3")"; else
   rw_fail "job $j3: want a pending reason naming the shared power ledger, got $(rw_state "$j3"): $(rw_reason "$j3")"; fi
 check_ledger_equals_running "with Kubernetes holding 4 GPUs"
+# Nobody but slurmctld (and the operator) writes Slurm's owners: refused (exit 2), the reservation stays.
+anonymous release "slurm/rwtest/$j1" 2>"$RW_TMP/log/anonymous.err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "authorization: Bearer" "$RW_TMP/log/anonymous.err" &&
+  rw_ok "a caller without a token cannot release job $j1's reservation" ||
+  rw_fail "release without a token: exit $rc, $(cat "$RW_TMP/log/anonymous.err")"
+client release "slurm/rwtest/$j1" 2>"$RW_TMP/log/kubernetes.err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "identity 'kubernetes' may not Release" "$RW_TMP/log/kubernetes.err" &&
+  rw_ok "Kubernetes cannot release job $j1's reservation" ||
+  rw_fail "release by Kubernetes: exit $rc, $(cat "$RW_TMP/log/kubernetes.err")"
+check_ledger_equals_running "after the refused releases"
+grep -q "audit: kubernetes Release slurm/rwtest/$j1: denied" "$RW_TMP/log/ledger.log" &&
+  rw_ok "the refused release is in the ledger's audit log" || rw_fail "no audit line for the refused release"
 
 # 2. Kubernetes releases: Slurm takes up to 6 (Kubernetes's unused slice of 2 is kept free).
 client release k8s/default/pod-a || rw_fail "release of the other owner"
@@ -128,7 +150,7 @@ check_ledger_equals_running "after the ledger's return"
 scancel "$j5"
 check_ledger_equals_running "job $j5 cancelled"
 rw_stop_ctld
-client reserve slurm/rwtest/999999 gpu02:6,7 || rw_fail "could not plant a leaked owner"
+operator reserve slurm/rwtest/999999 gpu02:6,7 || rw_fail "could not plant a leaked owner"
 rw_start_ctld || exit 1
 check_ledger_equals_running "after slurmctld's restart"
 j6=$(submit)
