@@ -1,0 +1,404 @@
+// PlanPreemption: the cheapest set of candidates whose release lets Placer::Place place the job. See
+// rackwise/preemption.h for the order of costs, the relevant candidates, the search and its bound.
+#include "rackwise/preemption.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <variant>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "rackwise/placer.h"
+#include "request_setup.h"
+
+namespace rackwise {
+namespace {
+
+constexpr int kMaxExhaustiveCandidates = 20;
+
+// A relevant candidate as the search sees it. Victims are kept sorted by id, so that a set of victims, as sorted
+// indices, compares lexicographically as its sorted ids do.
+struct Victim {
+  const PreemptionCandidate* candidate = nullptr;
+  const Allocation* allocation = nullptr;  // held by the caller's ledger, which does not change
+  int64_t micro_hours = 0;
+  int usable_gpus = 0;    // GPUs it frees on up nodes the job may use
+  bool measured = false;  // it draws from a rack with a power reading
+};
+using VictimSet = std::vector<int>;  // sorted indices into the victims
+
+struct Cost {
+  int64_t micro_hours = 0;
+  int jobs = 0;
+  int64_t priority = 0;
+  auto Key() const { return std::tie(micro_hours, jobs, priority); }
+};
+
+absl::Status CheckInputs(absl::Span<const PreemptionCandidate> candidates, const PreemptionLimits& limits) {
+  if (limits.exhaustive_candidates < 0 || limits.exhaustive_candidates > kMaxExhaustiveCandidates)
+    return absl::InvalidArgumentError(absl::StrCat("exhaustive_candidates ", limits.exhaustive_candidates,
+                                                   " is outside 0..", kMaxExhaustiveCandidates));
+  if (limits.max_place_calls < 1)
+    return absl::InvalidArgumentError(absl::StrCat("max_place_calls ", limits.max_place_calls, " is below 1"));
+  absl::flat_hash_set<std::string_view> seen;
+  for (const PreemptionCandidate& c : candidates) {
+    if (c.id.empty()) return absl::InvalidArgumentError("a preemption candidate has no id");
+    if (!seen.insert(c.id).second)
+      return absl::InvalidArgumentError(absl::StrCat("preemption candidate ", c.id, " is given twice"));
+    if (c.priority < -kMaxPreemptionPriority || c.priority > kMaxPreemptionPriority)
+      return absl::InvalidArgumentError(absl::StrCat("preemption candidate ", c.id, ": priority ", c.priority,
+                                                     " is outside +-", kMaxPreemptionPriority));
+    if (!std::isfinite(c.lost_gpu_hours) || c.lost_gpu_hours < 0 || c.lost_gpu_hours > kMaxLostGpuHours)
+      return absl::InvalidArgumentError(absl::StrCat("preemption candidate ", c.id, ": lost GPU-hours ",
+                                                     c.lost_gpu_hours, " is outside 0..", kMaxLostGpuHours));
+  }
+  return absl::OkStatus();
+}
+
+// What the job may touch: the nodes it may use, the racks that hold them and the power domains above those.
+struct Reach {
+  std::vector<char> node, rack, power_domain;
+  long long free_gpus = 0;  // free GPUs on those nodes now (up, not failed)
+};
+
+Reach ReachOf(const Ledger& ledger, const internal::RequestSetup& setup) {
+  const Topology& t = ledger.topology();
+  Reach reach;
+  reach.node.assign(t.nodes().size(), 0);
+  reach.rack.assign(t.racks().size(), 0);
+  reach.power_domain.assign(t.power_domains().size(), 0);
+  std::vector<char> type_ok(t.node_types().size(), 0);
+  for (NodeTypeId type : setup.types) type_ok[type] = 1;
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    if ((!setup.allowed.empty() && !setup.allowed[n]) || !type_ok[t.nodes()[n].type]) continue;
+    reach.node[n] = 1;
+    reach.free_gpus += std::popcount(ledger.free_gpus(n));
+    const RackId r = t.nodes()[n].rack;
+    if (reach.rack[r]) continue;
+    reach.rack[r] = 1;
+    for (PowerDomainId p : t.racks()[r].power_chain) reach.power_domain[p] = 1;
+  }
+  return reach;
+}
+
+// The candidates that can matter to the job (see the header), sorted by id.
+std::vector<Victim> RelevantVictims(const Ledger& ledger, const Reach& reach,
+                                    absl::Span<const PreemptionCandidate> candidates) {
+  const Topology& t = ledger.topology();
+  std::vector<Victim> out;
+  for (const PreemptionCandidate& c : candidates) {
+    const Allocation* a = ledger.Find(c.id);
+    if (a == nullptr) continue;
+    Victim v{&c, a, std::llround(c.lost_gpu_hours * 1e6), 0, false};
+    bool relevant = false;
+    for (const NodeGpus& ng : a->nodes) {
+      const RackId r = t.nodes()[ng.node].rack;
+      v.measured = v.measured || ledger.measured_rack_draw(r).has_value();
+      if (reach.node[ng.node] && ledger.node_health(ng.node) == NodeHealth::kUp)
+        v.usable_gpus += std::popcount(ng.gpus & ~ledger.failed_gpus(ng.node));
+      relevant = relevant || reach.rack[r];
+      for (PowerDomainId p : t.racks()[r].power_chain) relevant = relevant || reach.power_domain[p];
+    }
+    if (relevant) out.push_back(v);
+  }
+  std::sort(out.begin(), out.end(), [](const Victim& a, const Victim& b) { return a.candidate->id < b.candidate->id; });
+  return out;
+}
+
+// Trials of victim sets on one scratch copy of the ledger, each answered once, within a budget of Place calls;
+// and the cheapest set found so far that makes room.
+class Search {
+ public:
+  Search(const Ledger& ledger, const PlacementRequest& request, std::vector<Victim> victims, long long free_gpus,
+         int calls)
+      : ledger_(ledger),
+        scratch_(ledger),
+        request_(request),
+        victims_(std::move(victims)),
+        free_gpus_(free_gpus),
+        calls_left_(calls) {}
+
+  const std::vector<Victim>& victims() const { return victims_; }
+  bool out_of_calls() const { return calls_left_ <= 0; }
+  // Lifts the bound on Place calls (the last pass over the answer, which costs at most one per victim).
+  void Unbound() { calls_left_ = std::numeric_limits<int>::max(); }
+
+  Cost CostOf(const VictimSet& set) const {
+    Cost c;
+    for (int i : set) {
+      c.micro_hours += victims_[i].micro_hours;
+      c.priority += victims_[i].candidate->priority;
+    }
+    c.jobs = static_cast<int>(set.size());
+    return c;
+  }
+  bool Cheaper(const VictimSet& a, const VictimSet& b) const {
+    const Cost ca = CostOf(a), cb = CostOf(b);
+    if (ca.Key() != cb.Key()) return ca.Key() < cb.Key();
+    return a < b;
+  }
+  // One victim's cost alone, for cheapest-first orders.
+  bool CheaperVictim(int a, int b) const { return Cheaper({a}, {b}); }
+
+  // Whether the job is placed with `set` gone. False, without a Place call, when the GPUs the set frees cannot add
+  // up to the job, or when the calls have run out.
+  absl::StatusOr<bool> Fits(const VictimSet& set);
+
+  // Drops victims most expensive first while the job still fits; `set` must fit.
+  absl::StatusOr<VictimSet> Minimize(VictimSet set);
+
+  // Keeps `set` (which fits) if it is the cheapest so far.
+  void Offer(const VictimSet& set) {
+    if (!best_ || Cheaper(set, *best_)) best_ = set;
+  }
+  const std::optional<VictimSet>& best() const { return best_; }
+  const PlacementDecision& DecisionFor(const VictimSet& set) const { return *tried_.at(set); }
+
+ private:
+  absl::StatusOr<std::optional<PlacementDecision>> PlaceWithout(const VictimSet& set);
+
+  const Ledger& ledger_;
+  Ledger scratch_;  // the ledger as it is, between trials
+  PlacementRequest request_;
+  std::vector<Victim> victims_;
+  long long free_gpus_;
+  int calls_left_;
+  std::map<VictimSet, std::optional<PlacementDecision>> tried_;
+  std::optional<VictimSet> best_;
+};
+
+absl::StatusOr<std::optional<PlacementDecision>> Search::PlaceWithout(const VictimSet& set) {
+  --calls_left_;
+  for (int i : set) scratch_.Release(victims_[i].allocation->id);
+  absl::StatusOr<PlacementOutcome> out = Placer::Place(scratch_, request_);
+  bool measured = false;
+  for (auto i = set.rbegin(); i != set.rend(); ++i) {
+    // As it was: kRecover, since a cap lowered meanwhile does not refuse what already runs.
+    if (absl::Status s = scratch_.Commit(*victims_[*i].allocation, CommitMode::kRecover); !s.ok()) return s;
+    measured = measured || victims_[*i].measured;
+  }
+  // Committing back counts the victim as placed since the rack's last reading: only a fresh copy is exact.
+  if (measured) scratch_ = ledger_;
+  if (!out.ok()) return out.status();
+  if (auto* decision = std::get_if<PlacementDecision>(&*out)) return std::optional(std::move(*decision));
+  return std::optional<PlacementDecision>();
+}
+
+absl::StatusOr<bool> Search::Fits(const VictimSet& set) {
+  if (auto it = tried_.find(set); it != tried_.end()) return it->second.has_value();
+  long long gpus = free_gpus_;
+  for (int i : set) gpus += victims_[i].usable_gpus;
+  if (gpus < request_.gpus) return false;
+  if (out_of_calls()) return false;
+  absl::StatusOr<std::optional<PlacementDecision>> decision = PlaceWithout(set);
+  if (!decision.ok()) return decision.status();
+  const bool fits = decision->has_value();
+  tried_.emplace(set, *std::move(decision));
+  return fits;
+}
+
+absl::StatusOr<VictimSet> Search::Minimize(VictimSet set) {
+  std::vector<int> dearest_first = set;
+  std::sort(dearest_first.begin(), dearest_first.end(), [&](int a, int b) { return CheaperVictim(b, a); });
+  for (int drop : dearest_first) {
+    VictimSet without;
+    for (int i : set)
+      if (i != drop) without.push_back(i);
+    absl::StatusOr<bool> fits = Fits(without);
+    if (!fits.ok()) return fits.status();
+    if (*fits) set = std::move(without);
+  }
+  return set;
+}
+
+VictimSet FromMask(uint32_t mask) {
+  VictimSet set;
+  for (; mask != 0; mask &= mask - 1) set.push_back(std::countr_zero(mask));
+  return set;
+}
+
+// Every subset, cheapest first; the first that fits is the cheapest there is. True when that answer (or "none")
+// is exact, false when the calls ran out first.
+absl::StatusOr<bool> SearchEverySubset(Search& search) {
+  const int n = static_cast<int>(search.victims().size());
+  std::vector<std::pair<Cost, uint32_t>> subsets;
+  subsets.reserve((size_t{1} << n) - 1);
+  for (uint32_t mask = 1; mask < (uint32_t{1} << n); ++mask) {
+    Cost c;
+    for (uint32_t m = mask; m != 0; m &= m - 1) {
+      const Victim& v = search.victims()[std::countr_zero(m)];
+      c.micro_hours += v.micro_hours;
+      c.priority += v.candidate->priority;
+      ++c.jobs;
+    }
+    subsets.emplace_back(c, mask);
+  }
+  // Equal costs: the sorted indices compared lexicographically. Past the lowest bit where the masks differ, the
+  // one holding that bit is first, unless the other holds nothing above it (it is then a prefix of the first).
+  auto ids_first = [](uint32_t a, uint32_t b) {
+    const int low = std::countr_zero(a ^ b);
+    const bool a_holds = (a >> low) & 1;
+    const uint32_t other_above = (a_holds ? b : a) >> (low + 1);
+    return a_holds == (other_above != 0);
+  };
+  std::sort(subsets.begin(), subsets.end(), [&](const auto& x, const auto& y) {
+    if (x.first.Key() != y.first.Key()) return x.first.Key() < y.first.Key();
+    return x.second != y.second && ids_first(x.second, y.second);
+  });
+  for (const auto& [cost, mask] : subsets) {
+    const VictimSet set = FromMask(mask);
+    absl::StatusOr<bool> fits = search.Fits(set);
+    if (!fits.ok()) return fits.status();
+    if (*fits) {
+      search.Offer(set);
+      return true;
+    }
+    if (search.out_of_calls()) return false;
+  }
+  return true;
+}
+
+// One scope's victims, cheapest first: the shortest prefix that fits (by bisection: freeing more never hurts),
+// minimized, offered.
+absl::Status SearchScope(Search& search, const std::vector<int>& order) {
+  auto prefix = [&](size_t k) {
+    VictimSet set(order.begin(), order.begin() + k);
+    std::sort(set.begin(), set.end());
+    return set;
+  };
+  absl::StatusOr<bool> all = search.Fits(prefix(order.size()));
+  if (!all.ok() || !*all) return all.status();
+  size_t lo = 0, hi = order.size();  // prefix(lo) does not fit (nothing: Place said so first), prefix(hi) does
+  while (hi - lo > 1 && !search.out_of_calls()) {
+    const size_t mid = (lo + hi) / 2;
+    absl::StatusOr<bool> fits = search.Fits(prefix(mid));
+    if (!fits.ok()) return fits.status();
+    (*fits ? hi : lo) = mid;
+  }
+  absl::StatusOr<VictimSet> set = search.Minimize(prefix(hi));
+  if (!set.ok()) return set.status();
+  search.Offer(*set);
+  return absl::OkStatus();
+}
+
+// The rack scopes (see the header), in the order of what freeing enough GPUs in the rack costs, cheapest first
+// (racks that cannot hold the job alone last).
+std::vector<std::vector<int>> RackScopes(const Ledger& ledger, const Reach& reach, const Search& search, int gpus) {
+  const Topology& t = ledger.topology();
+  const std::vector<Victim>& victims = search.victims();
+  struct Scope {
+    int64_t cost;
+    RackId rack;
+    std::vector<int> order;
+  };
+  std::vector<Scope> scopes;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    if (!reach.rack[r]) continue;
+    const std::vector<PowerDomainId>& chain = t.racks()[r].power_chain;
+    std::vector<int> own, power;
+    for (int i = 0; i < static_cast<int>(victims.size()); ++i) {
+      bool in_rack = false, shares_power = false;
+      for (const NodeGpus& ng : victims[i].allocation->nodes) {
+        const Rack& rack = t.racks()[t.nodes()[ng.node].rack];
+        in_rack = in_rack || t.nodes()[ng.node].rack == r;
+        for (PowerDomainId p : rack.power_chain)
+          shares_power = shares_power || std::find(chain.begin(), chain.end(), p) != chain.end();
+      }
+      if (in_rack || shares_power) (in_rack ? own : power).push_back(i);
+    }
+    auto cheapest_first = [&](int a, int b) { return search.CheaperVictim(a, b); };
+    std::sort(own.begin(), own.end(), cheapest_first);
+    std::sort(power.begin(), power.end(), cheapest_first);
+    long long free = 0;
+    for (NodeId n : t.racks()[r].nodes)
+      if (reach.node[n]) free += std::popcount(ledger.free_gpus(n));
+    int64_t cost = 0;  // of the cheapest-first prefix of its own victims that frees enough GPUs
+    for (size_t k = 0; free < gpus; ++k) {
+      if (k == own.size()) {
+        cost = std::numeric_limits<int64_t>::max();
+        break;
+      }
+      free += victims[own[k]].usable_gpus;
+      cost += victims[own[k]].micro_hours;
+    }
+    own.insert(own.end(), power.begin(), power.end());
+    if (!own.empty()) scopes.push_back({cost, r, std::move(own)});
+  }
+  std::sort(scopes.begin(), scopes.end(),
+            [](const Scope& a, const Scope& b) { return std::tie(a.cost, a.rack) < std::tie(b.cost, b.rack); });
+  std::vector<std::vector<int>> out;
+  for (Scope& s : scopes) out.push_back(std::move(s.order));
+  return out;
+}
+
+// The bounded search: every relevant candidate as one scope, then the racks', while the calls last.
+absl::Status SearchScopes(Search& search, const Ledger& ledger, const Reach& reach, int gpus) {
+  std::vector<int> everyone(search.victims().size());
+  for (int i = 0; i < static_cast<int>(everyone.size()); ++i) everyone[i] = i;
+  std::sort(everyone.begin(), everyone.end(), [&](int a, int b) { return search.CheaperVictim(a, b); });
+  if (absl::Status s = SearchScope(search, everyone); !s.ok()) return s;
+  for (const std::vector<int>& order : RackScopes(ledger, reach, search, gpus)) {
+    if (search.out_of_calls()) break;
+    if (absl::Status s = SearchScope(search, order); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+PreemptionPlan PlanFor(const Search& search, const VictimSet& set) {
+  PreemptionPlan plan;
+  plan.decision = search.DecisionFor(set);
+  for (int i : set) {
+    plan.victims.push_back(search.victims()[i].candidate->id);
+    plan.lost_gpu_hours += search.victims()[i].candidate->lost_gpu_hours;
+  }
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<PreemptionPlan>> PlanPreemption(const Ledger& ledger, const PlacementRequest& request,
+                                                             absl::Span<const PreemptionCandidate> candidates,
+                                                             const PreemptionLimits& limits) {
+  if (absl::Status s = CheckInputs(candidates, limits); !s.ok()) return s;
+  absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
+  if (!setup.ok()) return setup.status();
+  PlacementRequest quiet = request;
+  quiet.report_refusal = false;  // trials only need yes or no
+  absl::StatusOr<PlacementOutcome> now = Placer::Place(ledger, quiet);
+  if (!now.ok()) return now.status();
+  if (auto* decision = std::get_if<PlacementDecision>(&*now)) return PreemptionPlan{std::move(*decision), {}, 0};
+
+  const Reach reach = ReachOf(ledger, *setup);
+  std::vector<Victim> victims = RelevantVictims(ledger, reach, candidates);
+  if (victims.empty()) return std::nullopt;
+  const size_t n = victims.size();
+  Search search(ledger, quiet, std::move(victims), reach.free_gpus, limits.max_place_calls);
+  VictimSet everyone(n);
+  for (size_t i = 0; i < n; ++i) everyone[i] = static_cast<int>(i);
+  // Freeing more never takes a GPU or a watt away: if all of them do not make room, no subset does.
+  absl::StatusOr<bool> all = search.Fits(everyone);
+  if (!all.ok()) return all.status();
+  if (!*all) return std::nullopt;
+  bool exact = false;
+  if (static_cast<int>(n) <= limits.exhaustive_candidates) {
+    absl::StatusOr<bool> done = SearchEverySubset(search);
+    if (!done.ok()) return done.status();
+    exact = *done;
+  }
+  if (!exact) {
+    if (absl::Status s = SearchScopes(search, ledger, reach, request.gpus); !s.ok()) return s;
+  }
+  if (!search.best()) return std::nullopt;  // not reached: the whole set fits, so the scope of everyone offers
+  if (exact) return PlanFor(search, *search.best());
+  // The calls may have run out while a scope was being minimized: no victim the job can do without stays.
+  search.Unbound();
+  absl::StatusOr<VictimSet> minimal = search.Minimize(*search.best());
+  if (!minimal.ok()) return minimal.status();
+  return PlanFor(search, *minimal);
+}
+
+}  // namespace rackwise
