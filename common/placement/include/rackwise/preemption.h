@@ -38,9 +38,12 @@
 //    or a watt away, so no subset can do better (unless Place's own multi-domain search, a greedy one, finds a
 //    plan on a fuller ledger that it misses on an emptier one).
 // Each trial releases the set on one scratch copy of the ledger, asks Place, and commits the set back, so the
-// ledger is copied once per decision, not once per set. Racks with a power reading (telemetry) are the
-// exception: committing back counts the victim as placed since the reading, so after a set touching such a rack
-// the scratch copy is made afresh (a copy of the whole ledger per such trial; milliseconds at 131k GPUs).
+// ledger is copied once for the trials, not once per set; and once more for the answer's decision, which Place
+// gives on a fresh copy without the victims: the state the face's ledger will be in once it releases them (after
+// trials the scratch copy lists equal domains in another order, where Place may pick other nodes). Racks with a power
+// reading (telemetry) are the exception: committing back counts the victim as placed since the reading, so after a set
+// touching such a rack the scratch copy is made afresh (a copy of the whole ledger per such trial; milliseconds at 131k
+// GPUs).
 #pragma once
 
 #include <cstdint>
