@@ -8,8 +8,10 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <variant>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "rackwise/placer.h"
@@ -19,6 +21,9 @@ namespace rackwise {
 namespace {
 
 constexpr int kMaxExhaustiveCandidates = 20;
+// What remaking the scratch copy after a trial on a measured rack counts against the calls: a copy of the ledger
+// at 131k GPUs (about 1 ms) costs several Place calls.
+constexpr int kCallsPerCopy = 8;
 
 // A relevant candidate as the search sees it. Victims are kept sorted by id, so that a set of victims, as sorted
 // indices, compares lexicographically as its sorted ids do.
@@ -26,8 +31,9 @@ struct Victim {
   const PreemptionCandidate* candidate = nullptr;
   const Allocation* allocation = nullptr;  // held by the caller's ledger, which does not change
   int64_t micro_hours = 0;
-  int usable_gpus = 0;    // GPUs it frees on up nodes the job may use
-  bool measured = false;  // it draws from a rack with a power reading
+  int usable_gpus = 0;        // GPUs it frees on up nodes the job may use
+  bool measured = false;      // it draws from a rack with a power reading
+  std::vector<RackId> racks;  // where it draws from, each once
 };
 using VictimSet = std::vector<int>;  // sorted indices into the victims
 
@@ -62,7 +68,8 @@ absl::Status CheckInputs(absl::Span<const PreemptionCandidate> candidates, const
 // What the job may touch: the nodes it may use, the racks that hold them and the power domains above those.
 struct Reach {
   std::vector<char> node, rack, power_domain;
-  long long free_gpus = 0;  // free GPUs on those nodes now (up, not failed)
+  long long free_gpus = 0;   // free GPUs on those nodes now (up, not failed)
+  int most_in_one_rack = 0;  // the most GPUs of those nodes in one rack, healthy or not
 };
 
 Reach ReachOf(const Ledger& ledger, const internal::RequestSetup& setup) {
@@ -73,11 +80,14 @@ Reach ReachOf(const Ledger& ledger, const internal::RequestSetup& setup) {
   reach.power_domain.assign(t.power_domains().size(), 0);
   std::vector<char> type_ok(t.node_types().size(), 0);
   for (NodeTypeId type : setup.types) type_ok[type] = 1;
+  std::vector<int> in_rack(t.racks().size(), 0);
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     if ((!setup.allowed.empty() && !setup.allowed[n]) || !type_ok[t.nodes()[n].type]) continue;
     reach.node[n] = 1;
     reach.free_gpus += std::popcount(ledger.free_gpus(n));
     const RackId r = t.nodes()[n].rack;
+    in_rack[r] += t.nodes()[n].gpus;
+    reach.most_in_one_rack = std::max(reach.most_in_one_rack, in_rack[r]);
     if (reach.rack[r]) continue;
     reach.rack[r] = 1;
     for (PowerDomainId p : t.racks()[r].power_chain) reach.power_domain[p] = 1;
@@ -93,13 +103,14 @@ std::vector<Victim> RelevantVictims(const Ledger& ledger, const Reach& reach,
   for (const PreemptionCandidate& c : candidates) {
     const Allocation* a = ledger.Find(c.id);
     if (a == nullptr) continue;
-    Victim v{&c, a, std::llround(c.lost_gpu_hours * 1e6), 0, false};
+    Victim v{&c, a, std::llround(c.lost_gpu_hours * 1e6), 0, false, {}};
     bool relevant = false;
     for (const NodeGpus& ng : a->nodes) {
       const RackId r = t.nodes()[ng.node].rack;
       v.measured = v.measured || ledger.measured_rack_draw(r).has_value();
       if (reach.node[ng.node] && ledger.node_health(ng.node) == NodeHealth::kUp)
         v.usable_gpus += std::popcount(ng.gpus & ~ledger.failed_gpus(ng.node));
+      if (std::find(v.racks.begin(), v.racks.end(), r) == v.racks.end()) v.racks.push_back(r);
       relevant = relevant || reach.rack[r];
       for (PowerDomainId p : t.racks()[r].power_chain) relevant = relevant || reach.power_domain[p];
     }
@@ -124,6 +135,7 @@ class Search {
 
   const std::vector<Victim>& victims() const { return victims_; }
   bool out_of_calls() const { return calls_left_ <= 0; }
+  int calls_left() const { return calls_left_; }
   // Lifts the bound on Place calls (the last pass over the answer, which costs at most one per victim).
   void Unbound() { calls_left_ = std::numeric_limits<int>::max(); }
 
@@ -141,8 +153,11 @@ class Search {
     if (ca.Key() != cb.Key()) return ca.Key() < cb.Key();
     return a < b;
   }
-  // One victim's cost alone, for cheapest-first orders.
-  bool CheaperVictim(int a, int b) const { return Cheaper({a}, {b}); }
+  // One victim's cost alone, for cheapest-first orders (Cheaper on one-victim sets, without building them).
+  bool CheaperVictim(int a, int b) const {
+    const Victim &x = victims_[a], &y = victims_[b];
+    return std::tie(x.micro_hours, x.candidate->priority, a) < std::tie(y.micro_hours, y.candidate->priority, b);
+  }
 
   // Whether the job is placed with `set` gone. False, without a Place call, when the GPUs the set frees cannot add
   // up to the job, or when the calls have run out.
@@ -150,6 +165,12 @@ class Search {
 
   // Drops victims most expensive first while the job still fits; `set` must fit.
   absl::StatusOr<VictimSet> Minimize(VictimSet set);
+
+  // The victims of `set` (which fits) that the decision Place gave for it needs: those holding its GPUs, if the
+  // job still fits with only them gone; else those in its racks or under their power domains, if it fits then;
+  // else `set`. Cuts a prefix of a scope that frees GPUs elsewhere down in one or two calls instead of one per
+  // victim.
+  absl::StatusOr<VictimSet> Footprint(const VictimSet& set);
 
   // Keeps `set` (which fits) if it is the cheapest so far.
   void Offer(const VictimSet& set) {
@@ -185,7 +206,10 @@ absl::StatusOr<std::optional<PlacementDecision>> Search::PlaceWithout(const Vict
     measured = measured || victims_[*i].measured;
   }
   // Committing back counts the victim as placed since the rack's last reading: only a fresh copy is exact.
-  if (measured) scratch_ = ledger_;
+  if (measured) {
+    scratch_ = ledger_;
+    calls_left_ -= kCallsPerCopy - 1;
+  }
   if (!out.ok()) return out.status();
   if (auto* decision = std::get_if<PlacementDecision>(&*out)) return std::optional(std::move(*decision));
   return std::optional<PlacementDecision>();
@@ -198,6 +222,39 @@ absl::StatusOr<PlacementDecision> Search::FinalDecision(const VictimSet& set) {
   if (!out.ok()) return out.status();
   if (auto* decision = std::get_if<PlacementDecision>(&*out)) return std::move(*decision);
   return *tried_.at(set);  // not seen in tests: the trial's answer, valid as well
+}
+
+absl::StatusOr<VictimSet> Search::Footprint(const VictimSet& set) {
+  const Topology& t = ledger_.topology();
+  const PlacementDecision& decision = *tried_.at(set);
+  absl::flat_hash_map<NodeId, GpuMask> taken;
+  for (const NodeGpus& ng : decision.nodes) taken[ng.node] = ng.gpus;
+  absl::flat_hash_set<PowerDomainId> powering;
+  absl::flat_hash_set<RackId> racks;
+  for (const RackPower& rp : decision.racks) {
+    racks.insert(rp.rack);
+    powering.insert(t.racks()[rp.rack].power_chain.begin(), t.racks()[rp.rack].power_chain.end());
+  }
+  VictimSet on_gpus, on_power;
+  for (int i : set) {
+    bool gpus = false, power = false;
+    for (const NodeGpus& ng : victims_[i].allocation->nodes) {
+      auto it = taken.find(ng.node);
+      gpus = gpus || (it != taken.end() && (it->second & ng.gpus) != 0);
+      const RackId r = t.nodes()[ng.node].rack;
+      power = power || racks.contains(r);
+      for (PowerDomainId p : t.racks()[r].power_chain) power = power || powering.contains(p);
+    }
+    if (gpus) on_gpus.push_back(i);
+    if (gpus || power) on_power.push_back(i);
+  }
+  for (const VictimSet* fewer : {&on_gpus, &on_power}) {
+    if (fewer->empty() || fewer->size() == set.size()) continue;
+    absl::StatusOr<bool> fits = Fits(*fewer);
+    if (!fits.ok()) return fits.status();
+    if (*fits) return *fewer;
+  }
+  return set;
 }
 
 absl::StatusOr<bool> Search::Fits(const VictimSet& set) {
@@ -274,90 +331,121 @@ absl::StatusOr<bool> SearchEverySubset(Search& search) {
   return true;
 }
 
-// One scope's victims, cheapest first: the shortest prefix that fits (by bisection: freeing more never hurts),
-// minimized, offered.
+// One scope's victims, cheapest first: the shortest prefix that fits, found by doubling then bisection (freeing
+// more never hurts), so that a trial releases about as many victims as the answer holds; then cut to the
+// victims the trial's decision needs, minimized, and offered.
 absl::Status SearchScope(Search& search, const std::vector<int>& order) {
   auto prefix = [&](size_t k) {
     VictimSet set(order.begin(), order.begin() + k);
     std::sort(set.begin(), set.end());
     return set;
   };
-  absl::StatusOr<bool> all = search.Fits(prefix(order.size()));
-  if (!all.ok() || !*all) return all.status();
-  size_t lo = 0, hi = order.size();  // prefix(lo) does not fit (nothing: Place said so first), prefix(hi) does
+  if (order.empty()) return absl::OkStatus();
+  size_t lo = 0, hi = 1;  // prefix(lo) does not fit (nothing: Place said so first)
+  for (;; lo = hi, hi *= 2) {
+    hi = std::min(hi, order.size());
+    absl::StatusOr<bool> fits = search.Fits(prefix(hi));
+    if (!fits.ok()) return fits.status();
+    if (*fits) break;
+    if (hi == order.size() || search.out_of_calls()) return absl::OkStatus();
+  }
   while (hi - lo > 1 && !search.out_of_calls()) {
     const size_t mid = (lo + hi) / 2;
     absl::StatusOr<bool> fits = search.Fits(prefix(mid));
     if (!fits.ok()) return fits.status();
     (*fits ? hi : lo) = mid;
   }
-  absl::StatusOr<VictimSet> set = search.Minimize(prefix(hi));
+  absl::StatusOr<VictimSet> needed = search.Footprint(prefix(hi));
+  if (!needed.ok()) return needed.status();
+  absl::StatusOr<VictimSet> set = search.Minimize(*std::move(needed));
   if (!set.ok()) return set.status();
   search.Offer(*set);
   return absl::OkStatus();
 }
 
-// The rack scopes (see the header), in the order of what freeing enough GPUs in the rack costs, cheapest first
-// (racks that cannot hold the job alone last).
-std::vector<std::vector<int>> RackScopes(const Ledger& ledger, const Reach& reach, const Search& search, int gpus) {
-  const Topology& t = ledger.topology();
-  const std::vector<Victim>& victims = search.victims();
-  struct Scope {
-    int64_t cost;
-    RackId rack;
-    std::vector<int> order;
-  };
-  std::vector<Scope> scopes;
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    if (!reach.rack[r]) continue;
-    const std::vector<PowerDomainId>& chain = t.racks()[r].power_chain;
-    std::vector<int> own, power;
-    for (int i = 0; i < static_cast<int>(victims.size()); ++i) {
-      bool in_rack = false, shares_power = false;
-      for (const NodeGpus& ng : victims[i].allocation->nodes) {
-        const Rack& rack = t.racks()[t.nodes()[ng.node].rack];
-        in_rack = in_rack || t.nodes()[ng.node].rack == r;
-        for (PowerDomainId p : rack.power_chain)
-          shares_power = shares_power || std::find(chain.begin(), chain.end(), p) != chain.end();
-      }
-      if (in_rack || shares_power) (in_rack ? own : power).push_back(i);
+// The victims of each rack, and of each power domain (on a rack below it), cheapest first.
+struct ScopeIndex {
+  std::vector<std::vector<int>> by_rack, by_power_domain;
+};
+
+ScopeIndex IndexScopes(const Topology& t, const Search& search) {
+  ScopeIndex index;
+  index.by_rack.resize(t.racks().size());
+  index.by_power_domain.resize(t.power_domains().size());
+  std::vector<int> seen_pd(t.power_domains().size(), -1);  // the last victim listed under each
+  for (int i = 0; i < static_cast<int>(search.victims().size()); ++i) {
+    for (RackId r : search.victims()[i].racks) {
+      index.by_rack[r].push_back(i);
+      for (PowerDomainId p : t.racks()[r].power_chain)
+        if (std::exchange(seen_pd[p], i) != i) index.by_power_domain[p].push_back(i);
     }
-    auto cheapest_first = [&](int a, int b) { return search.CheaperVictim(a, b); };
-    std::sort(own.begin(), own.end(), cheapest_first);
-    std::sort(power.begin(), power.end(), cheapest_first);
+  }
+  auto cheapest_first = [&](int a, int b) { return search.CheaperVictim(a, b); };
+  for (auto& list : index.by_rack) std::sort(list.begin(), list.end(), cheapest_first);
+  for (auto& list : index.by_power_domain) std::sort(list.begin(), list.end(), cheapest_first);
+  return index;
+}
+
+// Racks holding a node the job may use and a victim, by what freeing enough GPUs there costs (the cheapest-first
+// prefix of its victims), cheapest first; racks that cannot hold the job alone last.
+std::vector<RackId> RackOrder(const Ledger& ledger, const Reach& reach, const Search& search, const ScopeIndex& index,
+                              int gpus) {
+  const Topology& t = ledger.topology();
+  std::vector<std::pair<int64_t, RackId>> racks;
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+    if (!reach.rack[r] || index.by_rack[r].empty()) continue;
     long long free = 0;
     for (NodeId n : t.racks()[r].nodes)
       if (reach.node[n]) free += std::popcount(ledger.free_gpus(n));
-    int64_t cost = 0;  // of the cheapest-first prefix of its own victims that frees enough GPUs
+    int64_t cost = 0;
     for (size_t k = 0; free < gpus; ++k) {
-      if (k == own.size()) {
+      if (k == index.by_rack[r].size()) {
         cost = std::numeric_limits<int64_t>::max();
         break;
       }
-      free += victims[own[k]].usable_gpus;
-      cost += victims[own[k]].micro_hours;
+      free += search.victims()[index.by_rack[r][k]].usable_gpus;
+      cost += search.victims()[index.by_rack[r][k]].micro_hours;
     }
-    own.insert(own.end(), power.begin(), power.end());
-    if (!own.empty()) scopes.push_back({cost, r, std::move(own)});
+    racks.emplace_back(cost, r);
   }
-  std::sort(scopes.begin(), scopes.end(),
-            [](const Scope& a, const Scope& b) { return std::tie(a.cost, a.rack) < std::tie(b.cost, b.rack); });
-  std::vector<std::vector<int>> out;
-  for (Scope& s : scopes) out.push_back(std::move(s.order));
+  std::sort(racks.begin(), racks.end());
+  std::vector<RackId> out;
+  for (const auto& [cost, r] : racks) out.push_back(r);
   return out;
 }
 
-// The bounded search: every relevant candidate as one scope, then the racks', while the calls last.
-absl::Status SearchScopes(Search& search, const Ledger& ledger, const Reach& reach, int gpus) {
+// A rack's scope: its own victims cheapest first, then the others under its power domains cheapest first.
+std::vector<int> RackScope(const Topology& t, const Search& search, const ScopeIndex& index, RackId rack) {
+  std::vector<int> order = index.by_rack[rack];
+  absl::flat_hash_set<int> listed(order.begin(), order.end());
+  std::vector<int> power;
+  for (PowerDomainId p : t.racks()[rack].power_chain)
+    for (int i : index.by_power_domain[p])
+      if (listed.insert(i).second) power.push_back(i);
+  std::sort(power.begin(), power.end(), [&](int a, int b) { return search.CheaperVictim(a, b); });
+  order.insert(order.end(), power.begin(), power.end());
+  return order;
+}
+
+// The bounded search: the racks' scopes while three quarters of the calls last; then, for a job no rack can hold
+// or when the racks gave nothing, every relevant candidate as one scope. Nothing is offered when the job does not
+// fit even with every candidate gone (asked only then: that trial releases every candidate).
+absl::Status SearchScopes(Search& search, const Ledger& ledger, const Reach& reach, int gpus, int calls) {
+  const ScopeIndex index = IndexScopes(ledger.topology(), search);
+  for (RackId rack : RackOrder(ledger, reach, search, index, gpus)) {
+    if (search.calls_left() <= calls / 4) break;
+    if (absl::Status s = SearchScope(search, RackScope(ledger.topology(), search, index, rack)); !s.ok()) return s;
+  }
+  if (search.best() && gpus <= reach.most_in_one_rack) return absl::OkStatus();
   std::vector<int> everyone(search.victims().size());
   for (int i = 0; i < static_cast<int>(everyone.size()); ++i) everyone[i] = i;
-  std::sort(everyone.begin(), everyone.end(), [&](int a, int b) { return search.CheaperVictim(a, b); });
-  if (absl::Status s = SearchScope(search, everyone); !s.ok()) return s;
-  for (const std::vector<int>& order : RackScopes(ledger, reach, search, gpus)) {
-    if (search.out_of_calls()) break;
-    if (absl::Status s = SearchScope(search, order); !s.ok()) return s;
+  if (!search.best()) {
+    search.Unbound();  // the whole set fits or not; if it does, this scope finds a set
+    absl::StatusOr<bool> fits = search.Fits(everyone);
+    if (!fits.ok() || !*fits) return fits.status();
   }
-  return absl::OkStatus();
+  std::sort(everyone.begin(), everyone.end(), [&](int a, int b) { return search.CheaperVictim(a, b); });
+  return SearchScope(search, everyone);
 }
 
 absl::StatusOr<PreemptionPlan> PlanFor(Search& search, const VictimSet& set) {
@@ -391,22 +479,22 @@ absl::StatusOr<std::optional<PreemptionPlan>> PlanPreemption(const Ledger& ledge
   if (victims.empty()) return std::nullopt;
   const size_t n = victims.size();
   Search search(ledger, quiet, std::move(victims), reach.free_gpus, limits.max_place_calls);
-  VictimSet everyone(n);
-  for (size_t i = 0; i < n; ++i) everyone[i] = static_cast<int>(i);
-  // Freeing more never takes a GPU or a watt away: if all of them do not make room, no subset does.
-  absl::StatusOr<bool> all = search.Fits(everyone);
-  if (!all.ok()) return all.status();
-  if (!*all) return std::nullopt;
   bool exact = false;
   if (static_cast<int>(n) <= limits.exhaustive_candidates) {
+    // Freeing more never takes a GPU or a watt away: if all of them do not make room, no subset does.
+    VictimSet everyone(n);
+    for (size_t i = 0; i < n; ++i) everyone[i] = static_cast<int>(i);
+    absl::StatusOr<bool> all = search.Fits(everyone);
+    if (!all.ok()) return all.status();
+    if (!*all) return std::nullopt;
     absl::StatusOr<bool> done = SearchEverySubset(search);
     if (!done.ok()) return done.status();
     exact = *done;
   }
   if (!exact) {
-    if (absl::Status s = SearchScopes(search, ledger, reach, request.gpus); !s.ok()) return s;
+    if (absl::Status s = SearchScopes(search, ledger, reach, request.gpus, limits.max_place_calls); !s.ok()) return s;
   }
-  if (!search.best()) return std::nullopt;  // not reached: the whole set fits, so the scope of everyone offers
+  if (!search.best()) return std::nullopt;
   if (exact) return PlanFor(search, *search.best());
   // The calls may have run out while a scope was being minimized: no victim the job can do without stays.
   search.Unbound();
