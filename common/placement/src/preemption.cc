@@ -131,7 +131,9 @@ class Search {
         request_(request),
         victims_(std::move(victims)),
         free_gpus_(free_gpus),
-        calls_left_(calls) {}
+        calls_left_(calls) {
+    tried_.emplace(VictimSet{}, std::nullopt);  // Place said so before the search began
+  }
 
   const std::vector<Victim>& victims() const { return victims_; }
   bool out_of_calls() const { return calls_left_ <= 0; }

@@ -16,9 +16,9 @@
 #include <tuple>
 #include <variant>
 
+#include "preemption_expect.h"
 #include "rackwise/placer.h"
 #include "rackwise/preemption.h"
-#include "rackwise/start_guard.h"
 #include "rackwise/synthetic_cluster.h"
 
 namespace rackwise {
@@ -147,13 +147,7 @@ Cheapest CostOf(const PreemptionPlan& plan, const std::vector<PreemptionCandidat
 
 // Valid where Place would put it once the victims are gone, and no victim can be spared.
 void ExpectValidAndMinimal(const Ledger& ledger, const PlacementRequest& r, const PreemptionPlan& plan) {
-  EXPECT_TRUE(std::is_sorted(plan.victims.begin(), plan.victims.end()));
-  Ledger without = ledger;
-  for (const std::string& id : plan.victims) EXPECT_TRUE(without.Release(id)) << id;
-  EXPECT_TRUE(CommitWithinUsableCaps(without, plan.decision.ToAllocation(r.id)).ok());
-  int gpus = 0;
-  for (const NodeGpus& ng : plan.decision.nodes) gpus += GpuCount(ng.gpus);
-  EXPECT_EQ(gpus, r.gpus);
+  ExpectPreemptionPlanHolds(ledger, r, plan);
   std::optional<PlacementDecision> fresh = PlaceWithout(ledger, r, plan.victims);
   ASSERT_TRUE(fresh.has_value());
   EXPECT_EQ(plan.decision.domains, fresh->domains);

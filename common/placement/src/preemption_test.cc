@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rackwise/start_guard.h"
+#include "preemption_expect.h"
 #include "rackwise/synthetic_cluster.h"
 
 namespace rackwise {
@@ -24,16 +24,6 @@ Allocation Trays(const Topology& t, const std::string& id, RackId rack, int firs
   Allocation a{id, {}, 0};
   for (int i = first; i < first + count; ++i) a.nodes.push_back({t.racks()[rack].nodes[i], 0xf});
   return a;
-}
-
-// The plan's decision holds on the ledger without its victims, under the usable caps.
-void ExpectValid(const Ledger& ledger, const PlacementRequest& request, const PreemptionPlan& plan) {
-  Ledger without = ledger;
-  for (const std::string& id : plan.victims) EXPECT_TRUE(without.Release(id)) << id;
-  EXPECT_TRUE(CommitWithinUsableCaps(without, plan.decision.ToAllocation(request.id)).ok());
-  int gpus = 0;
-  for (const NodeGpus& ng : plan.decision.nodes) gpus += GpuCount(ng.gpus);
-  EXPECT_EQ(gpus, request.gpus);
 }
 
 class PreemptionTwoBusyRacks : public ::testing::Test {
@@ -64,7 +54,7 @@ TEST_F(PreemptionTwoBusyRacks, RequiredJobTakesTheRackWithTheCheapestVictims) {
     EXPECT_DOUBLE_EQ((*plan)->lost_gpu_hours, 7);
     EXPECT_EQ((*plan)->decision.domains, 1);
     for (const NodeGpus& ng : (*plan)->decision.nodes) EXPECT_EQ(t_.nodes()[ng.node].rack, 1);
-    ExpectValid(ledger_, request_, **plan);
+    ExpectPreemptionPlanHolds(ledger_, request_, **plan);
   }
 }
 
@@ -88,7 +78,7 @@ TEST_F(PreemptionTwoBusyRacks, JobThatFitsHasNoVictims) {
   ASSERT_TRUE(plan->has_value());
   EXPECT_TRUE((*plan)->victims.empty());
   EXPECT_EQ((*plan)->lost_gpu_hours, 0);
-  ExpectValid(ledger_, request_, **plan);
+  ExpectPreemptionPlanHolds(ledger_, request_, **plan);
 }
 
 TEST_F(PreemptionTwoBusyRacks, MalformedCandidatesAndLimitsAreRefused) {
@@ -125,7 +115,7 @@ TEST(PreemptionTest, VictimsElsewhereInTheRowFreeItsPower) {
     ASSERT_TRUE(plan->has_value());
     EXPECT_EQ((*plan)->victims, std::vector<std::string>{"q"});
     EXPECT_EQ(t.nodes()[(*plan)->decision.nodes.at(0).node].rack, 0);
-    ExpectValid(ledger, request, **plan);
+    ExpectPreemptionPlanHolds(ledger, request, **plan);
   }
   // With the racks' draw measured, a released job still counts until the next reading (the ledger's rule), so
   // preempting frees no power now; the scratch copy is remade after each such trial.
@@ -152,7 +142,7 @@ class PreemptionTies : public ::testing::Test {
     auto plan = PlanPreemption(ledger_, request_, candidates);
     EXPECT_TRUE(plan.ok()) << plan.status();
     if (!plan.ok() || !plan->has_value()) return {"none"};
-    ExpectValid(ledger_, request_, **plan);
+    ExpectPreemptionPlanHolds(ledger_, request_, **plan);
     return (*plan)->victims;
   }
   Topology t_;
@@ -188,7 +178,7 @@ TEST(PreemptionTest, PrioritiesAreSummedNotMaximized) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_TRUE(plan->has_value());
   EXPECT_EQ((*plan)->victims, (std::vector<std::string>{"a", "b"}));
-  ExpectValid(ledger, request, **plan);
+  ExpectPreemptionPlanHolds(ledger, request, **plan);
 }
 
 TEST(PreemptionTest, BoundedSearchFindsTheCheapestRackAmongManyCandidates) {
@@ -215,7 +205,7 @@ TEST(PreemptionTest, BoundedSearchFindsTheCheapestRackAmongManyCandidates) {
   EXPECT_EQ((*plan)->victims.size(), 18u);
   for (const std::string& id : (*plan)->victims) EXPECT_EQ(id.substr(0, 2), "r2");
   EXPECT_DOUBLE_EQ((*plan)->lost_gpu_hours, 45);
-  ExpectValid(ledger, request, **plan);
+  ExpectPreemptionPlanHolds(ledger, request, **plan);
 }
 
 }  // namespace
