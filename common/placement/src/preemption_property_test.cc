@@ -29,12 +29,12 @@ int Pick(Rng& rng, int lo, int hi) { return std::uniform_int_distribution<int>(l
 double Real(Rng& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
 
 // A few racks whose caps (rack, row, hall) bind more often than not, so that power decides as often as GPUs.
-v1::ClusterDescription SmallCappedCluster(Rng& rng) {
+v1::ClusterDescription SmallCappedCluster(Rng& rng, int most_racks) {
   SyntheticClusterSpec spec;
   for (int b = Pick(rng, 1, 2); b > 0; --b) {
     RackBlock block;
     block.system = static_cast<ReferenceSystem>(Pick(rng, 0, 2));
-    block.racks = Pick(rng, 1, 3);
+    block.racks = Pick(rng, 1, most_racks);
     block.nodes_per_rack = block.system == ReferenceSystem::kGb200Nvl72 ? Pick(rng, 2, 6) : Pick(rng, 1, 3);
     const v1::NodeType type = ReferenceNodeType(block.system);
     const double idle_kw = block.nodes_per_rack * type.idle_watts() / 1000.0;
@@ -71,8 +71,8 @@ PlacementRequest RandomJob(Rng& rng, const Topology& t, const std::string& id) {
 }
 
 // Random jobs placed and committed, as a scheduler would have started them.
-void Fill(Rng& rng, Ledger& ledger) {
-  for (int i = Pick(rng, 2, 12); i > 0; --i) {
+void Fill(Rng& rng, Ledger& ledger, int most_jobs) {
+  for (int i = Pick(rng, 2, most_jobs); i > 0; --i) {
     PlacementRequest job = RandomJob(rng, ledger.topology(), "run" + std::to_string(i));
     job.locality = Locality::kNone;
     absl::StatusOr<PlacementOutcome> out = Placer::Place(ledger, job);
@@ -83,7 +83,7 @@ void Fill(Rng& rng, Ledger& ledger) {
   }
 }
 
-std::vector<PreemptionCandidate> RandomCandidates(Rng& rng, const Ledger& ledger) {
+std::vector<PreemptionCandidate> RandomCandidates(Rng& rng, const Ledger& ledger, size_t most) {
   std::vector<PreemptionCandidate> out;
   // Quarter hours add up exactly in any order, so the checker's plain sums tie where the planner's do.
   auto random_candidate = [&](const std::string& id) {
@@ -93,7 +93,7 @@ std::vector<PreemptionCandidate> RandomCandidates(Rng& rng, const Ledger& ledger
     if (Pick(rng, 0, 3) > 0) out.push_back(random_candidate(a->id));
   if (Pick(rng, 0, 4) == 0) out.push_back(random_candidate("not-held"));
   std::shuffle(out.begin(), out.end(), rng);
-  if (out.size() > 10) out.resize(10);
+  if (out.size() > most) out.resize(most);
   return out;
 }
 
@@ -166,10 +166,10 @@ TEST(PreemptionPropertyTest, MatchesAnExhaustiveCheckerOnSmallCappedClusters) {
   int with_victims = 0, without_victims = 0, none = 0, bounded_worse = 0;
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    absl::StatusOr<Topology> t = Topology::Build(SmallCappedCluster(rng));
+    absl::StatusOr<Topology> t = Topology::Build(SmallCappedCluster(rng, 3));
     ASSERT_TRUE(t.ok()) << t.status();
     auto ledger = std::make_unique<Ledger>(*t);
-    Fill(rng, *ledger);
+    Fill(rng, *ledger, 12);
     if (Pick(rng, 0, 3) == 0) {  // telemetry: trials touching these racks remake the planner's scratch copy
       std::vector<std::optional<Milliwatts>> readings;
       for (RackId r = 0; r < static_cast<RackId>(t->racks().size()); ++r)
@@ -177,7 +177,7 @@ TEST(PreemptionPropertyTest, MatchesAnExhaustiveCheckerOnSmallCappedClusters) {
       ledger->SetMeasuredDraw(readings, 0.2);
     }
     const PlacementRequest request = RandomJob(rng, *t, "pending");
-    const std::vector<PreemptionCandidate> candidates = RandomCandidates(rng, *ledger);
+    const std::vector<PreemptionCandidate> candidates = RandomCandidates(rng, *ledger, 10);
     const std::optional<Cheapest> best = Exhaustive(*ledger, request, candidates);
 
     auto plan = PlanPreemption(*ledger, request, candidates, {14, 1 << 20});
@@ -210,6 +210,34 @@ TEST(PreemptionPropertyTest, MatchesAnExhaustiveCheckerOnSmallCappedClusters) {
   RecordProperty("bounded_worse", bounded_worse);
   std::printf("with victims %d, without %d, none %d; bounded search dearer than the optimum in %d\n", with_victims,
               without_victims, none, bounded_worse);
+}
+
+// The bounded search on up to 40 candidates on up to 8 racks (the exhaustive stage only up to 4, and 64 calls),
+// where the checker cannot try every subset: a plan exactly when the job fits with every candidate gone, valid
+// and minimal.
+TEST(PreemptionPropertyTest, BoundedSearchIsValidAndMinimalOnManyCandidates) {
+  Rng rng(7);
+  int found = 0, past_exhaustive = 0;
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    absl::StatusOr<Topology> t = Topology::Build(SmallCappedCluster(rng, 8));
+    ASSERT_TRUE(t.ok()) << t.status();
+    auto ledger = std::make_unique<Ledger>(*t);
+    Fill(rng, *ledger, 60);
+    const PlacementRequest request = RandomJob(rng, *t, "pending");
+    const std::vector<PreemptionCandidate> candidates = RandomCandidates(rng, *ledger, 40);
+    std::vector<std::string> everyone;
+    for (const PreemptionCandidate& c : candidates) everyone.push_back(c.id);
+    past_exhaustive += candidates.size() > 4;
+    auto plan = PlanPreemption(*ledger, request, candidates, {4, 64});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->has_value(), PlaceWithout(*ledger, request, everyone).has_value());
+    if (!*plan) continue;
+    ++found;
+    ExpectValidAndMinimal(*ledger, request, **plan);
+  }
+  EXPECT_GT(found, 50);
+  EXPECT_GT(past_exhaustive, 50);
 }
 
 }  // namespace
