@@ -24,6 +24,8 @@ constexpr int kMaxExhaustiveCandidates = 20;
 // What remaking the scratch copy after a trial on a measured rack counts against the calls: a copy of the ledger
 // at 131k GPUs (about 1 ms) costs several Place calls.
 constexpr int kCallsPerCopy = 8;
+// How many of the cheapest candidates the scope across racks holds once a rack has given a set (SearchScopes).
+constexpr size_t kCheapestAcrossRacks = 256;
 
 // A relevant candidate as the search sees it. Victims are kept sorted by id, so that a set of victims, as sorted
 // indices, compares lexicographically as its sorted ids do.
@@ -429,16 +431,18 @@ std::vector<int> RackScope(const Topology& t, const Search& search, const ScopeI
   return order;
 }
 
-// The bounded search: the racks' scopes while three quarters of the calls last; then, for a job no rack can hold
-// or when the racks gave nothing, every relevant candidate as one scope. Nothing is offered when the job does not
-// fit even with every candidate gone (asked only then: that trial releases every candidate).
+// The bounded search: the racks' scopes while three quarters of the calls last; then every relevant candidate as
+// one scope, cheapest first, for jobs that span racks (or need not stay in one: `preferred`, `none`). When a rack
+// already gave a set and one rack could hold the job, only the kCheapestAcrossRacks cheapest: at 131k GPUs a
+// cheapest-first prefix of every running job that frees a whole rack holds thousands, and each trial releases
+// them all. Nothing is offered when the job does not fit even with every candidate gone (asked only when the
+// racks gave nothing: that trial releases every candidate).
 absl::Status SearchScopes(Search& search, const Ledger& ledger, const Reach& reach, int gpus, int calls) {
   const ScopeIndex index = IndexScopes(ledger.topology(), search);
   for (RackId rack : RackOrder(ledger, reach, search, index, gpus)) {
     if (search.calls_left() <= calls / 4) break;
     if (absl::Status s = SearchScope(search, RackScope(ledger.topology(), search, index, rack)); !s.ok()) return s;
   }
-  if (search.best() && gpus <= reach.most_in_one_rack) return absl::OkStatus();
   std::vector<int> everyone(search.victims().size());
   for (int i = 0; i < static_cast<int>(everyone.size()); ++i) everyone[i] = i;
   if (!search.best()) {
@@ -447,6 +451,8 @@ absl::Status SearchScopes(Search& search, const Ledger& ledger, const Reach& rea
     if (!fits.ok() || !*fits) return fits.status();
   }
   std::sort(everyone.begin(), everyone.end(), [&](int a, int b) { return search.CheaperVictim(a, b); });
+  if (search.best() && gpus <= reach.most_in_one_rack && everyone.size() > kCheapestAcrossRacks)
+    everyone.resize(kCheapestAcrossRacks);
   return SearchScope(search, everyone);
 }
 

@@ -29,17 +29,21 @@
 //  - beyond that, or once the calls run out: a bounded search per scope. Each rack that holds a usable node and
 //    a candidate is a scope: its own candidates cheapest first, then those elsewhere under its power domains
 //    (they free power, not GPUs). Racks are tried in the order of what freeing enough GPUs there costs, while
-//    three quarters of the calls last. Then, for a job that no rack can hold, or when no rack gave a set, one
-//    scope of every relevant candidate cheapest first (without a bound on calls when nothing was found yet; it
-//    first asks whether the job fits with all of them gone, and the answer is nullopt if not). In each scope the
-//    shortest cheapest-first prefix that makes room is found by doubling then bisection (a trial releases about
-//    as many candidates as the answer holds, not the whole scope), cut to the candidates the trial's placement
-//    needs (those holding its GPUs; else those in its racks or under their power domains), and victims are then
-//    dropped most expensive first while the job still fits. The cheapest result over the scopes wins.
-//    This can miss the optimum when the cheapest set is not a cheapest-first prefix of one scope (two cheap jobs
-//    in one rack against one dear job that alone would do elsewhere), when it spans racks for a job one rack
-//    could hold, or when the calls run out before the rack that holds it was tried. Whatever the calls left, the
-//    answer is then minimized once more, at most one call per victim, so that no victim it can do without stays;
+//    three quarters of the calls last. Then one scope across racks, cheapest first, for jobs that span racks (or
+//    need not stay in one: `preferred`, `none`): every relevant candidate, or only the 256 cheapest once a rack
+//    gave a set and one rack could hold the job (at 131k GPUs a cheapest-first prefix of every running job that
+//    frees a whole rack holds thousands, and each trial would release them all). When no rack gave a set, that
+//    scope has no bound on calls; it first asks whether the job fits with every candidate gone, and the answer
+//    is nullopt if not. In each scope the shortest cheapest-first prefix that makes room is found by doubling
+//    then bisection (a trial releases about as many candidates as the answer holds, not the whole scope), cut
+//    to the candidates the trial's placement needs (those holding its GPUs; else those in its racks or under
+//    their power domains), and victims are then dropped most expensive first while the job still fits. The
+//    cheapest result over the scopes wins. This can miss the optimum when the cheapest set is not a
+//    cheapest-first prefix of one scope (two cheap jobs in one rack against one dear job that alone would do
+//    elsewhere), when it spans racks beyond the 256 cheapest for a job one rack could hold, or when the calls
+//    run out before the rack that holds it was tried (on small random clusters with the exhaustive stage off, 7
+//    of 5,000 cases cost more than the optimum). Whatever the calls left, the answer is then minimized once
+//    more, at most one call per victim, so that no victim it can do without stays;
 //  - both rest on freeing more never taking a GPU or a watt away, so that a superset of a set that makes room
 //    makes room too (Place's multi-domain search is greedy: on some power-bound ledger it might miss on an
 //    emptier ledger a plan it finds on a fuller one; 20,000 random cases against the exhaustive checker found
@@ -47,14 +51,17 @@
 // Each trial releases the set on one scratch copy of the ledger, asks Place, and commits the set back, so the
 // ledger is copied once for the trials, not once per set; and once more for the answer's decision, which Place
 // gives on a fresh copy without the victims: the state the face's ledger will be in once it releases them (after
-// trials the scratch copy lists equal domains in another order, where Place may pick other nodes). Racks with a
-// power reading (telemetry) are the exception: committing back counts the victim as placed since the reading, so
-// after a set touching such a rack the scratch copy is made afresh (a copy of the whole ledger per such trial,
-// about 1 ms at 131k GPUs, counted as 8 calls against `max_place_calls`). Note that the ledger keeps counting a
-// released job's power on a measured rack until the next reading, so on such racks preemption frees GPUs at once but
-// power only after the next reading. Measured (tests/bench/placement_bench, Preemption/*, on a shared 2-core machine):
-// one decision for a 72-GPU `required` job on 131k GPUs, every GPU held, every running job a candidate (12,685), takes
-// about 20 ms; 31 ms with binding caps (2,707 candidates).
+// trials the scratch copy lists equal domains in another order, where Place may pick other nodes).
+//
+// Racks with a power reading (telemetry): committing back counts the victim as placed since the reading, so
+// after a trial touching such a rack the scratch copy is made afresh (a copy of the whole ledger, about 1 ms at
+// 131k GPUs, counted as 8 calls against `max_place_calls`). The ledger keeps counting a released job's power on
+// a measured rack until the next reading, so there preemption frees GPUs at once but power only after the next
+// reading: a job that needs the victims' power gets no plan until then.
+//
+// Measured (tests/bench/placement_bench, Preemption/*, on a shared 2-core machine): one decision for a 72-GPU
+// `required` job on 131k GPUs, every GPU held, every running job a candidate (12,685), takes about 17 ms of CPU;
+// 25 ms with binding caps (2,707 candidates); 86 ms when every rack carries a power reading.
 #pragma once
 
 #include <cstdint>
