@@ -92,7 +92,9 @@ struct PreemptionPlan {
 struct PreemptionLimits {
   int exhaustive_candidates = 14;  // relevant candidates up to which every subset is considered (at most 20)
   int max_place_calls = 512;       // Placer::Place calls per decision after the first (>= 1), besides the
-                                   // last pass over the answer (at most one per victim)
+                                   // last pass over the answer (at most one per victim) and the scope across
+                                   // racks when no rack gave a set (about log2(candidates) plus its answer's
+                                   // victims): see the search above
 };
 
 inline constexpr int64_t kMaxPreemptionPriority = int64_t{1} << 40;
