@@ -17,6 +17,7 @@
 
 #include "linear_scan_placer.h"
 #include "rackwise/placer.h"
+#include "rackwise/preemption.h"
 #include "rackwise/synthetic_cluster.h"
 
 namespace rackwise::bench {
@@ -161,10 +162,68 @@ bool PlaceWithLinearScanFirstFit(Fixture& f, const PlacementRequest& r) {
   return out.has_value();
 }
 
+// PlanPreemption on the fixture filled up with 4-GPU jobs until they are refused (every GPU held, or every cap
+// full), for a 72-GPU `required` job, with every running job a candidate (lost hours and priority from its id).
+// The fill is done once, outside the loop; each iteration is one whole decision. `measured`: every rack carries a
+// power reading equal to its estimate (telemetry), where each trial costs a copy of the ledger (preemption.h).
+void RunPreemption(benchmark::State& state, int which, bool measured) {
+  Fixture& f = Get(which);
+  static std::unique_ptr<Ledger> full[kFixtures], read[kFixtures];
+  static std::vector<PreemptionCandidate> candidates[kFixtures];
+  if (!full[which]) {
+    full[which] = std::make_unique<Ledger>(*f.ledger);
+    for (int i = 0, refused = 0; refused < 500; ++i) {
+      PlacementRequest r;
+      r.id = "top" + std::to_string(i);
+      r.gpus = 4;
+      auto out = Placer::Place(*full[which], r);
+      const auto* d = out.ok() ? std::get_if<PlacementDecision>(&*out) : nullptr;
+      refused = d && full[which]->Commit(d->ToAllocation(r.id)).ok() ? 0 : refused + 1;
+    }
+    for (const Allocation* a : full[which]->Allocations()) {
+      const size_t h = std::hash<std::string>()(a->id);
+      candidates[which].push_back({a->id, static_cast<int64_t>(h % 100), a->gpu_count() * (1.0 + h % 97)});
+    }
+    read[which] = std::make_unique<Ledger>(*full[which]);
+    std::vector<std::optional<Milliwatts>> readings;
+    for (RackId rack = 0; rack < static_cast<RackId>(f.topology->racks().size()); ++rack)
+      readings.push_back(full[which]->rack_draw(rack));
+    read[which]->SetMeasuredDraw(readings, 0.2);
+  }
+  const Ledger& ledger = measured ? *read[which] : *full[which];
+  PlacementRequest r;
+  r.id = "urgent";
+  r.gpus = 72;
+  r.locality = Locality::kRequired;
+  size_t victims = 0;
+  bool found = false;
+  for (auto _ : state) {
+    auto plan = PlanPreemption(ledger, r, candidates[which]);
+    if (!plan.ok()) std::abort();
+    found = plan->has_value();
+    victims = found ? (*plan)->victims.size() : 0;
+  }
+  state.counters["candidates"] = static_cast<double>(candidates[which].size());
+  state.counters["victims"] = static_cast<double>(victims);
+  state.counters["found"] = found;
+  const auto start = std::chrono::steady_clock::now();
+  Ledger copy = ledger;
+  benchmark::DoNotOptimize(copy);
+  state.counters["ledger_copy_ms"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 const int kRegistered = [] {
   const char* names[kFixtures] = {"4608gpu_64xNVL72", "72000gpu_1000xNVL72", "72000gpu_9000xHGX",
                                   "131112gpu_1821xNVL72", "131112gpu_1821xNVL72_capped"};
   for (int which = 0; which < kFixtures; ++which) {
+    for (bool measured : {false, true}) {
+      if (which == 2) continue;  // NVL72 fixtures: a 72-GPU job fills one rack
+      const std::string name = std::string("Preemption/") + names[which] + (measured ? "/measured" : "");
+      benchmark::RegisterBenchmark(name.c_str(), [which, measured](benchmark::State& s) {
+        RunPreemption(s, which, measured);
+      })->Unit(benchmark::kMillisecond);
+    }
     benchmark::RegisterBenchmark((std::string("Rackwise/") + names[which]).c_str(), [which](benchmark::State& s) {
       RunDecisions(s, which, PlaceWithRackwise);
     })->Unit(benchmark::kMicrosecond);
