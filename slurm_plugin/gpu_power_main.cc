@@ -13,10 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
-#include <utility>
 #include <exception>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "job_power.h"

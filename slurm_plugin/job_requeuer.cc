@@ -22,7 +22,8 @@ JobRequeuer::~JobRequeuer() {
   cv_.notify_all();
   thread_.join();
   for (const Item& item : dropped) {
-    Log(false, item, absl::StrCat("JobId=", item.job_id, " not requeued (", item.why, "): the plugin is shutting down"));
+    Log(false, item,
+        absl::StrCat("JobId=", item.job_id, " not requeued (", item.why, "): the plugin is shutting down"));
   }
 }
 

@@ -151,6 +151,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   SyncHealthLocked();
   ApplyTelemetryLocked();
   approved_.erase(job->job_id);  // an earlier try's approval does not cover what this try lets through
+  if (WaitsForVictimsLocked(job)) return SLURM_ERROR;
   // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
   if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   std::string power_why;
@@ -185,6 +186,10 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
+    if (!refusal->unresolvable && PreemptForLocked(job, request, bitmap, min_nodes, max_nodes, mode,
+                                                   preemptee_candidates, preemptee_job_list, tail) == SLURM_SUCCESS) {
+      return SLURM_SUCCESS;
+    }
     // The core's "never" is about the nodes it was offered, which here are only those usable now.
     const std::string why = refusal->unresolvable
                                 ? absl::StrCat("the ", request.allowed_nodes.size(), " nodes usable now cannot hold ",

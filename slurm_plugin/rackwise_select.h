@@ -93,6 +93,15 @@ class RackwiseSelect {
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
+  // Preemption (rackwise_select_preempt.cc). For a job the core refuses as things are: the core's victims among
+  // slurmctld's candidates, cons_tres fitted on the planned nodes, and *preemptee_job_list set to exactly the
+  // victims (SLURM_SUCCESS: slurmctld preempts them and the job waits). SLURM_ERROR: no plan.
+  int PreemptForLocked(job_record_t* job, const PlacementRequest& request, bitstr_t* bitmap, uint32_t min_nodes,
+                       uint32_t max_nodes, uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
+                       const JobTestTail& tail);
+  // True (pending reason set) while a job's victims still hold GPUs or power in the ledger: no further victims
+  // are chosen for it meanwhile.
+  bool WaitsForVictimsLocked(job_record_t* job);
   // Takes out of `bitmap` the nodes a requeued job left too recently for slurmd to run its prolog again
   // (requeue_guard.h). False, with the pending reason set, if the job cannot start now because of it.
   bool SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap);
@@ -154,9 +163,11 @@ class RackwiseSelect {
   absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
   // job id -> the GPUs its last RUN_NOW test let through (PowerFits); judged against what starts (CommitJobLocked)
   absl::flat_hash_map<uint32_t, Allocation> approved_;
+  // job id -> the allocation ids of the jobs preempted for it, until they have left the ledger
+  absl::flat_hash_map<uint32_t, std::vector<std::string>> preempting_;
   static constexpr size_t kMaxApprovals = 100000;
   std::unique_ptr<JobRequeuer> requeuer_;  // started on the first requeue that needs it
-  int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
+  int64_t inner_ns_ = 0;                   // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   // The shared power ledger's face (null without a `ledger:` section); it points at model_'s topology and ledger.
   std::unique_ptr<SlurmLedgerFace> shared_;

@@ -166,6 +166,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   refusals_.Forget(JobId(job));
   unconfirmed_.Confirm(job->job_id);
   approved_.erase(job->job_id);
+  preempting_.erase(job->job_id);
   ReleaseJobLocked(JobId(job));
 }
 

@@ -73,9 +73,9 @@ void RackwiseSelect::RequeueForOverdrawLocked() {
     for (const std::string& id : ids) {
       uint32_t job_id = 0;
       if (!absl::SimpleAtoi(id, &job_id)) continue;
-      requeuer->Requeue(job_id,
-                        absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; newest job there"),
-                        "OVERDRAW: requeue_newest");
+      requeuer->Requeue(
+          job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; newest job there"),
+          "OVERDRAW: requeue_newest");
     }
   }
 }

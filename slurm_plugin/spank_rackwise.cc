@@ -182,8 +182,7 @@ void DrainNode(const std::string& node, const std::string& cause) {
 // too, and protobuf aborts when two copies of one schema register in a process). plugstack.conf's
 // `cache_dir=DIR` (where the node keeps the last rackwise.yaml it accepted) is passed on; other arguments are
 // logged and ignored.
-int RunHelper(const char* mode, int ac, char** av, std::string& output,
-              const std::vector<std::string>& extra = {}) {
+int RunHelper(const char* mode, int ac, char** av, std::string& output, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> argv = {BesideThisPlugin("rackwise-slurm-gpu-power"), mode};
   argv.insert(argv.end(), extra.begin(), extra.end());
   const std::string cache_dir = "cache_dir=";

@@ -88,10 +88,11 @@ int RunImport(int argc, char** argv) {
   for (const Diagnostic& d : diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
   if (unreadable || !skeleton.ok()) return kExitInvalidInput;
   std::string yaml = adopt::SkeletonToYaml(
-      *skeleton, "Imported by `rackwise import` from " + source +
-                     ".\nEvery figure tagged !guess is a guess: put the real value (measured or from the vendor) and "
-                     "drop the tag;\n`rackwise validate` refuses the file until then. Add power_domains above the "
-                     "racks if your feeds have caps.",
+      *skeleton,
+      "Imported by `rackwise import` from " + source +
+          ".\nEvery figure tagged !guess is a guess: put the real value (measured or from the vendor) and "
+          "drop the tag;\n`rackwise validate` refuses the file until then. Add power_domains above the "
+          "racks if your feeds have caps.",
       guessed_scopes);
   if (args.output.empty()) {
     std::fputs(yaml.c_str(), stdout);

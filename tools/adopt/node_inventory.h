@@ -15,12 +15,12 @@ namespace rackwise::adopt {
 struct NodeFacts {
   std::string name;
   int gpus = 0;
-  std::string gpu_type;       // GRES type or GPU product; empty: not known
-  std::string nvlink_domain;  // a block or clique shared with other nodes; empty: the node is its own domain
+  std::string gpu_type;               // GRES type or GPU product; empty: not known
+  std::string nvlink_domain;          // a block or clique shared with other nodes; empty: the node is its own domain
   bool nvlink_scope_guessed = false;  // the block's scope could not be told from the GPUs: tagged for the admin
-  std::string rack;           // empty: not known
-  std::string scalable_unit;  // empty: not known
-  std::string origin;         // "FILE:LINE" (or FILE plus the node) where the node was declared, for messages
+  std::string rack;                   // empty: not known
+  std::string scalable_unit;          // empty: not known
+  std::string origin;                 // "FILE:LINE" (or FILE plus the node) where the node was declared, for messages
 };
 
 // A GPU count as schedulers write it ("8"): digits only, no sign, no suffix; nullopt otherwise.

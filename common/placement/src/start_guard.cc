@@ -42,7 +42,7 @@ StartJudgement CommitStartedJob(Ledger& ledger, const Allocation& running, const
   // Over a usable cap: what runs is recorded all the same (nothing new may be placed on that power).
   judgement.record = ledger.Commit(running, CommitMode::kRecover);
   judgement.verdict = approved && SamePowerFootprint(*approved, running) ? StartVerdict::kLedgerMovedSince
-                                                                          : StartVerdict::kOutsidePlacement;
+                                                                         : StartVerdict::kOutsidePlacement;
   return judgement;
 }
 

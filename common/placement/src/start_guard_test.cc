@@ -121,9 +121,9 @@ TEST(StartGuardTest, AStartedJobIsJudgedByWhatWasApproved) {
   // 8 more GPUs pass the usable cap. Approved with the same footprint (other indices on the same node): the ledger
   // moved since the approval; not approved, or approved elsewhere: a path around the core.
   const Allocation over{"b", {{1, 0xff}}, 0};
-  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{1, 0x0f}}, 0}));           // 4 GPUs, not 8
-  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{2, 0xff}}, 0}));           // another node
-  EXPECT_TRUE(SamePowerFootprint(over, Allocation{"x", {{1, 0xff}}, 0}));            // the id is not compared
+  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{1, 0x0f}}, 0}));  // 4 GPUs, not 8
+  EXPECT_FALSE(SamePowerFootprint(over, Allocation{"b", {{2, 0xff}}, 0}));  // another node
+  EXPECT_TRUE(SamePowerFootprint(over, Allocation{"x", {{1, 0xff}}, 0}));   // the id is not compared
   for (const Allocation* approved : {static_cast<const Allocation*>(nullptr), &within}) {
     Ledger fresh(t);
     ASSERT_TRUE(CommitWithinUsableCaps(fresh, within).ok());

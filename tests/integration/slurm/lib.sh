@@ -10,6 +10,7 @@
 # overrides the one above), RW_SPANK=required (plugstack.conf's mode for spank_rackwise.so; default optional).
 
 set -uo pipefail
+RW_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # this directory (live_checker.py is beside it)
 
 if [[ -n ${RW_SLURM_PREFIX:-} ]]; then
   RW_SBIN=$RW_SLURM_PREFIX/sbin
@@ -504,3 +505,15 @@ rw_ledger_identities() {
 }
 # rw_ledger_token YAML NAME: the description's ledger: section presents identity NAME's token.
 rw_ledger_token() { sed -i "/^ledger:/a\\  token_file: $RW_TMP/etc/$2.token" "$1"; }
+
+# rw_start_sampler DESCRIPTION: starts live_checker.py's independent sampler of what runs (caps less the reserve,
+# GPUs held once) in the background. Tests append "id gpus per_node watts locality partition_nodes" lines to
+# $RW_JOBS_FILE as they submit; the samples go to $RW_SAMPLES; touching $RW_SAMPLER_STOP ends it ($RW_SAMPLER).
+rw_start_sampler() {
+  RW_JOBS_FILE=$RW_TMP/jobs.txt RW_SAMPLES=$RW_TMP/samples.txt RW_SAMPLER_STOP=$RW_TMP/sampler.stop
+  : >"$RW_JOBS_FILE"
+  /usr/bin/python3 "$RW_LIB_DIR/live_checker.py" sample "$1" "$RW_JOBS_FILE" "$RW_SAMPLES" "$RW_SAMPLER_STOP" \
+    2>>"$RW_TMP/log/sampler.err" &
+  RW_SAMPLER=$!
+  RW_PIDS+=("$RW_SAMPLER")
+}

@@ -13,6 +13,11 @@ draw more than its cap less the policy's reserve), and reads what runs from Slur
                                               cluster can give it (every node type of its partition, on the empty
                                               cluster under the described caps)
 
+  live_checker.py victims DESC JOBS BEFORE JOB GONE PREEMPTABLE
+                                              whether GONE (the jobs preempted for JOB, a comma list) are as few
+                                              of PREEMPTABLE as can make room beside BEFORE ("id node:gpus,..."
+                                              per running job)
+
 JOBS has one line per submitted job: `id gpus gpus_per_node watts locality partition_nodes` (watts 0: the type's
 default; partition_nodes a comma list, or `-` for every node). The description may be replaced while sampling
 (a lowered cap is re-read each sample; an unreadable file keeps the last good one, as rackwise does).
@@ -202,6 +207,41 @@ def sample(desc_path, jobs_path, out_path, stop_path):
             time.sleep(0.3)
 
 
+def idle_rooms(cluster):
+    """Each rack's and power domain's usable room above the idle draw, in watts."""
+    room = {r: cluster.usable(cluster.racks[r].get("power_cap_kw")) - cluster.idle(r) for r in cluster.racks}
+    droom = {d: cluster.usable(cluster.domains[d].get("power_cap_kw")) for d in cluster.domains}
+    for r in cluster.racks:
+        for d in cluster.chain(r):
+            droom[d] -= cluster.idle(r)
+    return room, droom
+
+
+def take_largest_first(cluster, offers, gpus, step, pg, room, droom, most=math.inf):
+    """Takes the job's GPUs from `offers` ((size, rack) per NVLink domain), each time from the domain that can give
+    the most now (its free GPUs, limited by its rack's and power domains' rooms), at most `most` domains. Returns
+    (GPUs left, domains taken)."""
+    left, taken, offers = gpus, 0, list(offers)
+
+    def can_give(offer):
+        size, rack = offer
+        fits = math.inf if pg == 0 else int(min([room[rack]] + [droom[x] for x in cluster.chain(rack)]) // pg)
+        return min(size, left, fits) // step * step
+
+    while left > 0 and taken < most and offers:
+        best = max(range(len(offers)), key=lambda i: can_give(offers[i]))
+        take = can_give(offers[best])
+        if take <= 0:
+            break
+        rack = offers.pop(best)[1]
+        room[rack] -= take * pg
+        for x in cluster.chain(rack):
+            droom[x] -= take * pg
+        left -= take
+        taken += 1
+    return left, taken
+
+
 def fewest_for_type(cluster, type_name, nodes, gpus, per_node, watts):
     """The fewest NVLink domains of one type that can hold the job on the empty cluster under the caps: domains
     taken largest first, each rack's and power domain's usable room shared by the domains under it (a greedy
@@ -209,38 +249,16 @@ def fewest_for_type(cluster, type_name, nodes, gpus, per_node, watts):
     t = cluster.types[type_name]
     if per_node > t["gpus"]:
         return 0
-    pg = cluster.per_gpu(type_name, watts)
-    room = {r: cluster.usable(cluster.racks[r].get("power_cap_kw")) - cluster.idle(r) for r in cluster.racks}
-    droom = {d: cluster.usable(cluster.domains[d].get("power_cap_kw")) for d in cluster.domains}
-    for r in cluster.racks:
-        for d in cluster.chain(r):
-            droom[d] -= cluster.idle(r)
+    step = per_node if per_node else 1
     domains = {}
     for n in nodes:
-        rack, tn = cluster.node[n]
-        if tn == type_name:
+        if cluster.node[n][1] == type_name:
             domains.setdefault(cluster.nvlink_domain(n), []).append(n)
-    offers = []
-    for d, members in domains.items():
-        rack = cluster.node[members[0]][0]
-        step = per_node if per_node else 1
-        size = len(members) * (t["gpus"] // step * step)
-        offers.append((size, d, rack, step))
-    offers.sort(reverse=True)
-    left, used = gpus, 0
-    for size, d, rack, step in offers:
-        if left <= 0:
-            break
-        fits = math.inf if pg == 0 else int(min([room[rack]] + [droom[x] for x in cluster.chain(rack)]) // pg)
-        take = min(size, left, fits) // step * step
-        if take <= 0:
-            continue
-        room[rack] -= take * pg
-        for x in cluster.chain(rack):
-            droom[x] -= take * pg
-        left -= take
-        used += 1
-    return used if left <= 0 else 0
+    offers = sorted(((len(m) * (t["gpus"] // step * step), cluster.node[m[0]][0]) for m in domains.values()),
+                    reverse=True)
+    room, droom = idle_rooms(cluster)
+    left, taken = take_largest_first(cluster, offers, gpus, step, cluster.per_gpu(type_name, watts), room, droom)
+    return taken if left <= 0 else 0
 
 
 def judge_domains(desc_path, jobs_path, seen_path):
@@ -275,10 +293,77 @@ def tn_allows_watts(cluster, type_name, watts):
     return watts >= t["idle_watts"] * share
 
 
+def fits_now(cluster, running, job):
+    """Whether `job` can start in its fewest NVLink domains beside `running` ({id: {node: gpus}}, every job at its
+    type's default watts): each domain takes what its free GPUs, its rack's and its power domains' rooms allow,
+    largest first, within one node type."""
+    nodes = set(cluster.node)
+    want = min([f for f in (fewest_for_type(cluster, tn, nodes, job["gpus"], job["per_node"], job["watts"])
+                            for tn in cluster.types) if f > 0] or [0])
+    if not want:
+        return False
+    used = {n: 0 for n in cluster.node}
+    for placed in running.values():
+        for n, g in placed.items():
+            used[n] += g
+    for tn, t in cluster.types.items():
+        room, droom = idle_rooms(cluster)
+        for n, g in used.items():
+            rack, ntype = cluster.node[n]
+            room[rack] -= g * cluster.per_gpu(ntype, 0)
+            for d in cluster.chain(rack):
+                droom[d] -= g * cluster.per_gpu(ntype, 0)
+        step = job["per_node"] or 1
+        if step > t["gpus"]:
+            continue
+        free = {}
+        for n, (rack, ntype) in cluster.node.items():
+            if ntype == tn:
+                free.setdefault(cluster.nvlink_domain(n), []).append((t["gpus"] - used[n]) // step * step)
+        racks = {cluster.nvlink_domain(n): rack for n, (rack, _) in cluster.node.items()}
+        offers = sorted(((sum(f), racks[d]) for d, f in free.items()), reverse=True)
+        left, _ = take_largest_first(cluster, offers, job["gpus"], step, cluster.per_gpu(tn, job["watts"]), room,
+                                     droom, most=want)
+        if left <= 0:
+            return True
+    return False
+
+
+def judge_victims(desc_path, jobs_path, before_path, job_id, gone, preemptable):
+    """Whether the jobs preempted for `job_id` (`gone`, a comma list) are as few as can make room: the smallest
+    subset of the preemptable jobs (a comma list) that ran before (every subset, smallest first) after whose
+    removal the job fits."""
+    import itertools
+    cluster = load(desc_path, None)
+    jobs = read_jobs(jobs_path)
+    running = {}
+    for line in open(before_path):
+        f = line.split()
+        if len(f) == 2:
+            running[f[0]] = {n: int(g) for n, g in (x.split(":") for x in f[1].split(","))}
+    job = jobs[job_id]
+    victims = [] if gone == "-" else gone.split(",")
+    pool = sorted(set(preemptable.split(",")) & set(running))
+    for k in range(len(pool) + 1):
+        if any(fits_now(cluster, {i: p for i, p in running.items() if i not in drop}, job)
+               for drop in itertools.combinations(pool, k)):
+            break
+    else:
+        return "FAIL: no set of running jobs makes room"
+    rest = {i: p for i, p in running.items() if i not in victims}
+    if len(victims) != k:
+        return "FAIL: %d jobs preempted (%s), the fewest that make room is %d" % (len(victims), gone, k)
+    if not fits_now(cluster, rest, job):
+        return "FAIL: the preempted jobs (%s) do not make room" % gone
+    return "ok: %d jobs preempted (%s), the fewest that make room" % (k, gone)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 6 and sys.argv[1] == "sample":
         sample(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "domains":
         sys.exit(judge_domains(*sys.argv[2:]))
+    elif len(sys.argv) == 8 and sys.argv[1] == "victims":
+        print(judge_victims(*sys.argv[2:]))
     else:
         sys.exit(__doc__)

@@ -40,11 +40,8 @@ done
 cp "$yaml" "$RW_TMP/rackwise.yaml.good"
 rw_start || exit 1
 
-jobs_file=$RW_TMP/jobs.txt samples=$RW_TMP/samples.txt stop=$RW_TMP/sampler.stop
-: >"$jobs_file"
-/usr/bin/python3 "$here/live_checker.py" sample "$yaml" "$jobs_file" "$samples" "$stop" 2>>"$RW_TMP/log/sampler.err" &
-sampler=$!
-RW_PIDS+=("$sampler")
+rw_start_sampler "$yaml"
+jobs_file=$RW_JOBS_FILE samples=$RW_SAMPLES stop=$RW_SAMPLER_STOP sampler=$RW_SAMPLER
 hgx_nodes=$(printf '%s\n' "${RW_NODES[@]}" | grep '^gpu' | paste -sd,)
 
 # submit SECONDS GPUS PER_NODE WATTS LOCALITY PARTITION_NODES SBATCH_ARGS...: a job that sleeps SECONDS; its
