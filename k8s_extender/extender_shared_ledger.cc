@@ -1,4 +1,4 @@
-// The extender service as a client of the shared power ledger (issue 17): its own allocations booked and
+// The extender service as a client of the shared power ledger: its own allocations booked and
 // released through the gate, the list it reconciles, the fallback's note and gauges. See extender_service.h
 // and shared_ledger_gate.h.
 #include "absl/strings/str_cat.h"

@@ -245,7 +245,7 @@ void StopAll(telemetry::TelemetryPoller* poller, KubeSync* sync, Servers& server
   timer.Stop();
 }
 
-// With a `ledger:` section, the extender books through the shared power ledger (issue 17); null otherwise.
+// With a `ledger:` section, the extender books through the shared power ledger; null otherwise.
 // False: the section is there but unusable (bad shares, unreadable TLS files, built without the ledger).
 bool ConnectSharedLedger(const v1::ClusterDescription& description, ExtenderService* service,
                          std::unique_ptr<SharedLedgerGate>* gate) {

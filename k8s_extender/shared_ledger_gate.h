@@ -1,4 +1,4 @@
-// The extender's door to the shared power ledger (rackwise-ledger, issue 17), when the description has a
+// The extender's door to the shared power ledger (rackwise-ledger), when the description has a
 // `ledger:` section. Every booking of the extender's own (a pod bound alone, a gang slot planned at filter
 // time) goes through it before it counts in the extender's ledger, and every release too, so that Slurm and
 // Kubernetes never pass a cap together. The interface lives here and the implementation beside the ledger

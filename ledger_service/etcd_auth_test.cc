@@ -156,6 +156,29 @@ TEST_F(LedgerAuthEtcdTest, ReplicasOverTlsEtcdMapTokensToPrefixesAndAuditEveryWr
   EXPECT_NE(log.find("audit: none Release slurm/c1/42: unauthenticated"), std::string::npos) << log;
 }
 
+// Runs `command`; its exit status and what it printed (stdout and stderr).
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "cannot run " + command};
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  return {::pclose(pipe), out};
+}
+
+// `rackwise status --ledger` against a replica that checks its callers: refused without a token, answered with one.
+TEST_F(LedgerAuthEtcdTest, StatusCommandPresentsItsToken) {
+  Replica* a = StartReplica("a", SharedRacks());
+  ASSERT_EQ(WaitForLeader({a}), a);
+  const std::string status = absl::StrCat(RACKWISE_CLI_BINARY, " status --json --ledger ", a->address);
+  const auto [refused, why] = RunCommand(status);
+  EXPECT_NE(refused, 0) << why;
+  EXPECT_NE(why.find("UNAUTHENTICATED"), std::string::npos) << why;  // the ledger's own words
+  const auto [ok, out] = RunCommand(absl::StrCat(status, " --ledger-token-file ", certs_.File("k8s.token")));
+  EXPECT_EQ(ok, 0) << out;
+  EXPECT_NE(out.find("\"leader_id\""), std::string::npos) << out;
+}
+
 // Starts rackwise-ledger with `flags` and waits for it to exit; its log.
 std::string RefusedStart(const std::string& dir, const std::vector<std::string>& flags) {
   ChildProcess ledger("refused", dir + "/refused.log");

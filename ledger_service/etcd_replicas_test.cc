@@ -1,6 +1,6 @@
 // The ledger against a real etcd (/usr/bin/etcd on free loopback ports, its data in a fresh directory) and
 // real rackwise-ledger replicas: the etcd client, the store's fence, leader election and fail-over, reconcile,
-// and the figures of BENCHMARKS.md (issue 17). Skipped only when /usr/bin/etcd is missing.
+// and the figures of BENCHMARKS.md. Skipped only when /usr/bin/etcd is missing.
 #include <stdlib.h>
 
 #include <gtest/gtest.h>
@@ -306,7 +306,7 @@ double MicrosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The figures of BENCHMARKS.md (issue 17), each beside a baseline measured in the same run against the same
+// The figures of BENCHMARKS.md, each beside a baseline measured in the same run against the same
 // etcd. The bounds asserted are loose (a shared 2-core CI machine); the goals (1 ms added, 1 s) are read from
 // the printed figures.
 //

@@ -1,4 +1,4 @@
-// rackwise-ledger: the shared power ledger of racks that Slurm and Kubernetes both use (issue 17). Replicas
+// rackwise-ledger: the shared power ledger of racks that Slurm and Kubernetes both use. Replicas
 // elect a leader on etcd; the leader loads every allocation from etcd and serves rackwise.v1.PowerLedger,
 // writing each change to etcd (fenced on its leadership) before it counts. SIGTERM revokes the lease so that
 // another replica takes over at once. Every call is authenticated and every write authorized per owner prefix

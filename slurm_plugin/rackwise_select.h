@@ -8,8 +8,8 @@
 // entry points (reconfigure from an RPC thread) that hold different ones, and against the plugin's own threads
 // (the state publisher, the shared ledger's sync), which never hold a slurmctld lock.
 //
-// With a `ledger:` section in rackwise.yaml, the plugin is a face of the shared power ledger (issue 17,
-// slurm_ledger_face.h): a job's GPUs are reserved there in job_test, once the allocation Slurm will run is known,
+// With a `ledger:` section in rackwise.yaml, the plugin is a face of the shared power ledger
+// (slurm_ledger_face.h): a job's GPUs are reserved there in job_test, once the allocation Slurm will run is known,
 // and released at job end (rackwise_select_shared.cc).
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld: the shared power ledger (issue 17) when rackwise.yaml has a
+// select/rackwise_cons_tres inside slurmctld: the shared power ledger when rackwise.yaml has a
 // `ledger:` section. Owners are "slurm/<ClusterName>/<jobid>". A job's GPUs are reserved through the ledger in
 // job_test (RUN_NOW), once cons_tres has picked what Slurm will run, and released at job end; a reservation whose
 // job slurmctld then did not start is given back at the next job_test. After every rebuild of the plugin's ledger

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The Slurm face of the shared power ledger (rackwise-ledger, issue 17), free of Slurm so that it is unit-tested
+// The Slurm face of the shared power ledger (rackwise-ledger), free of Slurm so that it is unit-tested
 // without a daemon: select/rackwise_cons_tres makes one when rackwise.yaml has a `ledger:` section.
 //
 // It wraps a LedgerLink (ledger_service/ledger_link.h) with owner prefix "slurm/<ClusterName>/": a job's

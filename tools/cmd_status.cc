@@ -4,12 +4,14 @@
 // Kubernetes, other) from the shared power ledger service (--ledger host:port). --watch S redraws every S seconds.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 
+#include "absl/strings/ascii.h"
 #include "adopt/ledger_status.h"
 #include "adopt/power_status.h"
 #include "command.h"
@@ -24,11 +26,14 @@ namespace rackwise::cli {
 namespace {
 
 // One unary call with a 10 s deadline; an error is printed (naming `what`) and gives nullopt.
+// `authorization`: the metadata of that name (a ledger that checks its callers wants "Bearer <token>"), if any.
 template <typename Stub, typename Request, typename Response>
 std::optional<Response> Ask(const std::string& what, Stub& stub,
-                            grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*)) {
+                            grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*),
+                            const std::string& authorization = "") {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!authorization.empty()) context.AddMetadata("authorization", authorization);
   Response response;
   grpc::Status status = (stub.*rpc)(&context, Request(), &response);
   if (!status.ok()) {
@@ -47,20 +52,37 @@ std::optional<adopt::PowerStatus> FromGrpc(const std::string& address) {
   return s;
 }
 
-std::optional<v1::StatusResponse> LedgerStatus(const std::string& address) {
+std::optional<v1::StatusResponse> LedgerStatus(const std::string& address, const std::string& authorization) {
   auto stub = v1::PowerLedger::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  return Ask("ledger " + address, *stub, &v1::PowerLedger::Stub::Status);
+  return Ask("ledger " + address, *stub, &v1::PowerLedger::Stub::Status, authorization);
+}
+
+// "Bearer <the first line of `path`, whitespace trimmed>"; nullopt (said on stderr) when there is none.
+std::optional<std::string> BearerFromFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  std::getline(in, token);
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (!in && token.empty()) {
+    std::fprintf(stderr, "rackwise status: %s: cannot read the ledger token\n", path.c_str());
+    return std::nullopt;
+  }
+  if (token.empty()) {
+    std::fprintf(stderr, "rackwise status: %s: the first line holds no token\n", path.c_str());
+    return std::nullopt;
+  }
+  return "Bearer " + token;
 }
 
 // Any replica answers Status, but only the leader holds the allocations: a follower's answer names the leader,
 // which is asked in turn (one hop; the address shown is the one that answered).
-std::optional<std::string> LedgerFrame(const std::string& address, bool json) {
-  std::optional<v1::StatusResponse> response = LedgerStatus(address);
+std::optional<std::string> LedgerFrame(const std::string& address, bool json, const std::string& authorization) {
+  std::optional<v1::StatusResponse> response = LedgerStatus(address, authorization);
   std::string source = address;
   if (response && !response->serving() && !response->leader_address().empty() &&
       response->leader_address() != address) {
     source = response->leader_address();
-    response = LedgerStatus(source);
+    response = LedgerStatus(source, authorization);
   }
   if (!response) return std::nullopt;
   return json ? adopt::LedgerStatusJson(*response, source).dump(2) + "\n" : adopt::LedgerStatusTable(*response, source);
@@ -86,6 +108,10 @@ int RunStatus(int argc, char** argv) {
   app.add_option("--ledger", ledger, "each rack's draw by owner, from a rackwise-ledger replica (host:port)")
       ->excludes(app.get_option("--state"))
       ->excludes(grpc_option);
+  std::string token_file;
+  app.add_option("--ledger-token-file", token_file,
+                 "a file whose first line is the bearer token the ledger knows this caller by (its access file)")
+      ->needs(app.get_option("--ledger"));
   app.add_option("--watch", watch, "redraw every this many seconds until interrupted")->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
@@ -93,9 +119,15 @@ int RunStatus(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   if (flags.cluster.empty()) flags.cluster = DefaultClusterPath();
+  std::string authorization;
+  if (!token_file.empty()) {
+    std::optional<std::string> bearer = BearerFromFile(token_file);
+    if (!bearer) return kExitInvalidInput;
+    authorization = *bearer;
+  }
   // One frame: the ledger service's split by owner, or the racks and power domains.
   auto frame = [&]() -> std::optional<std::string> {
-    if (!ledger.empty()) return LedgerFrame(ledger, flags.json);
+    if (!ledger.empty()) return LedgerFrame(ledger, flags.json, authorization);
     std::optional<adopt::PowerStatus> status = grpc.empty() ? FromFiles(flags) : FromGrpc(grpc);
     if (!status) return std::nullopt;
     return flags.json ? adopt::StatusJson(*status).dump(2) + "\n" : adopt::StatusTable(*status);

@@ -45,7 +45,7 @@ grep -q "Node has fewer GPUs than gpus_per_node" "$dir/misfit.err"
 "$rw" trace generate --mix training --jobs 100 --seed 5 --cluster "$dir/nvl.yaml" > "$dir/fit.csv" 2> "$dir/fit.err"
 if grep -q "fewer GPUs than gpus_per_node" "$dir/fit.err"; then exit 1; fi
 grep -q "of 512 GPUs, 4 per node: .* can never give it more than 448" "$dir/fit.err"
-# Measured power (issue 11): each job measures 55..90% of what it is counted at (its declared watts, else the
+# Measured power: each job measures 55..90% of what it is counted at (its declared watts, else the
 # H100's 962.5 W); replayed as telemetry with reclaim_pct 50, the independent checker (which reads the measured
 # column itself) finds no excursion. --reclaim-pct needs --telemetry; a bad measurement names file, line, column.
 awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "measured_watts_per_gpu"; next }
@@ -60,7 +60,7 @@ if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/measured.csv" --recla
 printf 'id,submit,duration,gpus,measured_watts_per_gpu\nx,0,5,8,0\n' > "$dir/badm.csv"
 if "$rw" simulate --cluster "$dir/h100.yaml" --trace "$dir/badm.csv" 2> "$dir/badm.err"; then exit 1; fi
 grep -q "badm.csv:2: field 'measured_watts_per_gpu'" "$dir/badm.err"
-# Two owners on shared racks (issue 17): each mode's placements pass the checker with no violation; compare
+# Two owners on shared racks: each mode's placements pass the checker with no violation; compare
 # prints the ratio; a share of 1 and --split-owners with --policy all are usage errors (exit 2) naming the flag.
 for m in shared static; do
   "$rw" simulate --cluster "$dir/nvl.yaml" --trace "$dir/nvl.csv" --split-owners $m --placements "$dir/split-$m.jsonl" \

@@ -1,7 +1,7 @@
 // Property tests of the simulator against the independent checker: random clusters (one or two node types, caps
 // that bind and that do not, rows and a hall), random traces; for every policy no GPU is ever held twice and the
 // placements file agrees with the trace and the description; `rackwise` and `static-cap` never exceed a cap; the
-// checker's own measure of the baselines' violations equals the simulator's. With measured power (issue 11):
+// checker's own measure of the baselines' violations equals the simulator's. With measured power:
 // telemetry keeps the real draw under every cap, and jobs drawing more than counted are caught.
 #include <gtest/gtest.h>
 
@@ -384,7 +384,7 @@ std::pair<SimResult, check::CheckReport> ReplayMeasured(const MeasuredCase& c, S
   return {std::move(*r), std::move(rep)};
 }
 
-// Issue 11: with telemetry on, placements count max(estimate, measured) less reclaim_pct of the gap, and the
+// With telemetry on, placements count max(estimate, measured) less reclaim_pct of the gap, and the
 // hardware never draws more than a cap anywhere, checked by the independent sweep of the real draw at every
 // event (the checker reads measured_watts_per_gpu from the trace itself), for reclaim up to its 50% limit.
 TEST(SimulatorPropertyTest, TelemetryKeepsTheRealDrawUnderEveryCap) {

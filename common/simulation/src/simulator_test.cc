@@ -290,7 +290,7 @@ TEST(SimulatorTest, PolicyNames) {
   EXPECT_FALSE(ParseSimPolicy("best").ok());
 }
 
-// Measured power (issue 11): jobs draw their trace's measured watts per GPU, the meter counts cap excursions
+// Measured power: jobs draw their trace's measured watts per GPU, the meter counts cap excursions
 // against that real draw, and with SimOptions::telemetry the replay feeds it to the ledger as fresh readings,
 // so that placements count max(estimate, measured) and reclaim_pct lets them use part of the gap. Random traces
 // against an independent sweep of the draw: tests/sim/simulator_property_test.cc.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One power budget for Slurm and Kubernetes, with faults (issue 17's combined test): a real slurmctld and four
+# One power budget for Slurm and Kubernetes, with faults: a real slurmctld and four
 # slurmd, the real rackwise-extender fed kube-scheduler's exact extender payloads (filter -> prioritize -> bind,
 # as in tests/integration/k8s/testdata/) over HTTP, a fake kube-apiserver (rackwise_test_fake_apiserver: list,
 # watch, binding), a real etcd and two rackwise-ledger replicas, all on loopback. one_budget_cluster.yaml: one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One power budget for Slurm and another owner (issue 17): a real slurmctld and two slurmd, a real etcd and a real
+# One power budget for Slurm and another owner: a real slurmctld and two slurmd, a real etcd and a real
 # rackwise-ledger, all on loopback. shared_ledger_cluster.yaml's rack holds 8 GPUs of budget; Slurm's guaranteed
 # slice is 4, Kubernetes's 2. Every Slurm job here takes 2 GPUs of gpu01.
 #  1. Kubernetes holds 4 GPUs (reserved through the ledger): two Slurm jobs run, the third pends with a reason

@@ -33,7 +33,7 @@
 //
 // The core reads no clock: jobs per second of replay are measured by the caller.
 //
-// One trace split between two schedulers on shared racks (issue 17) is rackwise/split_simulator.h.
+// One trace split between two schedulers on shared racks is rackwise/split_simulator.h.
 #pragma once
 
 #include <string>

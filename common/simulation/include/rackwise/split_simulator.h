@@ -1,4 +1,4 @@
-// Two schedulers on shared racks (issue 17): one trace replayed by two owners, e.g. Slurm and Kubernetes, each
+// Two schedulers on shared racks: one trace replayed by two owners, e.g. Slurm and Kubernetes, each
 // with its own nodes, its own jobs and its own FIFO + EASY backfill queue (as rackwise::Simulate runs one), over
 // one event timeline, either with one power ledger shared by both or with every budget cut in static halves.
 //
@@ -27,7 +27,7 @@
 // Idle draw is counted whole in both owners' ledgers (both see every node's idle) and once in the whole-cluster
 // ledger that meters real draw against the described caps; shares are of the watts above idle.
 //
-// The comparison (BENCHMARKS.md, issue 17) is the GPU-hours of jobs completed by a horizon common to both modes,
+// The comparison (BENCHMARKS.md) is the GPU-hours of jobs completed by a horizon common to both modes,
 // by default the trace's last submit: with enough time every job ends in either mode, so work done by a fixed
 // time is what sharing gains. Not modelled: measured power as telemetry (SimOptions::telemetry is refused).
 #pragma once
