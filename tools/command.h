@@ -13,7 +13,7 @@ class App;
 
 namespace rackwise::cli {
 
-// Exit codes scripts can rely on (documented in README.md).
+// Exit codes scripts can rely on (documented in docs/reference.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalidInput = 1;  // a file or value failed validation; diagnostics on stderr
 inline constexpr int kExitUsage = 2;         // bad flags

@@ -1,5 +1,5 @@
 // Converter for the Microsoft Philly GPU trace (per-job condensation: timestamp,duration,num_gpus,gpu_time,cluster;
-// see ../shared/data/traces/philly/README.md) into the trace CSV of rackwise/trace.h.
+// see the trace's own README) into the trace CSV of rackwise/trace.h.
 //
 // Rules: rows are sorted by submit time (ties keep file order); submit = seconds from the first submit (wall clock,
 // no time zone, so no daylight-saving jumps); duration rounds up to whole seconds (at least 1); a job of more
