@@ -302,7 +302,7 @@ TEST(StreamYamlToProto, DeepNestingIsSkippedWithoutRecursionAndBounded) {
   EXPECT_THAT(r.Text(), HasSubstr("s.yaml:2: YAML syntax error: nested more than 1000 levels deep"));
 }
 
-// Not timed (benchmarks measure speed, BENCHMARKS.md section 5): what a read keeps is proportional to the
+// Not timed (benchmarks measure speed, BENCHMARKS.md section 1): what a read keeps is proportional to the
 // allocations and small per allocation. The yaml-cpp path kept a node tree and a string per field (~7 kB per
 // one-GPU allocation at its peak); the message plus the integer lines here stay under 1 kB.
 TEST(StreamYamlToProto, MemoryPerAllocationIsSmallAndLinear) {
