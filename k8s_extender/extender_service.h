@@ -29,7 +29,8 @@
 #include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/state.pb.h"
-#include "shared_ledger_gate.h"
+#include "ledger_booking.h"
+#include "ledger_owners.h"
 
 namespace rackwise::k8s {
 
@@ -103,12 +104,12 @@ class ExtenderService {
   // --- the shared power ledger (extender_shared_ledger.cc) ---
   // Books and releases the extender's own allocations through `gate` from now on (call before serving; it
   // must outlive the service). Unset: the extender's ledger alone decides, as without a `ledger:` section.
-  void SetSharedLedger(SharedLedgerGate* gate);
+  void SetSharedLedger(ledger::LedgerBooking* gate);
   // On the timer's beat: once synced with the API server, syncs with the shared ledger every ledger_sync_ms
   // (re-mirrors the other owners; after a fallback, reconciles the whole k8s/ list first).
   void SyncSharedLedger(int64_t now_ms);
   // Every allocation of the extender's own as the shared ledger should hold it (pods alone, gang slots).
-  std::vector<OwnedAllocation> OwnAllocations() const;
+  std::vector<ledger::OwnAllocation> OwnAllocations() const;
 
   // --- the API server's view ---
   // Until synced, filter answers an error: the ledger is still being rebuilt from the API server.
@@ -191,7 +192,7 @@ class ExtenderService {
   absl::Status CommitAloneLocked(const std::string& owner, const Allocation& allocation);
   void ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id);
   void SyncSharedLedgerLocked();
-  std::vector<OwnedAllocation> OwnAllocationsLocked() const;
+  std::vector<ledger::OwnAllocation> OwnAllocationsLocked() const;
   // " (...)" saying that decisions are made within the guaranteed slice while the shared ledger is
   // unreachable; empty otherwise. Appended to filter reasons.
   std::string FallbackNoteLocked() const;
@@ -236,7 +237,7 @@ class ExtenderService {
   TelemetryTracker telemetry_;  // the last poll's outcome, for /metrics and for logging changes once
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
-  SharedLedgerGate* gate_ = nullptr;
+  ledger::LedgerBooking* gate_ = nullptr;
   int64_t last_ledger_sync_ms_ = 0;
   bool ledger_sync_due_ = true;        // the first beat after the API server's list syncs at once
   bool ledger_reconcile_due_ = false;  // a relist rebuilt the pods: the next sync reconciles the whole list

@@ -1,13 +1,12 @@
 // The extender service as a client of the shared power ledger: its own allocations booked and
-// released through the gate, the list it reconciles, the fallback's note and gauges. See extender_service.h
-// and shared_ledger_gate.h.
+// released through the face's LedgerBooking, the list it reconciles, the fallback's note and gauges. See extender_service.h
+// and ledger_owners.h.
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
-#include "prometheus_text.h"
 
 namespace rackwise::k8s {
 
-void ExtenderService::SetSharedLedger(SharedLedgerGate* gate) {
+void ExtenderService::SetSharedLedger(ledger::LedgerBooking* gate) {
   std::lock_guard<std::mutex> lock(mu_);
   gate_ = gate;
   gangs_.SetGate(gate);
@@ -26,13 +25,13 @@ void ExtenderService::ReleaseAloneLocked(const std::string& owner, const std::st
   }
 }
 
-std::vector<OwnedAllocation> ExtenderService::OwnAllocations() const {
+std::vector<ledger::OwnAllocation> ExtenderService::OwnAllocations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return OwnAllocationsLocked();
 }
 
-std::vector<OwnedAllocation> ExtenderService::OwnAllocationsLocked() const {
-  std::vector<OwnedAllocation> own;
+std::vector<ledger::OwnAllocation> ExtenderService::OwnAllocationsLocked() const {
+  std::vector<ledger::OwnAllocation> own;
   for (const auto& [key, record] : pods_) {
     if (!record.group.empty()) continue;  // its slot is listed with its group below
     if (const Allocation* a = ledger_.Find(record.allocation_id)) own.push_back({record.owner, *a});
@@ -74,13 +73,7 @@ std::string ExtenderService::FallbackNoteLocked() const {
 
 void ExtenderService::RenderSharedLedgerMetrics(std::string* out) const {
   if (gate_ == nullptr) return;  // no `ledger:` section: the metrics are as before
-  Gauge(out, "rackwise_ledger_fallback",
-        "1 while the shared power ledger is unreachable (decisions within the guaranteed slice), else 0.");
-  absl::StrAppend(out, "rackwise_ledger_fallback ", gate_->in_fallback() ? 1 : 0, "\n");
-  absl::StrAppend(out,
-                  "# HELP rackwise_ledger_fallbacks_total Times the shared power ledger became unreachable.\n"
-                  "# TYPE rackwise_ledger_fallbacks_total counter\n",
-                  "rackwise_ledger_fallbacks_total ", gate_->fallbacks(), "\n");
+  out->append(ledger::BookingMetricsText(*gate_));
 }
 
 }  // namespace rackwise::k8s

@@ -15,7 +15,7 @@ namespace {
 
 // A shared ledger that admits at most `capacity` owners, reachable or not. In fallback it commits locally
 // within the extender's ledger (its caps stand for the slice), as LedgerLink does.
-class FakeGate : public SharedLedgerGate {
+class FakeGate : public ledger::LedgerBooking {
  public:
   absl::Status ReserveAndCommit(Ledger& local, const std::string& owner, const Allocation& a) override {
     if (Reach() && held.size() >= capacity)
@@ -31,7 +31,7 @@ class FakeGate : public SharedLedgerGate {
     if (!local_id.empty()) local.Release(local_id);
     if (Reach()) held.erase(owner);
   }
-  absl::Status Sync(Ledger&, const std::vector<OwnedAllocation>& own, bool reconcile) override {
+  absl::Status Sync(Ledger&, absl::Span<const ledger::OwnAllocation> own, bool reconcile) override {
     ++syncs;
     if (!reachable) {
       Reach();  // enters fallback
@@ -39,7 +39,7 @@ class FakeGate : public SharedLedgerGate {
     }
     if (fallback || reconcile) {  // reconcile: the shared ledger now holds exactly the extender's list
       held.clear();
-      for (const OwnedAllocation& o : own) held.insert(o.owner);
+      for (const ledger::OwnAllocation& o : own) held.insert(o.owner);
       fallback = false;
     }
     return absl::OkStatus();
@@ -98,7 +98,7 @@ struct Fixture {
   }
   std::set<std::string> OwnOwners() const {
     std::set<std::string> out;
-    for (const OwnedAllocation& o : service->OwnAllocations()) out.insert(o.owner);
+    for (const ledger::OwnAllocation& o : service->OwnAllocations()) out.insert(o.owner);
     return out;
   }
 

@@ -263,22 +263,22 @@ StateSnapshot ExtenderService::Snapshot() const {
 
 void ExtenderService::RenderStateMetrics(std::string* out) const {
   StateSnapshot s = Snapshot();
-  Gauge(out, "rackwise_rack_draw_watts", "What a rack draws now: idle draw of its nodes plus allocations.");
+  daemon::Gauge(out, "rackwise_rack_draw_watts", "What a rack draws now: idle draw of its nodes plus allocations.");
   for (const RackSnapshot& r : s.racks) {
-    absl::StrAppend(out, "rackwise_rack_draw_watts{rack=\"", Label(r.name), "\"} ", MilliwattsToWatts(r.draw), "\n");
+    absl::StrAppend(out, "rackwise_rack_draw_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.draw), "\n");
   }
-  Gauge(out, "rackwise_rack_cap_watts", "A rack's power cap in force.");
+  daemon::Gauge(out, "rackwise_rack_cap_watts", "A rack's power cap in force.");
   for (const RackSnapshot& r : s.racks) {
-    absl::StrAppend(out, "rackwise_rack_cap_watts{rack=\"", Label(r.name), "\"} ", MilliwattsToWatts(r.cap), "\n");
+    absl::StrAppend(out, "rackwise_rack_cap_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.cap), "\n");
   }
-  Gauge(out, "rackwise_rack_headroom_watts", "Power a rack can still take (rack and every domain above it).");
+  daemon::Gauge(out, "rackwise_rack_headroom_watts", "Power a rack can still take (rack and every domain above it).");
   for (const RackSnapshot& r : s.racks) {
-    absl::StrAppend(out, "rackwise_rack_headroom_watts{rack=\"", Label(r.name), "\"} ", MilliwattsToWatts(r.headroom),
+    absl::StrAppend(out, "rackwise_rack_headroom_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.headroom),
                     "\n");
   }
-  Gauge(out, "rackwise_domain_free_gpus", "Free GPUs on up nodes of an NVLink domain.");
+  daemon::Gauge(out, "rackwise_domain_free_gpus", "Free GPUs on up nodes of an NVLink domain.");
   for (const DomainSnapshot& d : s.domains) {
-    absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", Label(d.name), "\",rack=\"", Label(d.rack), "\"} ",
+    absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", daemon::Label(d.name), "\",rack=\"", daemon::Label(d.rack), "\"} ",
                     d.free_gpus, "\n");
   }
   // Power domains (rows, halls): the same figures as racks, so a dashboard can stack rack draw under its row.
@@ -289,19 +289,19 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
       {"rackwise_power_domain_room_watts", "Power a power domain can still take under its cap less the reserve."},
   };
   for (size_t g = 0; g < std::size(feed_gauges); ++g) {
-    Gauge(out, feed_gauges[g].first, feed_gauges[g].second);
+    daemon::Gauge(out, feed_gauges[g].first, feed_gauges[g].second);
     for (const PowerDomainSnapshot& p : s.power_domains) {
       const Milliwatts value[] = {p.draw, p.counted, p.cap, p.room};
-      absl::StrAppend(out, feed_gauges[g].first, "{power_domain=\"", Label(p.name), "\"} ", MilliwattsToWatts(value[g]),
+      absl::StrAppend(out, feed_gauges[g].first, "{power_domain=\"", daemon::Label(p.name), "\"} ", MilliwattsToWatts(value[g]),
                       "\n");
     }
   }
   RenderTelemetryMetrics(out);
-  Gauge(out, "rackwise_allocations", "Allocations held in the ledger (pods, gang slots, operator placements).");
+  daemon::Gauge(out, "rackwise_allocations", "Allocations held in the ledger (pods, gang slots, operator placements).");
   absl::StrAppend(out, "rackwise_allocations ", s.allocations, "\n");
-  Gauge(out, "rackwise_gang_reservations", "Groups of pods holding a reservation.");
+  daemon::Gauge(out, "rackwise_gang_reservations", "Groups of pods holding a reservation.");
   absl::StrAppend(out, "rackwise_gang_reservations ", s.reservations, "\n");
-  Gauge(out, "rackwise_gang_free_slots", "Reserved pod slots not yet bound.");
+  daemon::Gauge(out, "rackwise_gang_free_slots", "Reserved pod slots not yet bound.");
   absl::StrAppend(out, "rackwise_gang_free_slots ", s.free_reserved_slots, "\n");
   absl::StrAppend(out,
                   "# HELP rackwise_candidate_list_cache_total Candidate node lists taken from the cache (hit) or "
@@ -309,7 +309,7 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
                   "rackwise_candidate_list_cache_total{result=\"hit\"} ", candidate_cache_.hits(), "\n",
                   "rackwise_candidate_list_cache_total{result=\"miss\"} ", candidate_cache_.misses(), "\n");
   std::lock_guard<std::mutex> lock(mu_);
-  Gauge(out, "rackwise_synced", "1 once the ledger has been rebuilt from the API server (or standalone).");
+  daemon::Gauge(out, "rackwise_synced", "1 once the ledger has been rebuilt from the API server (or standalone).");
   absl::StrAppend(out, "rackwise_synced ", synced_ ? 1 : 0, "\n");
   absl::StrAppend(out,
                   "# HELP rackwise_pods_on_unknown_nodes_total GPU pods seen on nodes the description does not name.\n",

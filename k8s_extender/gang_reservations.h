@@ -17,7 +17,8 @@
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
-#include "shared_ledger_gate.h"
+#include "ledger_booking.h"
+#include "ledger_owners.h"
 
 namespace rackwise::k8s {
 
@@ -47,7 +48,7 @@ class GangReservations {
   explicit GangReservations(Ledger* ledger) : ledger_(ledger) {}
   // Books and releases slots through the shared power ledger from now on (null: the extender's ledger alone).
   // A slot planned at filter time is reserved there before it counts here, else a gang would run unreserved.
-  void SetGate(SharedLedgerGate* gate) { gate_ = gate; }
+  void SetGate(ledger::LedgerBooking* gate) { gate_ = gate; }
 
   // Makes sure the group has a slot for every pod not yet bound: plans the missing ones with the core as one
   // job of missing x per_pod.gpus GPUs in whole pods per node (share_gpus) and commits them. A refusal passes
@@ -84,7 +85,7 @@ class GangReservations {
   void ReleaseSlot(const std::string& allocation_id);
 
   Ledger* ledger_;
-  SharedLedgerGate* gate_ = nullptr;
+  ledger::LedgerBooking* gate_ = nullptr;
   std::map<std::string, GangReservation> groups_;
 };
 

@@ -1,6 +1,7 @@
 // rackwise.v1.Placement over the extender service (see grpc_service.h).
 #include "grpc_service.h"
 
+#include "grpc_status.h"
 #include "kube_config.h"
 #include "rackwise/named_request.h"
 #include "rackwise/power_view.h"
@@ -14,22 +15,6 @@
 
 namespace rackwise::k8s {
 namespace {
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
-  switch (s.code()) {
-    case absl::StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case absl::StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case absl::StatusCode::kAlreadyExists: code = grpc::StatusCode::ALREADY_EXISTS; break;
-    case absl::StatusCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case absl::StatusCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
-    case absl::StatusCode::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
-    case absl::StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    default: break;
-  }
-  return grpc::Status(code, std::string(s.message()));
-}
 
 class Timer {
  public:
@@ -111,15 +96,15 @@ grpc::Status PlacementGrpcService::Admin(grpc::ServerContext* ctx) const {
   }
   absl::Status s = CheckAdmin(auth_, caller);
   if (!s.ok()) service_->metrics().CountDecision(Verb::kGrpcOther, "denied");
-  return ToGrpc(s);
+  return daemon::ToGrpcStatus(s);
 }
 
 grpc::Status PlacementGrpcService::DoPlace(const v1::PlaceRequest* req, v1::PlaceResponse* resp, bool commit) {
   Timer timer(service_, Verb::kGrpcPlace);
   absl::StatusOr<PlacementRequest> request = RequestFromProto(service_->topology(), req->request());
-  if (!request.ok()) return ToGrpc(request.status());
+  if (!request.ok()) return daemon::ToGrpcStatus(request.status());
   absl::StatusOr<PlacementOutcome> outcome = service_->Place(*request, commit);
-  if (!outcome.ok()) return ToGrpc(outcome.status());
+  if (!outcome.ok()) return daemon::ToGrpcStatus(outcome.status());
   OutcomeToProto(service_->topology(), *outcome, resp->mutable_outcome());
   bool placed = std::holds_alternative<PlacementDecision>(*outcome);
   service_->metrics().CountDecision(
@@ -191,7 +176,7 @@ grpc::Status PlacementGrpcService::SetPowerCap(grpc::ServerContext* ctx, const v
                                                v1::SetPowerCapResponse*) {
   if (grpc::Status s = Admin(ctx); !s.ok()) return s;
   Timer timer(service_, Verb::kGrpcOther);
-  return ToGrpc(service_->SetPowerCap(req->name(), req->power_cap_kw()));
+  return daemon::ToGrpcStatus(service_->SetPowerCap(req->name(), req->power_cap_kw()));
 }
 
 grpc::Status PlacementGrpcService::SetNodeHealth(grpc::ServerContext* ctx, const v1::SetNodeHealthRequest* req,
@@ -213,7 +198,7 @@ grpc::Status PlacementGrpcService::SetNodeHealth(grpc::ServerContext* ctx, const
     }
     failed.push_back(static_cast<int>(g));
   }
-  return ToGrpc(service_->SetNodeHealth(req->node(), h, failed));
+  return daemon::ToGrpcStatus(service_->SetNodeHealth(req->node(), h, failed));
 }
 
 GrpcServer::GrpcServer(ExtenderService* service, AdminAuthConfig auth, GrpcServerOptions options)

@@ -23,17 +23,13 @@
 #include "reservation_timer.h"
 #include "state_file.h"
 #include "telemetry_face.h"
-#ifdef RACKWISE_HAVE_GRPC
 #include "grpc_service.h"
-#endif
-#ifdef RACKWISE_HAVE_LEDGER
-#include "extender_ledger_gate.h"
-#endif
+#include "ledger_link.h"
 
 namespace rackwise::k8s {
 namespace {
 
-void Log(const std::string& line) { LogLine("rackwise-extender", line); }
+void Log(const std::string& line) { daemon::LogLine("rackwise-extender", line); }
 
 // Everything the command line sets; the defaults are the ones --help shows.
 struct ExtenderFlags {
@@ -145,15 +141,13 @@ bool RestoreOperatorState(const ExtenderFlags& flags, const v1::ClusterDescripti
 struct Servers {
   std::unique_ptr<ExtenderHttpServer> verbs;
   std::unique_ptr<ExtenderHttpServer> metrics;  // plain-HTTP probes and metrics; null without --metrics-listen
-#ifdef RACKWISE_HAVE_GRPC
   std::unique_ptr<GrpcServer> placement;  // null with an empty --grpc-listen
-#endif
 };
 
 // The extender verbs (and probes) on --listen. Returns an exit code: 0 when serving.
 int StartVerbServer(ExtenderFlags& flags, bool api_server, ExtenderService* service, Servers* servers) {
   HttpServerOptions& http = flags.http;
-  if (!SplitHostPort(flags.listen, &http.host, &http.port)) {
+  if (!daemon::SplitHostPort(flags.listen, &http.host, &http.port)) {
     Log(absl::StrCat("--listen ", flags.listen, ": expected HOST:PORT"));
     return 2;
   }
@@ -176,7 +170,7 @@ int StartVerbServer(ExtenderFlags& flags, bool api_server, ExtenderService* serv
 int StartMetricsServer(const ExtenderFlags& flags, ExtenderService* service, Servers* servers) {
   if (flags.metrics_listen.empty()) return 0;
   HttpServerOptions plain;
-  if (!SplitHostPort(flags.metrics_listen, &plain.host, &plain.port)) {
+  if (!daemon::SplitHostPort(flags.metrics_listen, &plain.host, &plain.port)) {
     Log(absl::StrCat("--metrics-listen ", flags.metrics_listen, ": expected HOST:PORT"));
     return 2;
   }
@@ -194,7 +188,6 @@ int StartMetricsServer(const ExtenderFlags& flags, ExtenderService* service, Ser
   return 0;
 }
 
-#ifdef RACKWISE_HAVE_GRPC
 // rackwise.v1.Placement; callers are admins by bearer token or client certificate. An exit code.
 int StartPlacementServer(const ExtenderFlags& flags, ExtenderService* service, Servers* servers) {
   if (flags.grpc_listen.empty()) return 0;
@@ -221,15 +214,12 @@ int StartPlacementServer(const ExtenderFlags& flags, ExtenderService* service, S
                    auth.token.empty() && !auth.client_certs ? " (read-only: no admin credential configured)" : ""));
   return 0;
 }
-#endif
 
 // Starts every configured server, in the order their addresses are logged. An exit code: 0 when all serve.
 int StartServers(ExtenderFlags& flags, bool api_server, ExtenderService* service, Servers* servers) {
   if (int rc = StartVerbServer(flags, api_server, service, servers); rc != 0) return rc;
   if (int rc = StartMetricsServer(flags, service, servers); rc != 0) return rc;
-#ifdef RACKWISE_HAVE_GRPC
   if (int rc = StartPlacementServer(flags, service, servers); rc != 0) return rc;
-#endif
   return 0;
 }
 
@@ -237,35 +227,28 @@ int StartServers(ExtenderFlags& flags, bool api_server, ExtenderService* service
 void StopAll(telemetry::TelemetryPoller* poller, KubeSync* sync, Servers& servers, ReservationTimer& timer) {
   if (poller) poller->Stop();
   if (sync) sync->Stop();
-#ifdef RACKWISE_HAVE_GRPC
   if (servers.placement) servers.placement->Stop();
-#endif
   servers.verbs->Stop();
   if (servers.metrics) servers.metrics->Stop();
   timer.Stop();
 }
 
 // With a `ledger:` section, the extender books through the shared power ledger; null otherwise.
-// False: the section is there but unusable (bad shares, unreadable TLS files, built without the ledger).
+// False: the section is there but unusable (bad shares, unreadable TLS or token files).
 bool ConnectSharedLedger(const v1::ClusterDescription& description, ExtenderService* service,
-                         std::unique_ptr<SharedLedgerGate>* gate) {
+                         std::unique_ptr<ledger::LedgerLink>* link) {
   if (!description.has_ledger()) return true;
-#ifdef RACKWISE_HAVE_LEDGER
-  absl::StatusOr<std::unique_ptr<ledger::ExtenderLedgerGate>> made =
-      ledger::ExtenderLedgerGate::Create(service->topology(), description, Log);
+  absl::StatusOr<std::unique_ptr<ledger::LedgerLink>> made =
+      ledger::LedgerLink::Create(service->topology(), description, "k8s/", Log);
   if (!made.ok()) {
     Log(absl::StrCat("ledger: ", made.status().message()));
     return false;
   }
-  *gate = *std::move(made);
-  service->SetSharedLedger(gate->get());
+  *link = *std::move(made);
+  service->SetSharedLedger(link->get());
   Log(absl::StrCat("shared power ledger at ", description.ledger().url(),
                    ": bookings go through it; until it answers, within Kubernetes' guaranteed slice"));
   return true;
-#else
-  Log("ledger: this rackwise-extender was built without the shared ledger client (no gRPC)");
-  return false;
-#endif
 }
 
 int RunExtender(int argc, char** argv) {
@@ -281,7 +264,7 @@ int RunExtender(int argc, char** argv) {
   }
 
   v1::ClusterDescription description;
-  std::optional<Topology> topology = LoadClusterTopology(flags.cluster, &description, Log);
+  std::optional<Topology> topology = daemon::LoadClusterTopology(flags.cluster, &description, Log);
   if (!topology) return 1;
   std::unique_ptr<KubeClient> client;
   if (!ConnectApiServer(flags.kubeconfig, &client)) return 1;
@@ -292,8 +275,8 @@ int RunExtender(int argc, char** argv) {
   options.candidate_cache_entries = flags.candidate_cache;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
   if (!RestoreOperatorState(flags, description, &service)) return 1;
-  std::unique_ptr<SharedLedgerGate> gate;  // outlives every thread that uses the service (they stop first)
-  if (!ConnectSharedLedger(description, &service, &gate)) return 1;
+  std::unique_ptr<ledger::LedgerLink> ledger_link;  // outlives every thread that uses the service (they stop first)
+  if (!ConnectSharedLedger(description, &service, &ledger_link)) return 1;
   // Without an API server there is nothing to catch up on: the ledger is complete as restored.
   if (!client) service.SetSynced(true);
   ReservationTimer reservation_timer(&service, SteadyNowMs);
@@ -312,7 +295,7 @@ int RunExtender(int argc, char** argv) {
     sync->Start();
   }
 
-  WaitForStopSignal();
+  daemon::WaitForStopSignal();
   Log("stopping");
   StopAll(poller.get(), sync.get(), servers, reservation_timer);
   // Nothing is left to flush (the ledger lives in the API server's pods).

@@ -101,7 +101,7 @@ absl::Status CheckEtcdEndpoint(const std::string& endpoint, const EtcdTls& tls) 
     std::string host;
     int port = 0;
     const absl::string_view address = absl::StripSuffix(absl::StripPrefix(endpoint, "http://"), "/");
-    if (!k8s::SplitHostPort(std::string(address), &host, &port) || !IsLoopbackHost(host))
+    if (!daemon::SplitHostPort(std::string(address), &host, &port) || !IsLoopbackHost(host))
       return absl::InvalidArgumentError(absl::StrCat(
           "etcd ", endpoint,
           ": plain http:// only to an etcd on loopback (127.0.0.1, ::1, localhost); anyone who "

@@ -53,7 +53,7 @@ TEST_F(EtcdFacesTest, AKilledLedgerMeansTheSliceAndItsReturnAReconcile) {
   ASSERT_TRUE(link.ok()) << link.status();
   LedgerClient slurm = ClientOf({a});
   ASSERT_TRUE(slurm.Reserve(MakeAllocation("slurm/c1/1", "n5", {0, 1, 2, 3})).ok());
-  ASSERT_TRUE((*link)->Sync(local, {}).ok()) << (*link)->last_error();
+  ASSERT_TRUE((*link)->Sync(local, {}, false).ok()) << (*link)->last_error();
   const auto pod = [&](const std::string& name, const std::string& node, std::initializer_list<uint32_t> gpus) {
     return *AllocationFromProto(*topology, MakeAllocation("pod/ns/" + name, node, gpus));
   };
@@ -72,7 +72,7 @@ TEST_F(EtcdFacesTest, AKilledLedgerMeansTheSliceAndItsReturnAReconcile) {
   const std::vector<OwnAllocation> own = {{"k8s/ns/uid-b", *local.Find("pod/ns/b")},
                                           {"k8s/ns/uid-c", *local.Find("pod/ns/c")}};
   EXPECT_EQ(WaitFor(
-                "the link back in shared mode", [&] { return (*link)->Sync(local, own).ok(); }, Watched({again}),
+                "the link back in shared mode", [&] { return (*link)->Sync(local, own, false).ok(); }, Watched({again}),
                 milliseconds(10000)),
             "");
   LedgerClient client = ClientOf({again});

@@ -43,8 +43,8 @@ std::string LedgerAudit::MetricsText() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, count] : counts_) {
     const auto& [identity, verb, outcome] = key;
-    absl::StrAppend(&out, "rackwise_ledger_audit_total{identity=\"", k8s::Label(identity), "\",verb=\"",
-                    k8s::Label(verb), "\",outcome=\"", k8s::Label(outcome), "\"} ", count, "\n");
+    absl::StrAppend(&out, "rackwise_ledger_audit_total{identity=\"", daemon::Label(identity), "\",verb=\"",
+                    daemon::Label(verb), "\",outcome=\"", daemon::Label(outcome), "\"} ", count, "\n");
   }
   return out;
 }

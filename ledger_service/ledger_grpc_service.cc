@@ -43,11 +43,11 @@ grpc::Status LedgerGrpcService::Write(grpc::ServerContext* ctx, absl::string_vie
   absl::StatusOr<const LedgerIdentity*> who = access_->Authenticate(PeerOf(*ctx));
   if (!who.ok()) {
     audit_->Record(kNoIdentity, verb, owner, "unauthenticated", who.status().message());
-    return ToGrpcStatus(who.status());
+    return daemon::ToGrpcStatus(who.status());
   }
   if (absl::Status allowed = LedgerAccess::AuthorizeWrite(**who, verb, owner); !allowed.ok()) {
     audit_->Record((*who)->name, verb, owner, "denied", allowed.message());
-    return ToGrpcStatus(allowed);
+    return daemon::ToGrpcStatus(allowed);
   }
   if (grpc::Status r = Redirect(ctx); !r.ok()) {
     audit_->Record((*who)->name, verb, owner,
@@ -73,14 +73,14 @@ grpc::Status LedgerGrpcService::Redirect(grpc::ServerContext* ctx) const {
 
 grpc::Status LedgerGrpcService::Reserve(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::ReserveResponse*) {
   return Write(ctx, "Reserve", req->allocation().id(),
-               [&] { return ToGrpcStatus(ledger_->Reserve(req->allocation())); });
+               [&] { return daemon::ToGrpcStatus(ledger_->Reserve(req->allocation())); });
 }
 
 grpc::Status LedgerGrpcService::Release(grpc::ServerContext* ctx, const v1::ReleaseOwnerRequest* req,
                                         v1::ReleaseOwnerResponse* resp) {
   return Write(ctx, "Release", req->owner(), [&] {
     absl::StatusOr<bool> released = ledger_->Release(req->owner());
-    if (!released.ok()) return ToGrpcStatus(released.status());
+    if (!released.ok()) return daemon::ToGrpcStatus(released.status());
     resp->set_released(*released);
     return grpc::Status::OK;
   });
@@ -93,7 +93,7 @@ grpc::Status LedgerGrpcService::Reconcile(grpc::ServerContext* ctx, const v1::Re
     // A copy (a few ms for 10,000): the ledger takes a span, and a repeated field of messages is not contiguous.
     const std::vector<v1::Allocation> listed(req->allocations().begin(), req->allocations().end());
     absl::StatusOr<ReconcileOutcome> outcome = ledger_->Reconcile(req->owner_prefix(), listed);
-    if (!outcome.ok()) return ToGrpcStatus(outcome.status());
+    if (!outcome.ok()) return daemon::ToGrpcStatus(outcome.status());
     resp->set_added(outcome->added);
     resp->set_replaced(outcome->replaced);
     resp->set_released(outcome->released);
@@ -104,17 +104,17 @@ grpc::Status LedgerGrpcService::Reconcile(grpc::ServerContext* ctx, const v1::Re
 }
 
 grpc::Status LedgerGrpcService::List(grpc::ServerContext* ctx, const v1::ListRequest* req, v1::ListResponse* resp) {
-  if (absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "List"); !who.ok()) return ToGrpcStatus(who.status());
+  if (absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "List"); !who.ok()) return daemon::ToGrpcStatus(who.status());
   if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
   absl::StatusOr<std::vector<v1::Allocation>> held = ledger_->List(req->owner_prefix());
-  if (!held.ok()) return ToGrpcStatus(held.status());
+  if (!held.ok()) return daemon::ToGrpcStatus(held.status());
   for (v1::Allocation& a : *held) *resp->add_allocations() = std::move(a);
   return grpc::Status::OK;
 }
 
 grpc::Status LedgerGrpcService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusResponse* resp) {
   absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "Status");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return daemon::ToGrpcStatus(who.status());
   resp->set_caller_identity((*who)->name);
   resp->set_insecure_loopback(access_->insecure());
   const LeaderInfo leader = current_leader_();

@@ -14,14 +14,13 @@
 
 #include "absl/status/status.h"
 #include "leader_election.h"
+#include "ledger_client.h"  // kLeaderAddressMetadata
 #include "ledger_access.h"
 #include "ledger_audit.h"
 #include "rackwise/v1/ledger_service.grpc.pb.h"
 #include "shared_ledger.h"
 
 namespace rackwise::ledger {
-
-inline constexpr char kLeaderAddressMetadata[] = "rackwise-leader-address";
 
 class LedgerGrpcService final : public v1::PowerLedger::Service {
  public:

@@ -18,6 +18,31 @@
 namespace rackwise::ledger {
 namespace {
 
+// A booking whose fallback state a test sets, for the metrics every face exports.
+class FixedBooking : public LedgerBooking {
+ public:
+  FixedBooking(bool fallback, uint64_t fallbacks) : fallback_(fallback), fallbacks_(fallbacks) {}
+  absl::Status ReserveAndCommit(Ledger&, const std::string&, const Allocation&) override { return absl::OkStatus(); }
+  void Release(Ledger&, const std::string&, const std::string&) override {}
+  absl::Status Sync(Ledger&, absl::Span<const OwnAllocation>, bool) override { return absl::OkStatus(); }
+  bool in_fallback() const override { return fallback_; }
+  std::string fallback_reason() const override { return fallback_ ? "down" : ""; }
+  uint64_t fallbacks() const override { return fallbacks_; }
+
+ private:
+  bool fallback_;
+  uint64_t fallbacks_;
+};
+
+TEST(BookingMetricsText, GaugeAndCounterInThePrometheusTextFormat) {
+  const std::string text = BookingMetricsText(FixedBooking(true, 3));
+  EXPECT_NE(text.find("# TYPE rackwise_ledger_fallback gauge\nrackwise_ledger_fallback 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE rackwise_ledger_fallbacks_total counter\nrackwise_ledger_fallbacks_total 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(BookingMetricsText(FixedBooking(false, 0)).find("\nrackwise_ledger_fallback 0\n"), std::string::npos);
+}
+
 using testing::MakeAllocation;
 using testing::WholeNode;
 
@@ -52,7 +77,7 @@ class LedgerLinkTest : public ::testing::Test {
 TEST_F(LedgerLinkTest, SharedMirrorsTheOtherOwnersAndReservesThroughTheLedger) {
   EXPECT_EQ(link_->mode(), LinkMode::kFallback) << "not synchronised yet";
   ASSERT_TRUE(server_->ledger().Reserve(MakeAllocation("slurm/c1/1", "n5", {0, 1})).ok());
-  ASSERT_TRUE(link_->Sync(*local_, {}).ok()) << link_->last_error();
+  ASSERT_TRUE(link_->Sync(*local_, {}, false).ok()) << link_->last_error();
   EXPECT_EQ(link_->mode(), LinkMode::kShared);
   EXPECT_EQ(link_->last_error(), "");
   ASSERT_NE(local_->Find("slurm/c1/1"), nullptr) << "Slurm's allocation mirrored";
@@ -71,7 +96,7 @@ TEST_F(LedgerLinkTest, SharedMirrorsTheOtherOwnersAndReservesThroughTheLedger) {
 }
 
 TEST_F(LedgerLinkTest, ARefusalCarriesTheLedgersReasonAndChangesNothing) {
-  ASSERT_TRUE(link_->Sync(*local_, {}).ok());
+  ASSERT_TRUE(link_->Sync(*local_, {}, false).ok());
   ASSERT_TRUE(link_->ReserveAndCommit(*local_, "k8s/ns/uid-a", Pod("ns/a", "n1", {0, 1, 2, 3, 4, 5, 6, 7})).ok());
   ASSERT_TRUE(link_->ReserveAndCommit(*local_, "k8s/ns/uid-b", Pod("ns/b", "n2", {0, 1, 2, 3})).ok());
   absl::Status refused = link_->ReserveAndCommit(*local_, "k8s/ns/uid-c", Pod("ns/c", "n2", {4}));
@@ -83,7 +108,7 @@ TEST_F(LedgerLinkTest, ARefusalCarriesTheLedgersReasonAndChangesNothing) {
 }
 
 TEST_F(LedgerLinkTest, WhatTheFacesLedgerRefusesIsGivenBackToTheLedger) {
-  ASSERT_TRUE(link_->Sync(*local_, {}).ok());
+  ASSERT_TRUE(link_->Sync(*local_, {}, false).ok());
   // The face holds GPU 0 of n3 that the ledger has not heard of (it started before the link was set up).
   ASSERT_TRUE(local_->Commit(Pod("ns/z", "n3", {0})).ok());
   absl::Status clash = link_->ReserveAndCommit(*local_, "k8s/ns/uid-y", Pod("ns/y", "n3", {0}));
@@ -94,8 +119,8 @@ TEST_F(LedgerLinkTest, WhatTheFacesLedgerRefusesIsGivenBackToTheLedger) {
 
 TEST_F(LedgerLinkTest, ALedgerNeverReachedIsToldOnceWithoutCountingAFallback) {
   server_->Stop();
-  EXPECT_FALSE(link_->Sync(*local_, {}).ok());
-  EXPECT_FALSE(link_->Sync(*local_, {}).ok());
+  EXPECT_FALSE(link_->Sync(*local_, {}, false).ok());
+  EXPECT_FALSE(link_->Sync(*local_, {}, false).ok());
   EXPECT_EQ(link_->fallbacks(), 0u) << "never shared: no change of mode";
   const size_t at = logs_.find("fallback to k8s/'s guaranteed slice");
   EXPECT_NE(at, std::string::npos) << logs_;
@@ -104,7 +129,7 @@ TEST_F(LedgerLinkTest, ALedgerNeverReachedIsToldOnceWithoutCountingAFallback) {
 
 TEST_F(LedgerLinkTest, AnUnreachableLedgerMeansTheSliceAloneAndItsReturnAReconcile) {
   ASSERT_TRUE(server_->ledger().Reserve(MakeAllocation("slurm/c1/1", "n5", {0, 1, 2, 3})).ok());
-  ASSERT_TRUE(link_->Sync(*local_, {}).ok());
+  ASSERT_TRUE(link_->Sync(*local_, {}, false).ok());
   ASSERT_TRUE(link_->ReserveAndCommit(*local_, "k8s/ns/uid-a", Pod("ns/a", "n1", {0, 1, 2, 3, 4, 5, 6, 7})).ok());
   server_->Stop();
 
@@ -128,14 +153,14 @@ TEST_F(LedgerLinkTest, AnUnreachableLedgerMeansTheSliceAloneAndItsReturnAReconci
   EXPECT_FALSE(link_->ReserveAndCommit(*local_, "k8s/ns/uid-d", Pod("ns/d", "n7", {0})).ok());
   const std::vector<OwnAllocation> own = {{"k8s/ns/uid-b", *local_->Find("pod/ns/b")},
                                           {"k8s/ns/uid-c", *local_->Find("pod/ns/c")}};
-  EXPECT_EQ(link_->Sync(*local_, own).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(link_->Sync(*local_, own, false).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(link_->mode(), LinkMode::kFallback);
   EXPECT_EQ(link_->fallbacks(), 1u) << "still the same fallback";
 
   server_->Restart();
   // The face syncs on its own beat until the ledger answers (gRPC reconnects within about a second).
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!link_->Sync(*local_, own).ok() && std::chrono::steady_clock::now() < until) {
+  while (!link_->Sync(*local_, own, false).ok() && std::chrono::steady_clock::now() < until) {
   }
   ASSERT_EQ(link_->mode(), LinkMode::kShared) << link_->last_error();
   EXPECT_EQ(link_->mode(), LinkMode::kShared);
@@ -152,7 +177,7 @@ TEST_F(LedgerLinkTest, AnUnreachableLedgerMeansTheSliceAloneAndItsReturnAReconci
 // and the ledger's checks; the etcd write is measured in BENCHMARKS.md). The median of 200, so that one slow
 // moment of a shared machine does not decide.
 TEST_F(LedgerLinkTest, AReservationRoundTripTakesUnderAMillisecondOnLoopback) {
-  ASSERT_TRUE(link_->Sync(*local_, {}).ok());
+  ASSERT_TRUE(link_->Sync(*local_, {}, false).ok());
   std::vector<double> us;
   for (int i = 0; i < 200; ++i) {
     const std::string node = absl::StrCat("n", 1 + i % 8);

@@ -11,11 +11,11 @@ namespace rackwise::ledger {
 
 std::string LedgerMetricsText(const LedgerAudit& audit, const SharedLedger& ledger, bool insecure) {
   std::string out = audit.MetricsText();
-  k8s::Gauge(&out, "rackwise_ledger_serving", "1 while this replica leads and serves, else 0.");
+  daemon::Gauge(&out, "rackwise_ledger_serving", "1 while this replica leads and serves, else 0.");
   absl::StrAppend(&out, "rackwise_ledger_serving ", ledger.serving() ? 1 : 0, "\n");
-  k8s::Gauge(&out, "rackwise_ledger_allocations", "Allocations this replica holds.");
+  daemon::Gauge(&out, "rackwise_ledger_allocations", "Allocations this replica holds.");
   absl::StrAppend(&out, "rackwise_ledger_allocations ", ledger.allocation_count(), "\n");
-  k8s::Gauge(&out, "rackwise_ledger_insecure_loopback",
+  daemon::Gauge(&out, "rackwise_ledger_insecure_loopback",
              "1 when started with --insecure-loopback: callers without credentials write anything.");
   absl::StrAppend(&out, "rackwise_ledger_insecure_loopback ", insecure ? 1 : 0, "\n");
   return out;
@@ -29,7 +29,7 @@ MetricsServer::~MetricsServer() { Stop(); }
 absl::Status MetricsServer::Start(const std::string& address) {
   std::string host;
   int port = 0;
-  if (!k8s::SplitHostPort(address, &host, &port))
+  if (!daemon::SplitHostPort(address, &host, &port))
     return absl::InvalidArgumentError(absl::StrCat("--metrics-listen '", address, "': not HOST:PORT"));
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(text_(), "text/plain; version=0.0.4");

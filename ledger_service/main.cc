@@ -28,7 +28,7 @@
 namespace rackwise::ledger {
 namespace {
 
-void Log(const std::string& line) { k8s::LogLine("rackwise-ledger", line); }
+void Log(const std::string& line) { daemon::LogLine("rackwise-ledger", line); }
 
 struct LedgerFlags {
   std::string cluster, etcd = "http://127.0.0.1:2379", listen = "127.0.0.1:8890", name, replica_id, advertise;
@@ -88,7 +88,7 @@ absl::Status CheckFlags(const LedgerFlags& flags) {
         "without it on a loopback address only");
   std::string host;
   int port = 0;
-  if (flags.insecure_loopback && (!k8s::SplitHostPort(flags.listen, &host, &port) || !IsLoopbackHost(host)))
+  if (flags.insecure_loopback && (!daemon::SplitHostPort(flags.listen, &host, &port) || !IsLoopbackHost(host)))
     return absl::InvalidArgumentError(
         absl::StrCat("--insecure-loopback: --listen '", flags.listen, "' is not a loopback address (127.0.0.1, ::1)"));
   return absl::OkStatus();
@@ -162,7 +162,7 @@ int RunLedger(const LedgerFlags& flags) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentials(flags);  // null: plain
   if (!credentials.ok()) return Fail(credentials.status());
   v1::ClusterDescription description;
-  std::optional<Topology> topology = k8s::LoadClusterTopology(flags.cluster, &description, Log);
+  std::optional<Topology> topology = daemon::LoadClusterTopology(flags.cluster, &description, Log);
   if (!topology) return 1;
   absl::StatusOr<GuaranteedSlices> slices = SlicesOfDescription(*topology, description);
   if (!slices.ok())
@@ -198,13 +198,13 @@ int RunLedger(const LedgerFlags& flags) {
   if (self.address.empty()) {
     std::string host;
     int port = 0;
-    k8s::SplitHostPort(flags.listen, &host, &port);
+    daemon::SplitHostPort(flags.listen, &host, &port);
     self.address = absl::StrCat(host, ":", server.port());
   }
   Log(ServingLine(flags, self, keys, *credentials != nullptr));
   std::unique_ptr<LeaderElection> election = StartElection(flags, &election_client, keys, self, &store, &shared);
   election_seen.store(election.get());
-  k8s::WaitForStopSignal();
+  daemon::WaitForStopSignal();
   Log("stopping");
   election->Stop();  // revokes the lease: a follower takes over without waiting for the TTL
   server.Stop();

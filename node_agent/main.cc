@@ -33,7 +33,7 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
-void Log(const std::string& line) { k8s::LogLine("rackwise-node-agent", line); }
+void Log(const std::string& line) { daemon::LogLine("rackwise-node-agent", line); }
 
 // Sleeps `seconds` in small steps so that a signal ends the wait at once.
 void Wait(double seconds) {
@@ -74,7 +74,7 @@ int CheckFlags(AgentFlags* f) {
     Log("no node name: pass --node-name or set NODE_NAME (the DaemonSet sets it from spec.nodeName)");
     return 2;
   }
-  if (!k8s::SplitHostPort(f->listen, &f->host, &f->port)) {
+  if (!daemon::SplitHostPort(f->listen, &f->host, &f->port)) {
     Log(absl::StrCat("--listen ", f->listen, ": expected HOST:PORT"));
     return 2;
   }

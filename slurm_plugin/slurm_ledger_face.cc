@@ -35,16 +35,6 @@ absl::StatusOr<std::string> SlurmOwnerPrefix(absl::string_view cluster_name) {
   return prefix;
 }
 
-std::string LedgerMetricsText(bool fallback, uint64_t fallbacks) {
-  return absl::StrCat(
-      "# HELP rackwise_ledger_fallback 1 while the shared power ledger is unreachable (decisions within the "
-      "guaranteed slice), else 0.\n# TYPE rackwise_ledger_fallback gauge\nrackwise_ledger_fallback ",
-      fallback ? 1 : 0,
-      "\n# HELP rackwise_ledger_fallbacks_total Times the shared power ledger became unreachable.\n"
-      "# TYPE rackwise_ledger_fallbacks_total counter\nrackwise_ledger_fallbacks_total ",
-      fallbacks, "\n");
-}
-
 void UnconfirmedReservations::Confirm(uint32_t job_id) { std::erase(pending_, job_id); }
 
 std::vector<uint32_t> UnconfirmedReservations::TakeStale(uint32_t current,
@@ -128,7 +118,7 @@ std::string SlurmLedgerFace::ReasonNote() const {
                       " allocations of other owners counted, their unused guaranteed slices kept free)");
 }
 
-bool SlurmLedgerFace::in_fallback() const { return link_->mode() == ledger::LinkMode::kFallback; }
+bool SlurmLedgerFace::in_fallback() const { return link_->in_fallback(); }
 
 uint64_t SlurmLedgerFace::fallbacks() const { return link_->fallbacks(); }
 
@@ -179,7 +169,7 @@ void SlurmLedgerFace::Run() {
 
 void SlurmLedgerFace::WriteMetrics() {
   if (options_.metrics_path.empty()) return;
-  std::string text = LedgerMetricsText(in_fallback(), fallbacks());
+  std::string text = ledger::BookingMetricsText(*link_);
   if (text == metrics_written_) return;
   const std::string tmp = options_.metrics_path + ".new";
   {

@@ -37,13 +37,6 @@ TEST(SlurmOwnerPrefix, IsSlurmClusterAndRefusesWhatCannotBeASegment) {
   EXPECT_FALSE(SlurmOwnerPrefix("a b").ok());
 }
 
-TEST(LedgerMetricsText, NamesAsTheExtenders) {
-  const std::string text = LedgerMetricsText(true, 3);
-  EXPECT_NE(text.find("\nrackwise_ledger_fallback 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nrackwise_ledger_fallbacks_total 3\n"), std::string::npos) << text;
-  EXPECT_NE(LedgerMetricsText(false, 0).find("\nrackwise_ledger_fallback 0\n"), std::string::npos);
-}
-
 TEST(UnconfirmedReservations, OnlyJobsNotStartedOtherThanTheOneTestedAreStale) {
   UnconfirmedReservations u;
   u.Add(5);

@@ -15,6 +15,7 @@
 #include "adopt/ledger_status.h"
 #include "adopt/power_status.h"
 #include "command.h"
+#include "ledger_tls.h"
 #include "placement_session.h"
 
 #include <grpcpp/grpcpp.h>
@@ -57,21 +58,14 @@ std::optional<v1::StatusResponse> LedgerStatus(const std::string& address, const
   return Ask("ledger " + address, *stub, &v1::PowerLedger::Stub::Status, authorization);
 }
 
-// "Bearer <the first line of `path`, whitespace trimmed>"; nullopt (said on stderr) when there is none.
+// "Bearer <token>" from the ledger token file, checked as the faces check theirs (ledger_tls.h).
 std::optional<std::string> BearerFromFile(const std::string& path) {
-  std::ifstream in(path);
-  std::string token;
-  std::getline(in, token);
-  token = std::string(absl::StripAsciiWhitespace(token));
-  if (!in && token.empty()) {
-    std::fprintf(stderr, "rackwise status: %s: cannot read the ledger token\n", path.c_str());
+  absl::StatusOr<std::string> token = ledger::ReadTokenFile(path, "--ledger-token-file");
+  if (!token.ok()) {
+    std::fprintf(stderr, "rackwise status: %s\n", std::string(token.status().message()).c_str());
     return std::nullopt;
   }
-  if (token.empty()) {
-    std::fprintf(stderr, "rackwise status: %s: the first line holds no token\n", path.c_str());
-    return std::nullopt;
-  }
-  return "Bearer " + token;
+  return "Bearer " + *token;
 }
 
 // Any replica answers Status, but only the leader holds the allocations: a follower's answer names the leader,

@@ -83,7 +83,7 @@ TEST(HttpMemoryTest, EightConcurrent50MbBodiesStayUnderOneGiB) {
   fs::remove(log);
 }
 
-#ifdef RACKWISE_HAVE_GRPC  // the admin token guards the gRPC port
+// The admin token guards the gRPC port.
 TEST(ExtenderStartupTest, PlaceholderOrShortAdminTokenIsRefused) {
   namespace fs = std::filesystem;
   const fs::path token = fs::temp_directory_path() / absl::StrCat("rackwise-token-test-", ::getpid());
@@ -104,7 +104,6 @@ TEST(ExtenderStartupTest, PlaceholderOrShortAdminTokenIsRefused) {
   }
   fs::remove(token);
 }
-#endif
 
 // /metrics of the real process, after a filter and a bind, passes `promtool check metrics` (the Prometheus
 // project's own linter: names, types, HELP, units, histogram shape).

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 
-namespace rackwise::ledger {
+namespace rackwise::daemon {
 
 inline grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -19,4 +19,4 @@ inline absl::Status FromGrpcStatus(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-}  // namespace rackwise::ledger
+}  // namespace rackwise::daemon

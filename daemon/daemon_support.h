@@ -10,7 +10,7 @@
 #include "rackwise/topology.h"
 #include "rackwise/v1/cluster.pb.h"
 
-namespace rackwise::k8s {
+namespace rackwise::daemon {
 
 // "<UTC time> <program>: <line>" on stderr, flushed (container logs are read live).
 void LogLine(absl::string_view program, const std::string& line);
@@ -26,4 +26,4 @@ void WaitForStopSignal();
 std::optional<Topology> LoadClusterTopology(const std::string& path, v1::ClusterDescription* description,
                                             const std::function<void(const std::string&)>& log);
 
-}  // namespace rackwise::k8s
+}  // namespace rackwise::daemon

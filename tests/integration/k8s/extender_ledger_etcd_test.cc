@@ -1,5 +1,5 @@
 // The extender as a client of the shared power ledger, over real sockets: kube-scheduler's exact payloads to
-// the extender's HTTP server, the extender's ExtenderLedgerGate to a real rackwise-ledger replica over gRPC,
+// the extender's HTTP server, the extender's LedgerLink to a real rackwise-ledger replica over gRPC,
 // and the replica's etcd (testdata/two_racks_shared.yaml: per rack a 16 kW budget of 1 kW GPUs, Slurm's slice
 // 4 GPUs, Kubernetes's 8). Slurm stands in as a plain LedgerClient. Pods bind while Slurm holds room and the
 // sum never passes a cap; the ledger's refusal refuses a bind; the ledger killed, the extender decides within
@@ -13,9 +13,9 @@
 #include <mutex>
 #include <set>
 
-#include "../tests/integration/k8s/extender_fixture.h"
+#include "extender_fixture.h"
 #include "etcd_test_fixture.h"
-#include "extender_ledger_gate.h"
+#include "ledger_link.h"
 #include "in_process_ledger.h"
 #include "reservation_timer.h"
 #include "test_support.h"
@@ -35,7 +35,7 @@ const std::vector<std::string> kRack1 = {"n2", "n3", "n4"}, kRack2 = {"n5", "n6"
 
 class EtcdExtenderTest : public testing::LedgerEtcdTest {
  protected:
-  // The extender of `description` behind a real HTTP server, booking through a gate to the ledger. It syncs
+  // The extender of `description` behind a real HTTP server, booking through a LedgerLink to the ledger. It syncs
   // once (SetSynced), then on the timer's beat once StartBeat is called (as rackwise-extender does from the
   // start): until then the test knows what the extender's mirror holds.
   void StartExtender(const v1::ClusterDescription& description) {
@@ -45,7 +45,7 @@ class EtcdExtenderTest : public testing::LedgerEtcdTest {
     options.ledger_sync_ms = 100;
     service_ = std::make_unique<k8s::ExtenderService>(std::make_unique<Topology>(std::move(*topology)), options,
                                                       nullptr, &metrics_);
-    auto gate = ExtenderLedgerGate::Create(service_->topology(), description, [this](const std::string& line) {
+    auto gate = LedgerLink::Create(service_->topology(), description, "k8s/", [this](const std::string& line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_.push_back(line);
     });
@@ -86,7 +86,7 @@ class EtcdExtenderTest : public testing::LedgerEtcdTest {
   }
   std::set<std::string> OwnOwners() {
     std::set<std::string> out;
-    for (const k8s::OwnedAllocation& o : service_->OwnAllocations()) out.insert(o.owner);
+    for (const ledger::OwnAllocation& o : service_->OwnAllocations()) out.insert(o.owner);
     return out;
   }
   void DeletePod(const std::string& name) {
@@ -107,7 +107,7 @@ class EtcdExtenderTest : public testing::LedgerEtcdTest {
 
   k8s::ExtenderMetrics metrics_;
   std::unique_ptr<k8s::ExtenderService> service_;
-  std::unique_ptr<ExtenderLedgerGate> gate_;
+  std::unique_ptr<LedgerLink> gate_;
   std::unique_ptr<k8s::ReservationTimer> timer_;
   std::unique_ptr<k8s::ExtenderHttpServer> server_;
   std::unique_ptr<httplib::Client> client_;

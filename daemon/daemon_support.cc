@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "rackwise/cluster_description.h"
 
-namespace rackwise::k8s {
+namespace rackwise::daemon {
 
 void LogLine(absl::string_view program, const std::string& line) {
   std::time_t t = std::time(nullptr);
@@ -64,4 +64,4 @@ std::optional<Topology> LoadClusterTopology(const std::string& path, v1::Cluster
   return std::move(*topology);
 }
 
-}  // namespace rackwise::k8s
+}  // namespace rackwise::daemon

@@ -8,6 +8,7 @@
 #include "absl/strings/strip.h"
 #include "ledger_shares.h"
 #include "ledger_tls.h"
+#include "prometheus_text.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise/ledger_link_defaults.h"
 #include "rackwise/ledger_owner.h"
@@ -31,6 +32,16 @@ std::vector<std::string> Replicas(const std::string& url) {
 }  // namespace
 
 const char* LinkModeName(LinkMode mode) { return mode == LinkMode::kShared ? "shared" : "fallback"; }
+
+std::string BookingMetricsText(const LedgerBooking& booking) {
+  std::string out;
+  daemon::Gauge(&out, "rackwise_ledger_fallback",
+                "1 while the shared power ledger is unreachable (decisions within the guaranteed slice), else 0.");
+  absl::StrAppend(&out, "rackwise_ledger_fallback ", booking.in_fallback() ? 1 : 0, "\n");
+  daemon::Counter(&out, "rackwise_ledger_fallbacks_total", "Times the shared power ledger became unreachable.");
+  absl::StrAppend(&out, "rackwise_ledger_fallbacks_total ", booking.fallbacks(), "\n");
+  return out;
+}
 
 absl::StatusOr<std::unique_ptr<LedgerLink>> LedgerLink::Create(const Topology& topology,
                                                                const v1::ClusterDescription& description,

@@ -1,7 +1,7 @@
-// The extender's gate to a ledger that accepts connections and never answers (a black hole, worse than a
+// The extender's LedgerLink to a ledger that accepts connections and never answers (a black hole, worse than a
 // refused connection): no kube-scheduler verb waits longer than the link's deadlines, and the bind is decided
 // within Kubernetes's guaranteed slice. (Over real sockets with a real replica: etcd_extender_test.cc.)
-#include "extender_ledger_gate.h"
+#include "ledger_link.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -41,7 +41,7 @@ class BlackHole {
   int port_ = 0;
 };
 
-TEST(ExtenderLedgerGateTest, ALedgerThatNeverAnswersHoldsNoVerbPastItsDeadlines) {
+TEST(ExtenderLedgerLinkTest, ALedgerThatNeverAnswersHoldsNoVerbPastItsDeadlines) {
   BlackHole hole;
   v1::ClusterDescription description = testing::LoadDescription(testing::SharedRacks());
   description.mutable_ledger()->set_url(absl::StrCat("127.0.0.1:", hole.port()));
@@ -50,7 +50,7 @@ TEST(ExtenderLedgerGateTest, ALedgerThatNeverAnswersHoldsNoVerbPastItsDeadlines)
   ASSERT_TRUE(topology.ok()) << topology.status();
   k8s::ExtenderMetrics metrics;
   k8s::ExtenderService service(std::make_unique<Topology>(*std::move(topology)), {}, nullptr, &metrics);
-  auto gate = ExtenderLedgerGate::Create(service.topology(), description, nullptr);
+  auto gate = LedgerLink::Create(service.topology(), description, "k8s/", nullptr);
   ASSERT_TRUE(gate.ok()) << gate.status();
   service.SetSharedLedger(gate->get());
 

@@ -1,5 +1,5 @@
-// See shared_ledger_gate.h.
-#include "shared_ledger_gate.h"
+// See ledger_owners.h.
+#include "ledger_owners.h"
 
 #include <algorithm>
 

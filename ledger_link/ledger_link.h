@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "ledger_booking.h"
 #include "ledger_client.h"
 #include "rackwise/guaranteed_slices.h"
 #include "rackwise/ledger.h"
@@ -44,13 +45,7 @@ enum class LinkMode {
 };
 const char* LinkModeName(LinkMode mode);  // "shared", "fallback"
 
-// One of the face's own allocations: its ledger owner, and the allocation as the face's ledger holds it.
-struct OwnAllocation {
-  std::string owner;
-  Allocation allocation;
-};
-
-class LedgerLink {
+class LedgerLink final : public LedgerBooking {
  public:
   using Log = std::function<void(const std::string&)>;
 
@@ -67,14 +62,14 @@ class LedgerLink {
   //   the ledger took (a GPU the face holds that the ledger has not heard of), the ledger's is released again;
   // - the ledger unreachable (or already in fallback): switches to fallback and commits within the face's
   //   slice (CommitWithinUsableCaps), or FailedPrecondition saying the fallback slice is full.
-  absl::Status ReserveAndCommit(Ledger& local, const std::string& owner, const Allocation& allocation);
+  absl::Status ReserveAndCommit(Ledger& local, const std::string& owner, const Allocation& allocation) override;
   // Releases `local_id` (if not empty) from `local` and, in shared mode, `owner` from the ledger (an unreachable ledger
   // switches to fallback: the reconcile on return releases it there).
-  void Release(Ledger& local, const std::string& owner, const std::string& local_id);
+  void Release(Ledger& local, const std::string& owner, const std::string& local_id) override;
   // Shared: re-mirrors the other owners. Fallback: tries the ledger; when it answers, reconciles `own` (the
   // face's whole list under its prefix), re-mirrors and turns shared. Returns the mode's reason when in fallback.
   // `reconcile`: reconciles `own` in shared mode too (the face rebuilt its list, e.g. a relist of its pods).
-  absl::Status Sync(Ledger& local, absl::Span<const OwnAllocation> own, bool reconcile = false);
+  absl::Status Sync(Ledger& local, absl::Span<const OwnAllocation> own, bool reconcile) override;
 
   // Whether the ledger's leader answers now (a List of the face's own prefix), through a client of the probe's own:
   // callable from any thread without the lock that guards the face's ledger. A face in fallback probes before it
@@ -83,10 +78,12 @@ class LedgerLink {
   absl::Status Probe();
 
   LinkMode mode() const { return mode_.load(); }
+  bool in_fallback() const override { return mode() == LinkMode::kFallback; }
+  std::string fallback_reason() const override { return last_error(); }
   // Why the link is in fallback (the last failed call), empty in shared mode.
   std::string last_error() const;
   // How many times the link entered fallback.
-  uint64_t fallbacks() const { return fallbacks_.load(); }
+  uint64_t fallbacks() const override { return fallbacks_.load(); }
   // Whether `id` in the face's ledger is another owner's allocation mirrored there now, and how many are.
   bool IsMirrored(absl::string_view id) const { return mirrored_.contains(id); }
   size_t mirrored_count() const { return mirrored_.size(); }

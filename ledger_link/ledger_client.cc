@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpc_status.h"
-#include "ledger_grpc_service.h"
 
 namespace rackwise::ledger {
 
@@ -56,7 +55,7 @@ absl::Status LedgerClient::CallLeader(Rpc rpc) {
       // Every replica tried once without a leader: an election may be under way; wait a little between rounds.
       if ((attempt + 1) % addresses_.size() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } else {
-      return FromGrpcStatus(s);
+      return daemon::FromGrpcStatus(s);
     }
     last_error = absl::StrCat(addresses_[current_], ": ", s.error_message());
   }
@@ -109,7 +108,7 @@ absl::StatusOr<v1::StatusResponse> LedgerClient::Status() {
   Prepare(&context, std::chrono::system_clock::now() + deadline_);
   v1::StatusResponse response;
   const grpc::Status s = StubFor(current_)->Status(&context, v1::StatusRequest{}, &response);
-  if (!s.ok()) return absl::Status(FromGrpcStatus(s).code(), absl::StrCat(current_address(), ": ", s.error_message()));
+  if (!s.ok()) return absl::Status(daemon::FromGrpcStatus(s).code(), absl::StrCat(current_address(), ": ", s.error_message()));
   return response;
 }
 

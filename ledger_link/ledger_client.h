@@ -20,6 +20,10 @@
 
 namespace rackwise::ledger {
 
+// The trailing metadata in which a replica that does not lead names the leader's address (the service sets
+// it, the client follows it): part of the PowerLedger protocol, so both sides read it here.
+inline constexpr char kLeaderAddressMetadata[] = "rackwise-leader-address";
+
 class LedgerClient {
  public:
   // `addresses`: every replica's HOST:PORT (any order). `deadline`: for one whole call, redirects included.
