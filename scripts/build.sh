@@ -10,7 +10,7 @@ if [[ ${RACKWISE_WITH_SLURM:-1} == 1 ]]; then
   slurm_src=$("$root/scripts/fetch-slurm-source.sh" | tail -n 1)
   # Newer Slurm releases built from Debian's own source packages (cached; about 4 minutes each cold on 2 cores).
   if [[ ${RACKWISE_WITH_SLURM_2411:-1} == 1 ]]; then
-    slurm_2411=$("$root/scripts/fetch-slurm-debian.sh" trixie "${RACKWISE_SLURM_2411_VERSION:-24.11.5-4+deb13u1}" | tail -n 1)
+    slurm_2411=$("$root/scripts/fetch-slurm-2411.sh" | tail -n 1)
   fi
   # 26.05 from the development suite. Its archive may list the release before it serves the upstream tarball: then
   # the build goes on without 26.05 (a warning says why) unless RACKWISE_WITH_SLURM_2605=require.
