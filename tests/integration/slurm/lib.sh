@@ -4,7 +4,7 @@
 # Needs root (slurmd runs jobs as their user).
 #
 # Environment: RW_PLUGIN_DIR (our built .so files for this Slurm), RW_SLURM_PREFIX (an installed Slurm, e.g.
-# the 24.11 build from scripts/fetch-slurm-2411.sh; unset: Debian's 22.05 packages), RW_KEEP=1 keeps the temp
+# a 24.11 build from scripts/fetch-slurm-debian.sh; unset: Debian's 22.05 packages), RW_KEEP=1 keeps the temp
 # dir. Every wait fails at once, with the daemons' logs, when slurmctld or a slurmd we started has died.
 # RW_SRC_DIR (this directory); for rw_setup: RW_EXTRA_CONF (lines appended to slurm.conf; a repeated key
 # overrides the one above), RW_SPANK=required (plugstack.conf's mode for spank_rackwise.so; default optional).
@@ -40,7 +40,7 @@ rw_require() {
   local why=""
   [[ $(id -u) -eq 0 ]] || why="not root (slurmd must run as root)"
   for b in $RW_SBIN/slurmctld $RW_SBIN/slurmd $RW_BIN/sbatch $RW_BIN/squeue $RW_BIN/scontrol $RW_BIN/sdiag; do
-    [[ -x $b ]] || why="${why:+$why; }$b missing (apt-get install slurmctld slurmd slurm-client, or scripts/fetch-slurm-2411.sh)"
+    [[ -x $b ]] || why="${why:+$why; }$b missing (apt-get install slurmctld slurmd slurm-client, or scripts/fetch-slurm-debian.sh)"
   done
   [[ -f $RW_SLURM_PLUGINS/select_cons_tres.so ]] || why="${why:+$why; }$RW_SLURM_PLUGINS/select_cons_tres.so missing"
   [[ -f ${RW_PLUGIN_DIR:-}/select_rackwise_cons_tres.so ]] || why="${why:+$why; }plugin not built in ${RW_PLUGIN_DIR:-?}"

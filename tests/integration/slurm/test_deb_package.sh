@@ -27,6 +27,10 @@ dbg=$(ls "$work"/rackwise-dbg_*_amd64.deb 2>/dev/null)
 [[ -f $deb && -f $dbg ]] || fail_now "no rackwise_*_amd64.deb and rackwise-dbg_*_amd64.deb in: $(ls "$work")"
 echo "ok: built $(basename "$deb") and $(basename "$dbg")"
 dpkg-deb -f "$deb" Depends | grep 'libc6' >/dev/null || fail_now "Depends not filled in by shlibdeps: $(dpkg-deb -f "$deb" Depends)"
+# The select plugin loads only into the exact Slurm release it was built for: the package breaks every other one.
+slurm_release=$(dpkg-query -W -f='${Version}' slurmctld | sed 's/-[^-]*$//')
+dpkg-deb -f "$deb" Breaks | grep -F "slurmctld (<< $slurm_release)" >/dev/null ||
+  fail_now "Breaks does not hold slurmctld at $slurm_release: $(dpkg-deb -f "$deb" Breaks)"
 
 installed=1
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$deb" >"$work/apt.log" 2>&1 ||
