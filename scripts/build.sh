@@ -12,9 +12,10 @@ if [[ ${RACKWISE_WITH_SLURM:-1} == 1 ]]; then
   if [[ ${RACKWISE_WITH_SLURM_2411:-1} == 1 ]]; then
     slurm_2411=$("$root/scripts/fetch-slurm-2411.sh" | tail -n 1)
   fi
-  # 26.05 from the development suite. Its archive may list the release before it serves the upstream tarball: then
-  # the build goes on without 26.05 (a warning says why) unless RACKWISE_WITH_SLURM_2605=require.
-  with_2605=${RACKWISE_WITH_SLURM_2605:-1}
+  # 26.05 from the development suite: off by default until the plugins are ported to it (docs/slurm.md, "Slurm
+  # 25.05 and later"; the archive here lists the release but does not serve its upstream tarball). With 1 the
+  # build goes on without 26.05 when the tarball does not arrive (a warning says why); with `require` it stops.
+  with_2605=${RACKWISE_WITH_SLURM_2605:-0}
   if [[ $with_2605 == 1 || $with_2605 == require ]]; then
     if ! slurm_2605=$("$root/scripts/fetch-slurm-debian.sh" sid "${RACKWISE_SLURM_2605_VERSION:-26.05.5-1}" | tail -n 1); then
       [[ $with_2605 == require ]] && exit 1
