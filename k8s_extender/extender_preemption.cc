@@ -31,9 +31,8 @@ std::optional<KnownVictim> ExtenderService::KnownVictimLocked(const std::string&
 
 absl::StatusOr<ReducedPreemption> ExtenderService::ReduceLocked(const PodInfo& pod, const PreemptionArgs& args,
                                                                 int64_t now_ms, int64_t wall_now_ms) {
-  const PreemptionProposal proposal{&args.victims, pod.priority, [&](const std::string& uid) {
-                                      return KnownVictimLocked(uid, now_ms, wall_now_ms);
-                                    }};
+  const PreemptionProposal proposal{
+      &args.victims, pod.priority, [&](const std::string& uid) { return KnownVictimLocked(uid, now_ms, wall_now_ms); }};
   if (pod.group.empty()) return ReduceVictimsPerNode(ledger_, SinglePodRequest(pod), proposal);
   const GangReservation* r = gangs_.Find(pod.group);
   if (r != nullptr && r->free_slots() > 0) {
@@ -86,12 +85,11 @@ absl::StatusOr<ReducedPreemption> ExtenderService::Preempt(const PreemptionArgs&
     if (s.ok() || absl::IsNotFound(s)) continue;  // gone already: as good as evicted
     metrics_->CountDecision(Verb::kPreempt, "eviction_refused");
     const char* why = absl::IsResourceExhausted(s) ? " (a PodDisruptionBudget forbids it now)" : "";
-    return absl::FailedPreconditionError(absl::StrCat("group ", pod->group, ": evicting victim ", key, " refused", why,
-                                                      ": ", s.message(), "; ", i, " of ", reduced.evict.size(),
-                                                      " victims on other nodes evicted, nothing preempted on ",
-                                                      reduced.nodes.begin()->first));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "group ", pod->group, ": evicting victim ", key, " refused", why, ": ", s.message(), "; ", i, " of ",
+        reduced.evict.size(), " victims on other nodes evicted, nothing preempted on ", reduced.nodes.begin()->first));
   }
-  metrics_->CountDecision(Verb::kPreempt, reduced.nodes.empty()  ? "no_candidates"
+  metrics_->CountDecision(Verb::kPreempt, reduced.nodes.empty()   ? "no_candidates"
                                           : reduced.evict.empty() ? "candidates"
                                                                   : "group_evicted");
   return reduced;

@@ -165,8 +165,7 @@ HttpAnswer ExtenderRoutes::Preempt(absl::string_view body) {
     service_->metrics().CountDecision(Verb::kPreempt, "bad_request");
     return JsonError(400, absl::StrCat("rackwise: bad ExtenderPreemptionArgs: ", args.status().message()));
   }
-  absl::StatusOr<ReducedPreemption> kept =
-      service_->Preempt(*args, now_ms_(), absl::ToUnixMillis(absl::Now()));
+  absl::StatusOr<ReducedPreemption> kept = service_->Preempt(*args, now_ms_(), absl::ToUnixMillis(absl::Now()));
   if (decision_log_) decision_log_(PreemptLine(*args, kept));
   if (!kept.ok()) {
     // A pod the core calls malformed is the caller's error; a refused eviction or a ledger still syncing is not.
@@ -180,14 +179,16 @@ HttpAnswer ExtenderRoutes::Preempt(absl::string_view body) {
 
 std::string ExtenderRoutes::PreemptLine(const PreemptionArgs& args, const absl::StatusOr<ReducedPreemption>& kept) {
   const Json* meta = FindField(args.pod, "metadata");
-  const std::string pod = absl::StrCat(meta ? StringField(*meta, "namespace") : "", "/",
-                                       meta ? StringField(*meta, "name") : "?");
+  const std::string pod =
+      absl::StrCat(meta ? StringField(*meta, "namespace") : "", "/", meta ? StringField(*meta, "name") : "?");
   if (!kept.ok()) return absl::StrCat("preempt ", pod, ": error: ", kept.status().message());
-  if (kept->nodes.empty()) return absl::StrCat("preempt ", pod, ": no node of ", args.victims.size(), ": ", kept->why_none);
+  if (kept->nodes.empty())
+    return absl::StrCat("preempt ", pod, ": no node of ", args.victims.size(), ": ", kept->why_none);
   size_t victims = kept->evict.size();
   for (const auto& [node, v] : kept->nodes) victims += v.pod_uids.size();
   return absl::StrCat("preempt ", pod, ": ", kept->nodes.size(), " of ", args.victims.size(), " nodes kept, ", victims,
-                      " victims", kept->evict.empty() ? "" : absl::StrCat(" (", kept->evict.size(), " evicted on other nodes)"));
+                      " victims",
+                      kept->evict.empty() ? "" : absl::StrCat(" (", kept->evict.size(), " evicted on other nodes)"));
 }
 
 HttpAnswer ExtenderRoutes::Ready() const {

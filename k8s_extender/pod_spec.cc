@@ -171,8 +171,9 @@ absl::Status ReadGroup(const Json& meta, PodInfo* info) {
 absl::Status ReadPriorityAndStart(const Json& spec, const Json* status, PodInfo* info) {
   if (const Json* p = FindField(spec, "priority")) {
     constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
-    const bool in_range = p->is_number_unsigned() ? p->get<uint64_t>() <= static_cast<uint64_t>(kMax)
-                                                  : p->is_number_integer() && p->get<int64_t>() >= kMin && p->get<int64_t>() <= kMax;
+    const bool in_range = p->is_number_unsigned()
+                              ? p->get<uint64_t>() <= static_cast<uint64_t>(kMax)
+                              : p->is_number_integer() && p->get<int64_t>() >= kMin && p->get<int64_t>() <= kMax;
     if (!in_range) {
       return absl::InvalidArgumentError(absl::StrCat("spec.priority: ", p->dump(), " is not a 32-bit integer"));
     }

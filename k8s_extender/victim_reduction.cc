@@ -44,16 +44,14 @@ ResolvedProposal Resolve(const Ledger& ledger, const PreemptionProposal& proposa
     ResolvedNode node{name, *id, proposed.num_pdb_violations, {}, {}};
     for (const std::string& uid : proposed.pod_uids) {
       std::optional<KnownVictim> known = proposal.lookup(uid);
-      const Allocation* held =
-          known && !known->allocation_id.empty() ? ledger.Find(known->allocation_id) : nullptr;
+      const Allocation* held = known && !known->allocation_id.empty() ? ledger.Find(known->allocation_id) : nullptr;
       if (held == nullptr) {
         node.kept_as_proposed.push_back(uid);
         continue;
       }
       if (!HoldsGpusOn(*held, *id) || known->priority >= proposal.preemptor_priority) continue;
       if (!out.by_allocation.try_emplace(held->id, VictimPod{uid, known->pod_key, name}).second) continue;
-      node.candidates.push_back(
-          {held->id, known->priority, LostGpuHours(held->gpu_count(), known->running_ms)});
+      node.candidates.push_back({held->id, known->priority, LostGpuHours(held->gpu_count(), known->running_ms)});
     }
     out.nodes.push_back(std::move(node));
   }
@@ -61,7 +59,8 @@ ResolvedProposal Resolve(const Ledger& ledger, const PreemptionProposal& proposa
 }
 
 // The answer for one node: the core's victims there (by UID), then the pods kept as proposed.
-MetaVictims Answer(const ResolvedProposal& resolved, const ResolvedNode& node, const std::vector<std::string>& victims) {
+MetaVictims Answer(const ResolvedProposal& resolved, const ResolvedNode& node,
+                   const std::vector<std::string>& victims) {
   MetaVictims kept;
   for (const std::string& id : victims) {
     const VictimPod& pod = resolved.by_allocation.at(id);
@@ -70,8 +69,7 @@ MetaVictims Answer(const ResolvedProposal& resolved, const ResolvedNode& node, c
   kept.pod_uids.insert(kept.pod_uids.end(), node.kept_as_proposed.begin(), node.kept_as_proposed.end());
   // kube-scheduler counted the violations of the set it proposed; a subset violates at most as many, and at most
   // one per victim. Only its ranking of nodes reads this.
-  kept.num_pdb_violations =
-      std::min<int64_t>(node.proposed_pdb_violations, static_cast<int64_t>(kept.pod_uids.size()));
+  kept.num_pdb_violations = std::min<int64_t>(node.proposed_pdb_violations, static_cast<int64_t>(kept.pod_uids.size()));
   return kept;
 }
 
@@ -98,8 +96,9 @@ absl::StatusOr<ReducedPreemption> ReduceVictimsPerNode(const Ledger& ledger, con
     out.nodes.emplace(node.name, std::move(kept));
   }
   if (out.nodes.empty()) {
-    out.why_none = "no proposed node has room for the pod with its proposed victims gone (GPUs, NVLink domains "
-                   "or power caps less the reserve)";
+    out.why_none =
+        "no proposed node has room for the pod with its proposed victims gone (GPUs, NVLink domains "
+        "or power caps less the reserve)";
   }
   return out;
 }
@@ -109,7 +108,8 @@ absl::StatusOr<ReducedPreemption> ReduceVictimsForGroup(const Ledger& ledger, co
                                                         const PreemptionLimits& limits) {
   const ResolvedProposal resolved = Resolve(ledger, proposal);
   std::vector<PreemptionCandidate> every;
-  for (const ResolvedNode& node : resolved.nodes) every.insert(every.end(), node.candidates.begin(), node.candidates.end());
+  for (const ResolvedNode& node : resolved.nodes)
+    every.insert(every.end(), node.candidates.begin(), node.candidates.end());
   absl::StatusOr<std::optional<PreemptionPlan>> plan = PlanPreemption(ledger, group_request, every, limits);
   if (!plan.ok()) return plan.status();
   ReducedPreemption out;

@@ -46,7 +46,7 @@ using VictimLookup = std::function<std::optional<KnownVictim>(const std::string&
 
 struct PreemptionProposal {
   const std::map<std::string, MetaVictims>* victims;  // kube-scheduler's, by node name
-  int64_t preemptor_priority = 0;  // proposals of this priority or above are never chosen
+  int64_t preemptor_priority = 0;                     // proposals of this priority or above are never chosen
   VictimLookup lookup;
 };
 

@@ -4,6 +4,8 @@
 // victims, an independent verdict); a group's answer is one node, its other victims to evict.
 #include "victim_reduction.h"
 
+#include "gang_reservations.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -20,9 +22,9 @@ namespace {
 struct Scenario {
   std::unique_ptr<Topology> topology;
   std::unique_ptr<Ledger> ledger;
-  std::map<std::string, KnownVictim> known;             // by UID
-  std::map<std::string, std::string> node_of;           // UID -> node name
-  std::map<std::string, MetaVictims> proposed;          // kube-scheduler's proposals
+  std::map<std::string, KnownVictim> known;     // by UID
+  std::map<std::string, std::string> node_of;   // UID -> node name
+  std::map<std::string, MetaVictims> proposed;  // kube-scheduler's proposals
 };
 
 // An H100 rack under a binding cap and an NVL72 rack, filled with random pods (1, 2, 4 or 8 GPUs) of random

@@ -41,7 +41,9 @@ std::set<std::string> Uids(const Json& victims) {
 
 class HttpPreemptionTest : public ExtenderHttpFixture {
  protected:
-  size_t Allocations() { return service_->WithLedger([](const Ledger& l) { return l.allocation_count(); }); }
+  size_t Allocations() {
+    return service_->WithLedger([](const Ledger& l) { return l.allocation_count(); });
+  }
 };
 
 // Both NVL72 racks are full of 4-GPU pods of priority 10, rack 0's running two hours longer. An 18-pod gang of
@@ -60,8 +62,8 @@ TEST_F(HttpPreemptionTest, AGangTakesItsVictimsFromOneNvl72Rack) {
     }
     now_ms_ += 2 * kHourMs;
   }
-  const Json annotations = {{"rackwise.io/nvlink", "required"}, {"rackwise.io/group", "big"},
-                            {"rackwise.io/group-size", "18"}};
+  const Json annotations = {
+      {"rackwise.io/nvlink", "required"}, {"rackwise.io/group", "big"}, {"rackwise.io/group-size", "18"}};
   const Json gang_pod = WithPriority(MakePod("big-0", 4, annotations), 1000);
   std::vector<std::string> trays;
   for (const auto& [node, uids] : proposed) trays.push_back(node);
@@ -75,7 +77,8 @@ TEST_F(HttpPreemptionTest, AGangTakesItsVictimsFromOneNvl72Rack) {
   EXPECT_TRUE(absl::StartsWith(nominated, "b1-r0001-")) << nominated;
   ASSERT_EQ(kept[nominated]["Pods"].size(), 1u);
   std::set<std::string> victims;  // as pod keys
-  for (const std::string& uid : Uids(kept[nominated])) victims.insert("ml/" + uid.substr(std::string("uid-ml-").size()));
+  for (const std::string& uid : Uids(kept[nominated]))
+    victims.insert("ml/" + uid.substr(std::string("uid-ml-").size()));
   for (const std::string& key : binder.evicted) EXPECT_TRUE(victims.insert(key).second) << key << " twice";
   std::set<std::string> rack1;
   for (int tray = 1; tray <= 18; ++tray) rack1.insert(absl::StrCat("ml/new-", tray));
@@ -110,8 +113,8 @@ TEST_F(HttpPreemptionTest, AGangVictimProtectedByAPodDisruptionBudgetStopsThePre
   for (int tray = 1; tray <= 18; ++tray) {
     ASSERT_EQ(Schedule(WithPriority(MakePod(absl::StrCat("high-", tray), 4), 1000), {Tray(1, tray)}), Tray(1, tray));
   }
-  const Json annotations = {{"rackwise.io/nvlink", "required"}, {"rackwise.io/group", "big"},
-                            {"rackwise.io/group-size", "18"}};
+  const Json annotations = {
+      {"rackwise.io/nvlink", "required"}, {"rackwise.io/group", "big"}, {"rackwise.io/group-size", "18"}};
   auto res = client_->Post("/preempt", MetaArgs(WithPriority(MakePod("big-0", 4, annotations), 1000), proposed),
                            "application/json");
   ASSERT_TRUE(res);
@@ -184,7 +187,8 @@ TEST_F(HttpPreemptionTest, MalformedPayloadsAreClearErrors) {
       {"[]", "expected a JSON object"},
       {"{\"Pod\":5}", "Pod: expected an object"},
       {"{\"Pod\":" + pod + ",\"NodeNameToMetaVictims\":[1]}", "NodeNameToMetaVictims: expected an object"},
-      {"{\"Pod\":" + pod + ",\"NodeNameToMetaVictims\":{\"b0-r0000-n01\":{\"Pods\":\"a\"}}}", ".Pods: expected an array"},
+      {"{\"Pod\":" + pod + ",\"NodeNameToMetaVictims\":{\"b0-r0000-n01\":{\"Pods\":\"a\"}}}",
+       ".Pods: expected an array"},
       {"{\"Pod\":" + pod + ",\"NodeNameToMetaVictims\":{\"b0-r0000-n01\":{\"Pods\":[{\"UID\":\"\"}]}}}",
        "a victim without a UID"},
       {"{\"Pod\":" + pod + ",\"NodeNameToMetaVictims\":{\"b0-r0000-n01\":{\"Pods\":[],\"NumPDBViolations\":\"x\"}}}",
