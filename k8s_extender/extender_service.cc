@@ -355,6 +355,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
     record.uid = args.pod_uid.empty() ? pod.uid : args.pod_uid;
     record.node = node;
     record.booked_ms = now_ms;
+    record.priority = pod.priority;
     if (std::string refused = BookLocked(key, pod, node, now_ms, &record); !refused.empty()) {
       metrics_->CountDecision(Verb::kBind, "refused");
       return refused;
@@ -375,43 +376,6 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
   }
   metrics_->CountDecision(Verb::kBind, "bound");
   return "";
-}
-
-absl::StatusOr<std::map<std::string, MetaVictims>> ExtenderService::Preempt(const PreemptionArgs& args,
-                                                                            int64_t now_ms) {
-  absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
-  if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
-  std::map<std::string, MetaVictims> kept;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (pod->gpus == 0) return args.victims;
-  // Work on a scratch copy: evict the victims, ask the core, put them back.
-  Ledger scratch = ledger_;
-  const PlacementRequest request = SinglePodRequest(*pod);
-  for (const auto& [node_name, victims] : args.victims) {
-    std::optional<NodeId> node = topology_->FindNode(node_name);
-    if (!node) continue;
-    std::vector<Allocation> evicted;
-    for (const std::string& uid : victims.pod_uids) {
-      auto k = uid_to_key_.find(uid);
-      if (k == uid_to_key_.end()) continue;
-      auto rec = pods_.find(k->second);
-      if (rec == pods_.end()) continue;
-      std::string id = rec->second.allocation_id;
-      if (!rec->second.group.empty()) {
-        const GangReservation* g = gangs_.Find(rec->second.group);
-        const GangSlot* s = g ? g->SlotOf(k->second) : nullptr;
-        if (s) id = s->allocation_id;
-      }
-      if (const Allocation* a = scratch.Find(id)) {
-        evicted.push_back(*a);
-        scratch.Release(id);
-      }
-    }
-    if (!Placer::FilterNode(scratch, request, *node)) kept[node_name] = victims;
-    for (const Allocation& a : evicted) (void)scratch.Commit(a, CommitMode::kRecover);
-  }
-  metrics_->CountDecision(Verb::kPreempt, kept.empty() ? "no_candidates" : "candidates");
-  return kept;
 }
 
 }  // namespace rackwise::k8s

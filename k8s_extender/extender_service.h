@@ -31,6 +31,7 @@
 #include "rackwise/v1/state.pb.h"
 #include "ledger_booking.h"
 #include "ledger_owners.h"
+#include "victim_reduction.h"
 
 namespace rackwise::k8s {
 
@@ -95,8 +96,11 @@ class ExtenderService {
   absl::StatusOr<std::vector<int>> Prioritize(const ExtenderArgs& args, int64_t now_ms);
   // Books the pod and posts its binding. Returns "" on success, else the error for ExtenderBindingResult.
   std::string Bind(const BindingArgs& args, int64_t now_ms);
-  // Keeps the candidate nodes where evicting the victims lets the pod fit; drops the others.
-  absl::StatusOr<std::map<std::string, MetaVictims>> Preempt(const PreemptionArgs& args, int64_t now_ms);
+  // kube-scheduler's proposed victims reduced to the core's (victim_reduction.h; extender_preemption.cc): nodes
+  // where no subset of the proposals makes room are dropped. For a group, one node is answered and the group's
+  // victims on other nodes are evicted through the binder first (outside the lock); an eviction refused (a
+  // PodDisruptionBudget: ResourceExhausted) fails the call. `wall_now_ms` (Unix) dates the victims' start times.
+  absl::StatusOr<ReducedPreemption> Preempt(const PreemptionArgs& args, int64_t now_ms, int64_t wall_now_ms);
   // Releases the free slots of gang reservations past their deadline (ReservationTimer calls this; so does
   // Filter). Returns the slots released.
   int ExpireReservations(int64_t now_ms);
@@ -176,6 +180,8 @@ class ExtenderService {
     std::string owner;          // alone: its owner in the shared power ledger ("k8s/<namespace>/<uid>")
     bool confirmed = false;     // seen bound by the API server
     int64_t booked_ms = 0;
+    int64_t priority = 0;       // spec.priority
+    int64_t start_unix_ms = 0;  // status.startTime once the API server shows it (else booked_ms dates it)
   };
   struct PendingPod {
     PodInfo info;
@@ -183,6 +189,10 @@ class ExtenderService {
   };
 
   PlacementRequest SinglePodRequest(const PodInfo& pod) const;
+  // Preemption (extender_preemption.cc): the victims' facts, and the core's choice among the proposals.
+  std::optional<KnownVictim> KnownVictimLocked(const std::string& uid, int64_t now_ms, int64_t wall_now_ms) const;
+  absl::StatusOr<ReducedPreemption> ReduceLocked(const PodInfo& pod, const PreemptionArgs& args, int64_t now_ms,
+                                                 int64_t wall_now_ms);
   // Books a pod's GPUs on `node` for bind: its gang slot, or a placement of the pod alone on that node
   // (committed). Returns the refusal to send back, or "" with `record`'s group or allocation id set.
   std::string BookLocked(const std::string& key, const PodInfo& pod, NodeId node, int64_t now_ms, PodRecord* record);

@@ -73,6 +73,8 @@ void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
   if (existing != pods_.end()) {
     if (existing->second.node == *node) {
       existing->second.confirmed = true;
+      existing->second.priority = pod.priority;
+      existing->second.start_unix_ms = pod.start_unix_ms;
       if (existing->second.uid.empty() && !pod.uid.empty()) {
         existing->second.uid = pod.uid;
         uid_to_key_[pod.uid] = key;
@@ -87,6 +89,8 @@ void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
   record.node = *node;
   record.confirmed = true;
   record.booked_ms = now_ms;
+  record.priority = pod.priority;
+  record.start_unix_ms = pod.start_unix_ms;
   const Milliwatts per_gpu = pod.watts_per_gpu > 0 ? WattsToMilliwatts(pod.watts_per_gpu) : 0;
   if (!pod.group.empty()) {
     record.group = pod.group;

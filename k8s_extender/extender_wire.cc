@@ -273,7 +273,11 @@ absl::StatusOr<PreemptionArgs> ParsePreemptionArgs(absl::string_view body) {
       if (!it->is_object()) {
         return absl::InvalidArgumentError(absl::StrCat(field, ".", it.key(), ": expected an object"));
       }
-      if (const Json* n = FindField(*it, "NumPDBViolations"); n != nullptr && n->is_number_integer()) {
+      if (const Json* n = FindField(*it, "NumPDBViolations"); n != nullptr) {
+        if (!n->is_number_integer() || n->get<int64_t>() < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".", it.key(), ".NumPDBViolations: expected a count, got ", n->dump()));
+        }
         v.num_pdb_violations = n->get<int64_t>();
       }
       const Json* pods = FindField(*it, "Pods");

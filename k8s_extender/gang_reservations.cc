@@ -30,6 +30,17 @@ bool SplitIntoPods(GpuMask mask, int pod_gpus, std::vector<GpuMask>* out) {
 
 }  // namespace
 
+PlacementRequest GroupRequest(const std::string& group, int missing, const PlacementRequest& per_pod) {
+  // One job of the missing pods' GPUs, split over nodes in whole pods: the core keeps every node's part a
+  // multiple of the pod's GPUs (share_gpus), so the plan divides into slots as it is.
+  PlacementRequest request = per_pod;
+  request.id = group;
+  request.gpus = missing * per_pod.gpus;
+  request.gpus_per_node = 0;
+  request.share_gpus = per_pod.gpus;
+  return request;
+}
+
 int GangReservation::free_slots() const {
   return static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const GangSlot& s) { return s.pod.empty(); }));
 }
@@ -59,13 +70,7 @@ absl::StatusOr<PlacementOutcome> GangReservations::Ensure(const std::string& gro
     PlacementDecision done;  // nothing to plan: the existing slots stand
     return PlacementOutcome(done);
   }
-  // One job of the missing pods' GPUs, split over nodes in whole pods: the core keeps every node's part a
-  // multiple of the pod's GPUs (share_gpus), so the plan divides into slots as it is.
-  PlacementRequest request = per_pod;
-  request.id = group;
-  request.gpus = missing * per_pod.gpus;
-  request.gpus_per_node = 0;
-  request.share_gpus = per_pod.gpus;
+  const PlacementRequest request = GroupRequest(group, missing, per_pod);
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*ledger_, request);
   std::vector<std::pair<NodeId, std::vector<GpuMask>>> split;
   if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome)) {

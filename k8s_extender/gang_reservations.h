@@ -43,6 +43,10 @@ struct GangReservation {
   const GangSlot* SlotOf(const std::string& pod) const;
 };
 
+// The request that plans `missing` pods of a group as one job (what Ensure places, and what preemption frees room
+// for): missing x per_pod.gpus GPUs in whole pods per node, with per_pod's locality, watts and allowed nodes.
+PlacementRequest GroupRequest(const std::string& group, int missing, const PlacementRequest& per_pod);
+
 class GangReservations {
  public:
   explicit GangReservations(Ledger* ledger) : ledger_(ledger) {}

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -59,7 +60,11 @@ HttpAnswer ExtenderRoutes::Handle(absl::string_view method, absl::string_view ta
   return answer;
 }
 
-bool ExtenderRoutes::MayBlock(absl::string_view target) { return VerbOf(target.substr(0, target.find('?'))) == "bind"; }
+bool ExtenderRoutes::MayBlock(absl::string_view target) {
+  // A group's preemption evicts its victims on other nodes through the API server.
+  const absl::string_view verb = VerbOf(target.substr(0, target.find('?')));
+  return verb == "bind" || verb == "preempt";
+}
 
 HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view path, absl::string_view body) {
   if (absl::string_view verb = VerbOf(path); !verb.empty()) {
@@ -160,11 +165,30 @@ HttpAnswer ExtenderRoutes::Preempt(absl::string_view body) {
     service_->metrics().CountDecision(Verb::kPreempt, "bad_request");
     return JsonError(400, absl::StrCat("rackwise: bad ExtenderPreemptionArgs: ", args.status().message()));
   }
-  absl::StatusOr<std::map<std::string, MetaVictims>> kept = service_->Preempt(*args, now_ms_());
-  if (!kept.ok()) return JsonError(400, absl::StrCat("rackwise: ", kept.status().message()));
-  HttpAnswer answer = Json200(EncodePreemptionResult(*kept));
+  absl::StatusOr<ReducedPreemption> kept = service_->Preempt(*args, now_ms_(), absl::ToUnixMillis(absl::Now()));
+  if (decision_log_) decision_log_(PreemptLine(*args, kept));
+  if (!kept.ok()) {
+    // A pod the core calls malformed is the caller's error; a refused eviction or a ledger still syncing is not.
+    const int status = absl::IsInvalidArgument(kept.status()) ? 400 : 503;
+    return JsonError(status, absl::StrCat("rackwise: ", kept.status().message()));
+  }
+  HttpAnswer answer = Json200(EncodePreemptionResult(kept->nodes));
   service_->metrics().ObserveLatency(Verb::kPreempt, SecondsSince(start));
   return answer;
+}
+
+std::string ExtenderRoutes::PreemptLine(const PreemptionArgs& args, const absl::StatusOr<ReducedPreemption>& kept) {
+  const Json* meta = FindField(args.pod, "metadata");
+  const std::string pod =
+      absl::StrCat(meta ? StringField(*meta, "namespace") : "", "/", meta ? StringField(*meta, "name") : "?");
+  if (!kept.ok()) return absl::StrCat("preempt ", pod, ": error: ", kept.status().message());
+  if (kept->nodes.empty())
+    return absl::StrCat("preempt ", pod, ": no node of ", args.victims.size(), ": ", kept->why_none);
+  size_t victims = kept->evict.size();
+  for (const auto& [node, v] : kept->nodes) victims += v.pod_uids.size();
+  return absl::StrCat("preempt ", pod, ": ", kept->nodes.size(), " of ", args.victims.size(), " nodes kept, ", victims,
+                      " victims",
+                      kept->evict.empty() ? "" : absl::StrCat(" (", kept->evict.size(), " evicted on other nodes)"));
 }
 
 HttpAnswer ExtenderRoutes::Ready() const {

@@ -41,13 +41,15 @@ class ExtenderRoutes {
   // such requests off its I/O threads, so that a slow API server cannot stall filter or the probes.
   static bool MayBlock(absl::string_view target);
 
-  // One line per filter and bind decision (`--log-level debug`): the pod, the outcome and the first reason.
+  // One line per filter, bind and preempt decision (`--log-level debug`): the pod, the outcome and the first reason.
   // Unset (the default): no per-decision lines.
   void set_decision_log(std::function<void(const std::string&)> log) { decision_log_ = std::move(log); }
   // The lines themselves, for tests: "filter ml/pod-1 (4 GPUs): 3 of 8 nodes feasible, 5 failed, 0 never;
   // first reason: ...", "bind ml/pod-1 -> node-3: bound" or "... refused: <why>".
   static std::string FilterLine(const ExtenderArgs& args, const FilterResult& result);
   static std::string BindLine(const BindingArgs& args, const std::string& error);
+  // "preempt ml/urgent: 1 of 3 nodes kept, 18 victims (17 evicted on other nodes)", or why none was kept.
+  static std::string PreemptLine(const PreemptionArgs& args, const absl::StatusOr<ReducedPreemption>& kept);
 
  private:
   HttpAnswer Route(absl::string_view method, absl::string_view path, absl::string_view body);

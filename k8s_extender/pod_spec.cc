@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "rackwise/locality.h"
 #include "rackwise/power_bounds.h"
 
@@ -164,6 +166,30 @@ absl::Status ReadGroup(const Json& meta, PodInfo* info) {
   return absl::OkStatus();
 }
 
+// What preemption weighs: spec.priority (an int32 in the API) and status.startTime (RFC 3339), for the work a
+// victim would lose.
+absl::Status ReadPriorityAndStart(const Json& spec, const Json* status, PodInfo* info) {
+  if (const Json* p = FindField(spec, "priority")) {
+    constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+    const bool in_range = p->is_number_unsigned()
+                              ? p->get<uint64_t>() <= static_cast<uint64_t>(kMax)
+                              : p->is_number_integer() && p->get<int64_t>() >= kMin && p->get<int64_t>() <= kMax;
+    if (!in_range) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.priority: ", p->dump(), " is not a 32-bit integer"));
+    }
+    info->priority = p->get<int64_t>();
+  }
+  const Json* start = status != nullptr ? FindField(*status, "startTime") : nullptr;
+  if (start == nullptr) return absl::OkStatus();
+  absl::Time t;
+  std::string why;
+  if (!start->is_string() || !absl::ParseTime(absl::RFC3339_full, start->get<std::string>(), &t, &why)) {
+    return absl::InvalidArgumentError(absl::StrCat("status.startTime: ", start->dump(), " is not an RFC 3339 time"));
+  }
+  info->start_unix_ms = absl::ToUnixMillis(t);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> ParseWholeQuantity(const Json& value) {
@@ -203,7 +229,9 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod) {
   info.deleting = FindField(meta, "deletionTimestamp") != nullptr;
   const Json& spec = ObjectField(pod, "spec");
   info.node_name = StringField(spec, "nodeName");
-  if (const Json* status = FindField(pod, "status")) info.phase = StringField(*status, "phase");
+  const Json* status = FindField(pod, "status");
+  if (status != nullptr) info.phase = StringField(*status, "phase");
+  if (absl::Status s = ReadPriorityAndStart(spec, status, &info); !s.ok()) return s;
 
   absl::StatusOr<int> gpus = PodGpus(spec);
   if (!gpus.ok()) return gpus.status();

@@ -8,6 +8,7 @@
 // A group of size 1 is an ordinary pod. Parsing never throws; bad values are InvalidArgument naming the field.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,8 @@ struct PodInfo {
   double watts_per_gpu = 0;          // rackwise.io/gpu-watts; 0: the node type's default
   std::string group;                 // "<namespace>/<kind>/<name>"; empty: not part of a group
   int group_size = 1;
+  int64_t priority = 0;       // spec.priority (set by the admission controller from priorityClassName)
+  int64_t start_unix_ms = 0;  // status.startTime; 0: not started, or not shown by the API server yet
 
   // "namespace/name", the key pods are booked under.
   std::string Key() const { return namespace_ + "/" + name; }

@@ -19,6 +19,7 @@
 #include "rackwise/topology.h"
 #include "rackwise/trace.h"
 #include "rackwise/trace_fit.h"
+#include "simulate_preemption.h"
 #include "simulate_split.h"
 #include "trace_fit_format.h"
 
@@ -169,6 +170,7 @@ struct SimulateFlags {
   double slowdown = 0;
   double preferred_wait = -1;
   SplitFlags split;
+  bool preemption = false;
 };
 
 void AddSimulateFlags(CLI::App& app, SimulateFlags* f) {
@@ -205,6 +207,9 @@ void AddSimulateFlags(CLI::App& app, SimulateFlags* f) {
                  "with --split-owners: count GPU-hours of jobs completed this many hours after the first submit "
                  "(default: at the last submit)")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_flag("--preemption", f->preemption,
+               "replay the trace's priority column with preemption: rackwise's victims (fewest domains, caps, least "
+               "work lost) against priority-order (cons_tres), side by side with the ratios");
 }
 
 // --policy as the list of policies to replay ("all": every one, side by side); nullopt (said) when unknown.
@@ -313,10 +318,15 @@ int RunSimulate(int argc, char** argv) {
     std::fprintf(stderr, "rackwise simulate: %s\n", why.c_str());
     return kExitUsage;
   }
+  if (flags.preemption && (!flags.split.mode.empty() || flags.telemetry || !flags.placements.empty())) {
+    std::fprintf(stderr, "rackwise simulate: --preemption: not with --split-owners, --telemetry or --placements\n");
+    return kExitUsage;
+  }
   std::optional<std::vector<SimPolicy>> policies = ParsePolicies(flags.policy_name);
   if (!policies) return kExitUsage;
   SimulateInputs in;
   if (!LoadInputs(flags, &in)) return kExitInvalidInput;
+  if (flags.preemption) return RunPreemptionReplay(*in.topology, in.jobs, flags.json);
   SimOptions base = BaseSimOptions(flags, in.description);
   if (!flags.split.mode.empty()) {
     base.policy = policies->front();

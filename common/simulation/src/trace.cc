@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "rackwise/power_bounds.h"
+#include "rackwise/preemption.h"
 #include "trace_csv.h"
 
 namespace rackwise {
@@ -20,9 +21,16 @@ using trace_internal::SplitFields;
 
 namespace {
 
-enum Column { kId, kSubmit, kDuration, kGpus, kGpusPerNode, kLocality, kWatts, kMeasured, kColumns };
-constexpr std::array<const char*, kColumns> kNames = {
-    "id", "submit", "duration", "gpus", "gpus_per_node", "locality", "watts_per_gpu", kTraceMeasuredColumn};
+enum Column { kId, kSubmit, kDuration, kGpus, kGpusPerNode, kLocality, kWatts, kMeasured, kPriority, kColumns };
+constexpr std::array<const char*, kColumns> kNames = {"id",
+                                                      "submit",
+                                                      "duration",
+                                                      "gpus",
+                                                      "gpus_per_node",
+                                                      "locality",
+                                                      "watts_per_gpu",
+                                                      kTraceMeasuredColumn,
+                                                      kTracePriorityColumn};
 // A job larger than this is certainly a typo (and would overflow GPU arithmetic downstream).
 constexpr long long kMaxJobGpus = 1'000'000;
 
@@ -60,7 +68,7 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
         }
         if (!known)
           error(number, absl::StrCat("header: unknown column '", std::string(fields[i]), "' (expected ", kTraceHeader,
-                                     "[,", kTraceMeasuredColumn, "])"));
+                                     "[,", kTraceMeasuredColumn, "][,", kTracePriorityColumn, "])"));
       }
       for (int c : {kId, kSubmit, kDuration, kGpus}) {
         if (column[c] < 0) error(number, absl::StrCat("header: missing column '", kNames[c], "'"));
@@ -147,6 +155,15 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view csv, std::stri
         job.measured_watts_per_gpu = *w;
       }
     }
+    if (!field(kPriority).empty()) {
+      std::optional<long long> p = ParseInt(field(kPriority));
+      if (!p || *p < -kMaxPreemptionPriority || *p > kMaxPreemptionPriority) {
+        bad(kPriority, absl::StrCat("must be an integer within +-", kMaxPreemptionPriority, " (empty: 0)"));
+        ok = false;
+      } else {
+        job.priority = *p;
+      }
+    }
     if (ok) jobs.push_back(std::move(job));
   });
   if (!have_header) error(0, absl::StrCat("empty trace: expected the header ", kTraceHeader));
@@ -170,13 +187,16 @@ std::string TraceToCsv(const std::vector<TraceJob>& jobs) {
   // Traces without measurements keep the seven columns that every earlier release wrote and read.
   const bool measured =
       std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.measured_watts_per_gpu > 0; });
-  std::string out = absl::StrCat(kTraceHeader, measured ? "," : "", measured ? kTraceMeasuredColumn : "", "\n");
+  const bool prioritised = std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.priority != 0; });
+  std::string out = absl::StrCat(kTraceHeader, measured ? "," : "", measured ? kTraceMeasuredColumn : "",
+                                 prioritised ? "," : "", prioritised ? kTracePriorityColumn : "", "\n");
   for (const TraceJob& j : jobs) {
     absl::StrAppend(&out, j.id, ",", absl::StrFormat("%.10g", j.submit), ",", absl::StrFormat("%.10g", j.duration), ",",
                     j.gpus, ",", j.gpus_per_node, ",", j.locality ? LocalityName(*j.locality) : "", ",");
     if (j.watts_per_gpu > 0) absl::StrAppend(&out, absl::StrFormat("%.10g", j.watts_per_gpu));
     if (measured) out += ',';
     if (j.measured_watts_per_gpu > 0) absl::StrAppend(&out, absl::StrFormat("%.10g", j.measured_watts_per_gpu));
+    if (prioritised) absl::StrAppend(&out, ",", j.priority);
     out += '\n';
   }
   return out;

@@ -285,3 +285,31 @@ TEST(PhillyTest, ReportsBadRows) {
 
 }  // namespace
 }  // namespace rackwise
+
+namespace rackwise {
+namespace {
+
+TEST(TraceCsvTest, PriorityColumnIsOptionalIntegerAndRoundTrips) {
+  auto jobs = ParseTrace("priority,id,submit,duration,gpus\n5,a,0,10,8\n,b,0,10,8\n-2,c,1,10,4\n", "p.csv", nullptr);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ((*jobs)[0].priority, 5);
+  EXPECT_EQ((*jobs)[1].priority, 0);
+  EXPECT_EQ((*jobs)[2].priority, -2);
+  const std::string csv = TraceToCsv(*jobs);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), std::string(kTraceHeader) + ",priority");
+  auto back = ParseTrace(csv, "rt.csv", nullptr);
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (size_t i = 0; i < jobs->size(); ++i) EXPECT_EQ((*back)[i].priority, (*jobs)[i].priority);
+  Diagnostics d;
+  auto bad = ParseTrace("id,submit,duration,gpus,priority\na,0,10,8,high\nb,0,10,8,1.5\nc,0,10,8,99999999999999\n",
+                        "bad.csv", &d);
+  ASSERT_FALSE(bad.ok());
+  ASSERT_EQ(d.size(), 3u);
+  for (size_t i = 0; i < d.size(); ++i) {
+    EXPECT_EQ(d[i].line, static_cast<int>(i) + 2);
+    EXPECT_NE(d[i].message.find("field 'priority'"), std::string::npos) << d[i].message;
+  }
+}
+
+}  // namespace
+}  // namespace rackwise

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -104,6 +106,24 @@ inline std::string ScheduleOver(httplib::Client& client, const Json& pod, const 
   if (!b["Error"].get<std::string>().empty()) return "";
   return best;
 }
+
+// A binder that accepts every binding and records evictions (what the API server would be asked). Evictions of
+// the pods in `refuse` answer 429, as a PodDisruptionBudget that forbids them.
+class RecordingBinder : public PodBinder {
+ public:
+  absl::Status BindPod(const BindingArgs&) override { return absl::OkStatus(); }
+  absl::Status EvictPod(const std::string& ns, const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (refuse.count(ns + "/" + name)) {
+      return absl::ResourceExhaustedError("Cannot evict pod as it would violate the pod's disruption budget.");
+    }
+    evicted.push_back(ns + "/" + name);
+    return absl::OkStatus();
+  }
+  std::mutex mu;
+  std::vector<std::string> evicted;
+  std::set<std::string> refuse;  // "namespace/name"
+};
 
 class ExtenderHttpFixture : public ::testing::Test {
  protected:

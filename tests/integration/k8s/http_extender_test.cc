@@ -261,19 +261,6 @@ TEST_F(HttpExtenderTest, HealthAndMetrics) {
   }
 }
 
-// A binder that accepts every binding and records evictions (what the API server would be asked).
-class RecordingBinder : public PodBinder {
- public:
-  absl::Status BindPod(const BindingArgs&) override { return absl::OkStatus(); }
-  absl::Status EvictPod(const std::string& ns, const std::string& name) override {
-    std::lock_guard<std::mutex> lock(mu);
-    evicted.push_back(ns + "/" + name);
-    return absl::OkStatus();
-  }
-  std::mutex mu;
-  std::vector<std::string> evicted;
-};
-
 // on_overdraw: requeue_newest. Rack b0-r0000 (cap 30 kW) measures 34 kW: the newest pod there (its 7.7 kW
 // cover the 4 kW excess) is evicted, once; the older pod and the pod on another rack stay.
 TEST_F(HttpExtenderTest, RequeueNewestEvictsTheNewestPodOfAnOverdrawnRackOnce) {
