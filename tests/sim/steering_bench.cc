@@ -25,26 +25,33 @@ v1::ClusterDescription Capped(const std::string& name) {
   spec.name = name;
   if (name == "gb200") {
     // 8 NVL72 racks (118.8 kW each at full load, 27 kW idle) capped at 90 kW; rows of 4 racks at 340 kW.
-    spec.blocks.push_back({.system = ReferenceSystem::kGb200Nvl72, .racks = 8, .nodes_per_rack = 18,
-                           .rack_cap_kw = 90, .racks_per_row = 4, .row_cap_kw = 340});
+    spec.blocks.push_back({.system = ReferenceSystem::kGb200Nvl72,
+                           .racks = 8,
+                           .nodes_per_rack = 18,
+                           .rack_cap_kw = 90,
+                           .racks_per_row = 4,
+                           .row_cap_kw = 340});
   } else {
     // 16 racks of 4 HGX H100 (40.8 kW at full load, 10 kW idle) capped at 30 kW; rows of 4 racks at 110 kW.
-    spec.blocks.push_back({.system = ReferenceSystem::kHgxH100, .racks = 16, .nodes_per_rack = 4,
-                           .rack_cap_kw = 30, .racks_per_row = 4, .row_cap_kw = 110});
+    spec.blocks.push_back({.system = ReferenceSystem::kHgxH100,
+                           .racks = 16,
+                           .nodes_per_rack = 4,
+                           .rack_cap_kw = 30,
+                           .racks_per_row = 4,
+                           .row_cap_kw = 110});
   }
   return BuildSyntheticCluster(spec);
 }
 
 int RunCluster(const std::string& name, double hours, int jobs, uint64_t seed) {
-  const std::vector<Mode> modes = {{SteeringMode::kDeclared, 0},    {SteeringMode::kReclaim, 0},
-                                   {SteeringMode::kRequeueOnly, 20}, {SteeringMode::kRequeueOnly, 30},
-                                   {SteeringMode::kSteer, 0},        {SteeringMode::kSteer, 10},
-                                   {SteeringMode::kSteer, 20},       {SteeringMode::kSteer, 30},
-                                   {SteeringMode::kSteer, 40}};
-  std::printf("\n%s: %d jobs, %.0f h, seed %llu\n\n", name.c_str(), jobs, hours,
-              static_cast<unsigned long long>(seed));
-  std::printf("| mode | oversubscribe | GPU-hours | vs declared | GPU-h/MWh | vs declared | mean GPUs busy | "
-              "held jobs | requeued | excursions | excursion s | longest s | kW·s over |\n");
+  const std::vector<Mode> modes = {
+      {SteeringMode::kDeclared, 0},     {SteeringMode::kReclaim, 0}, {SteeringMode::kRequeueOnly, 20},
+      {SteeringMode::kRequeueOnly, 30}, {SteeringMode::kSteer, 0},   {SteeringMode::kSteer, 10},
+      {SteeringMode::kSteer, 20},       {SteeringMode::kSteer, 30},  {SteeringMode::kSteer, 40}};
+  std::printf("\n%s: %d jobs, %.0f h, seed %llu\n\n", name.c_str(), jobs, hours, static_cast<unsigned long long>(seed));
+  std::printf(
+      "| mode | oversubscribe | GPU-hours | vs declared | GPU-h/MWh | vs declared | mean GPUs busy | "
+      "held jobs | requeued | excursions | excursion s | longest s | kW·s over |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   double base_work = 0, base_eff = 0;
   for (const Mode& m : modes) {
@@ -85,10 +92,14 @@ int main(int argc, char** argv) {
   std::string cluster = "both";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--hours") hours = std::atof(value.c_str());
-    else if (flag == "--jobs") jobs = std::atoi(value.c_str());
-    else if (flag == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
-    else if (flag == "--cluster") cluster = value;
+    if (flag == "--hours")
+      hours = std::atof(value.c_str());
+    else if (flag == "--jobs")
+      jobs = std::atoi(value.c_str());
+    else if (flag == "--seed")
+      seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--cluster")
+      cluster = value;
     else {
       std::fprintf(stderr, "usage: steering_bench [--hours H] [--jobs N] [--seed S] [--cluster gb200|h100|both]\n");
       return 2;

@@ -87,9 +87,9 @@ SteeringPlan PlanLedgerSteering(const Ledger& l, const SteeringFacts& facts, Led
   LedgerSteering& in = input ? *input : local;
   in = BuildLedgerSteering(l, facts);
   const PlacementPolicy& policy = l.topology().policy();
-  return PlanSteering(in.scopes, in.allocations,
-                      {.hysteresis_fraction = policy.steering_hysteresis_fraction,
-                       .weighted = policy.steering_priority_weighted});
+  return PlanSteering(
+      in.scopes, in.allocations,
+      {.hysteresis_fraction = policy.steering_hysteresis_fraction, .weighted = policy.steering_priority_weighted});
 }
 
 }  // namespace rackwise

@@ -39,7 +39,8 @@ class ProgressiveFill {
       limit_[s] = static_cast<Milliwatts>(std::floor(static_cast<double>(scopes[s].limit) * limit_scale));
     for (size_t a = 0; a < allocations.size(); ++a) {
       if (skip[a]) continue;
-      for (const SteeringShare& sh : allocations[a].shares) members_[sh.scope].push_back({static_cast<int>(a), sh.gpus});
+      for (const SteeringShare& sh : allocations[a].shares)
+        members_[sh.scope].push_back({static_cast<int>(a), sh.gpus});
       top_level_ = std::max(top_level_, WeightOf(allocations[a], weighted));
     }
     level_.assign(allocations.size(), 0);
@@ -86,7 +87,8 @@ class ProgressiveFill {
       std::vector<double> bound(scopes_.size(), top_level_);
       double next = top_level_;
       for (size_t s = 0; s < scopes_.size(); ++s) {
-        if (std::none_of(members_[s].begin(), members_[s].end(), [&](const Member& m) { return !frozen[m.allocation]; }))
+        if (std::none_of(members_[s].begin(), members_[s].end(),
+                         [&](const Member& m) { return !frozen[m.allocation]; }))
           continue;
         double lo = back, hi = top_level_;
         at(hi);

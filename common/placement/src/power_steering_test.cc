@@ -158,7 +158,7 @@ TEST(PowerSteeringTest, AJobBelowItsLimitIsCountedAtItsDrawWhenLimitsRise) {
 TEST(PowerSteeringTest, BadFactsAreClampedNotTrusted) {
   std::vector<SteeringScope> scopes = {{"rack r0", 12000 * kW, 0}};
   std::vector<SteeredAllocation> jobs = {Job("a", {{0, 8}}, 700, 900)};  // floor above declared
-  jobs[0].current = 5000 * kW;                                          // limit above declared
+  jobs[0].current = 5000 * kW;                                           // limit above declared
   jobs[0].weight = -3;
   SteeringPlan plan = PlanSteering(scopes, jobs, {.hysteresis_fraction = 7, .weighted = true});
   EXPECT_EQ(plan.limits[0], 700 * kW);

@@ -1,7 +1,7 @@
 // Measured power: readings -> per-rack draw, the ledger's counted draw (max(estimate, measured), reclaim),
 // the placer refusing a rack that measures above its usable cap, overdraw and lowered limits.
-#include "rackwise/ledger_steering.h"
 #include "rackwise/telemetry.h"
+#include "rackwise/ledger_steering.h"
 
 #include <gtest/gtest.h>
 

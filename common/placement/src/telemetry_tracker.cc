@@ -48,11 +48,12 @@ void TelemetryTracker::Steer(const Ledger& ledger, const SteeringFacts& given, s
   }
   for (int a : plan.requeue) {
     requeue_.push_back(in.allocations[a].id);
-    log->push_back(absl::StrCat("steer: ", in.allocations[a].id,
-                                " to requeue: the floors of the jobs there cannot keep a cap"));
+    log->push_back(
+        absl::StrCat("steer: ", in.allocations[a].id, " to requeue: the floors of the jobs there cannot keep a cap"));
   }
   for (int s : plan.unmet_scopes)
-    log->push_back(absl::StrCat("steer: ", in.scopes[s].name, " stays above its cap less the reserve with no job left to "
+    log->push_back(absl::StrCat("steer: ", in.scopes[s].name,
+                                " stays above its cap less the reserve with no job left to "
                                 "lower"));
   previous_limits_ = std::move(limits_);
   limits_ = std::move(next);

@@ -11,8 +11,12 @@ namespace {
 
 Topology SmallCappedH100(double oversubscribe_pct) {
   SyntheticClusterSpec spec;
-  spec.blocks.push_back({.system = ReferenceSystem::kHgxH100, .racks = 4, .nodes_per_rack = 4, .rack_cap_kw = 30,
-                         .racks_per_row = 2, .row_cap_kw = 55});
+  spec.blocks.push_back({.system = ReferenceSystem::kHgxH100,
+                         .racks = 4,
+                         .nodes_per_rack = 4,
+                         .rack_cap_kw = 30,
+                         .racks_per_row = 2,
+                         .row_cap_kw = 55});
   v1::ClusterDescription d = BuildSyntheticCluster(spec);
   d.mutable_policy()->set_oversubscribe_pct(oversubscribe_pct);
   return *Topology::Build(d);

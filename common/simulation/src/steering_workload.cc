@@ -20,7 +20,7 @@ std::vector<std::pair<int, double>> Sizes(const NodeType& type, int domain_gpus)
 double PhaseShare(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0, 1);
   const double kind = u(rng);
-  if (kind < 0.5) return 0.85 + 0.15 * u(rng);  // compute-bound
+  if (kind < 0.5) return 0.85 + 0.15 * u(rng);   // compute-bound
   if (kind < 0.85) return 0.55 + 0.30 * u(rng);  // mixed
   return 0.35 + 0.20 * u(rng);                   // communication, I/O, checkpoints
 }

@@ -36,7 +36,7 @@
 namespace rackwise {
 
 struct SteeringScope {
-  std::string name;  // for messages: "rack r01", "power domain row-a"
+  std::string name;      // for messages: "rack r01", "power domain row-a"
   Milliwatts limit = 0;  // the cap less the policy's reserve
   Milliwatts fixed = 0;  // draw not explained by the steered allocations
 };
@@ -63,10 +63,10 @@ struct SteeringSettings {
 };
 
 struct SteeringPlan {
-  std::vector<Milliwatts> limits;     // per allocation, in input order; requeued ones keep `current`
-  std::vector<int> requeue;           // allocation indices, in the order to requeue
-  std::vector<int> unmet_scopes;      // scopes still over their limit with nothing left to lower or requeue
-  int held_below_declared = 0;        // allocations whose new limit is below their declared watts
+  std::vector<Milliwatts> limits;  // per allocation, in input order; requeued ones keep `current`
+  std::vector<int> requeue;        // allocation indices, in the order to requeue
+  std::vector<int> unmet_scopes;   // scopes still over their limit with nothing left to lower or requeue
+  int held_below_declared = 0;     // allocations whose new limit is below their declared watts
 };
 
 // The whole rule, as stated above.

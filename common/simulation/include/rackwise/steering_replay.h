@@ -38,7 +38,7 @@ const char* SteeringModeName(SteeringMode mode);  // "declared", "reclaim", "req
 
 struct SteeringReplayOptions {
   SteeringMode mode = SteeringMode::kDeclared;
-  double reclaim_fraction = 0.5;      // kReclaim
+  double reclaim_fraction = 0.5;  // kReclaim
   double interval_s = 15;
   double horizon_s = 12 * 3600;
   double perf_exponent = 0.3;
