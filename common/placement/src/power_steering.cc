@@ -77,41 +77,44 @@ class ProgressiveFill {
     const std::vector<double> filled = level_;
     std::vector<char> frozen(allocations_.size(), 1);
     for (size_t a = 0; a < allocations_.size(); ++a) frozen[a] = skip_[a] || filled[a] <= 0;
+    // Scope s's draw with its unfrozen members lowered by d from where the filling left them.
+    auto draw_back = [&](size_t s, double d) {
+      Milliwatts draw = scopes_[s].fixed;
+      for (const Member& m : members_[s]) {
+        const double level = frozen[m.allocation] ? level_[m.allocation] : std::max(0.0, filled[m.allocation] - d);
+        draw += m.gpus * std::min(LimitAt(allocations_[m.allocation], level, weighted_), demand_[m.allocation]);
+      }
+      return draw;
+    };
     double back = 0;
-    for (;;) {
-      auto at = [&](double d) {  // levels with the unfrozen lowered by d
-        for (size_t a = 0; a < allocations_.size(); ++a)
-          if (!frozen[a]) level_[a] = std::max(0.0, filled[a] - d);
-      };
+    for (bool any = true; any && back < top_level_;) {
       // Per scope with an unfrozen member: the most it allows (top_level_ when it never binds).
       std::vector<double> bound(scopes_.size(), top_level_);
       double next = top_level_;
       for (size_t s = 0; s < scopes_.size(); ++s) {
         if (std::none_of(members_[s].begin(), members_[s].end(),
-                         [&](const Member& m) { return !frozen[m.allocation]; }))
+                         [&](const Member& m) { return !frozen[m.allocation]; }) ||
+            draw_back(s, top_level_) <= limit_[s])
           continue;
         double lo = back, hi = top_level_;
-        at(hi);
-        if (Draw(s, 0) <= limit_[s]) continue;  // Draw(s, 0): every allocation at level_ as just set
         for (int i = 0; i < kBisectionSteps && hi - lo > 0; ++i) {
           const double mid = lo + (hi - lo) / 2;
-          at(mid);
-          (Draw(s, 0) <= limit_[s] ? lo : hi) = mid;
+          (draw_back(s, mid) <= limit_[s] ? lo : hi) = mid;
         }
         bound[s] = lo;
         next = std::min(next, lo);
       }
       back = next;
-      at(back);
-      bool any = false;
+      for (size_t a = 0; a < allocations_.size(); ++a)
+        if (!frozen[a]) level_[a] = std::max(0.0, filled[a] - back);
       for (size_t s = 0; s < scopes_.size(); ++s)
         if (bound[s] <= back)
           for (const Member& m : members_[s]) frozen[m.allocation] = 1;
+      any = false;
       for (size_t a = 0; a < allocations_.size(); ++a) {
         if (!frozen[a] && level_[a] <= 0) frozen[a] = 1;
         any |= !frozen[a];
       }
-      if (!any || back >= top_level_) break;
     }
   }
 
