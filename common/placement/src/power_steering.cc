@@ -50,13 +50,24 @@ class ProgressiveFill {
   std::vector<Milliwatts> Run() {
     std::vector<char> over(scopes_.size(), 0);
     for (size_t s = 0; s < scopes_.size(); ++s) over[s] = Draw(s, 0) > limit_[s];
+    // Per over scope, the level at which it comes back under its limit (kUnknown: to work out; the top level
+    // when it cannot). Worked out again only when one of its members starts or stops rising.
+    constexpr double kUnknown = -1;
+    std::vector<double> meets(scopes_.size(), kUnknown);
+    std::vector<char> was_active(allocations_.size(), 0);
     double level = 0;
     while (level < top_level_ && std::any_of(over.begin(), over.end(), [](char c) { return c != 0; })) {
       MarkActive(over);
-      // The next level at which an over scope comes back under its limit (the top level when none can).
+      for (size_t a = 0; a < allocations_.size(); ++a)
+        if (active_[a] != was_active[a])
+          for (const SteeringShare& sh : allocations_[a].shares) meets[sh.scope] = kUnknown;
+      was_active = active_;
       double next = top_level_;
-      for (size_t s = 0; s < scopes_.size(); ++s)
-        if (over[s] && Draw(s, top_level_) <= limit_[s]) next = std::min(next, LevelThatMeets(s, level));
+      for (size_t s = 0; s < scopes_.size(); ++s) {
+        if (!over[s]) continue;
+        if (meets[s] == kUnknown) meets[s] = Draw(s, top_level_) <= limit_[s] ? LevelThatMeets(s, level) : top_level_;
+        next = std::min(next, meets[s]);
+      }
       level = next;
       for (size_t a = 0; a < allocations_.size(); ++a)
         if (active_[a]) level_[a] = level;
@@ -86,36 +97,45 @@ class ProgressiveFill {
       }
       return draw;
     };
+    // Per scope: the most it lets its unfrozen members give back (top_level_ when it never binds; kUnknown: to
+    // work out again, after one of its members froze).
+    constexpr double kUnknown = -1;
+    std::vector<double> bound(scopes_.size(), kUnknown);
     double back = 0;
     for (bool any = true; any && back < top_level_;) {
-      // Per scope with an unfrozen member: the most it allows (top_level_ when it never binds).
-      std::vector<double> bound(scopes_.size(), top_level_);
       double next = top_level_;
       for (size_t s = 0; s < scopes_.size(); ++s) {
-        if (std::none_of(members_[s].begin(), members_[s].end(),
-                         [&](const Member& m) { return !frozen[m.allocation]; }) ||
-            draw_back(s, top_level_) <= limit_[s])
-          continue;
-        double lo = back, hi = top_level_;
-        for (int i = 0; i < kBisectionSteps && hi - lo > 0; ++i) {
-          const double mid = lo + (hi - lo) / 2;
-          (draw_back(s, mid) <= limit_[s] ? lo : hi) = mid;
-        }
-        bound[s] = lo;
-        next = std::min(next, lo);
+        if (bound[s] == kUnknown) bound[s] = MostBack(s, back, draw_back, frozen);
+        next = std::min(next, bound[s]);
       }
       back = next;
       for (size_t a = 0; a < allocations_.size(); ++a)
         if (!frozen[a]) level_[a] = std::max(0.0, filled[a] - back);
+      std::vector<int> stopped;
       for (size_t s = 0; s < scopes_.size(); ++s)
         if (bound[s] <= back)
-          for (const Member& m : members_[s]) frozen[m.allocation] = 1;
-      any = false;
-      for (size_t a = 0; a < allocations_.size(); ++a) {
-        if (!frozen[a] && level_[a] <= 0) frozen[a] = 1;
-        any |= !frozen[a];
-      }
+          for (const Member& m : members_[s])
+            if (!frozen[m.allocation]) stopped.push_back(m.allocation), frozen[m.allocation] = 1;
+      for (size_t a = 0; a < allocations_.size(); ++a)
+        if (!frozen[a] && level_[a] <= 0) stopped.push_back(static_cast<int>(a)), frozen[a] = 1;
+      for (int a : stopped)
+        for (const SteeringShare& sh : allocations_[a].shares) bound[sh.scope] = kUnknown;
+      any = std::any_of(frozen.begin(), frozen.end(), [](char f) { return f == 0; });
     }
+  }
+
+  // The most scope s lets its unfrozen members give back from `from` on (top_level_ when it never binds).
+  template <typename DrawBack>
+  double MostBack(size_t s, double from, const DrawBack& draw_back, const std::vector<char>& frozen) const {
+    if (std::none_of(members_[s].begin(), members_[s].end(), [&](const Member& m) { return !frozen[m.allocation]; }) ||
+        draw_back(s, top_level_) <= limit_[s])
+      return top_level_;
+    double lo = from, hi = top_level_;
+    for (int i = 0; i < kBisectionSteps && hi - lo > 0; ++i) {
+      const double mid = lo + (hi - lo) / 2;
+      (draw_back(s, mid) <= limit_[s] ? lo : hi) = mid;
+    }
+    return lo;
   }
 
  private:

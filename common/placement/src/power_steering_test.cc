@@ -155,6 +155,28 @@ TEST(PowerSteeringTest, AJobBelowItsLimitIsCountedAtItsDrawWhenLimitsRise) {
   EXPECT_EQ(PlanSteering(scopes, jobs, {}).limits[0], 500 * kW);
 }
 
+TEST(PowerSteeringTest, AHallCapLoweredByAThirdOverThousandsOfRacksMeetsEveryCap) {
+  // 2,048 racks of 4 jobs (8 GPUs each) in 32 rows under one hall; the hall's cap falls to 70% of its draw.
+  constexpr int kRacks = 2048, kRows = 32;
+  std::vector<SteeringScope> scopes;
+  for (int r = 0; r < kRacks; ++r) scopes.push_back({"rack", 40000 * kW, 10000 * kW});
+  for (int w = 0; w < kRows; ++w) scopes.push_back({"row", kRacks / kRows * 40000 * kW, kRacks / kRows * 10000 * kW});
+  scopes.push_back({"hall", 0, kRacks * 10000LL * kW});
+  std::vector<SteeredAllocation> jobs;
+  for (int r = 0; r < kRacks; ++r)
+    for (int j = 0; j < 4; ++j)
+      jobs.push_back(Job("j" + std::to_string(r * 4 + j),
+                         {{r, 8}, {kRacks + r / (kRacks / kRows), 8}, {kRacks + kRows, 8}}, 700 + 50 * j, 200));
+  scopes.back().limit = (kRacks * 10000LL + kRacks * 8LL * (700 + 750 + 800 + 850)) * kW * 7 / 10;
+  const SteeringPlan plan = PlanSteering(scopes, jobs, {});
+  EXPECT_TRUE(plan.requeue.empty());
+  EXPECT_EQ(plan.held_below_declared, 4 * kRacks);
+  Milliwatts hall = scopes.back().fixed;
+  for (size_t a = 0; a < jobs.size(); ++a) hall += 8 * plan.limits[a];
+  EXPECT_LE(hall, scopes.back().limit);
+  EXPECT_GE(hall, scopes.back().limit - static_cast<Milliwatts>(jobs.size()) * 8);
+}
+
 TEST(PowerSteeringTest, BadFactsAreClampedNotTrusted) {
   std::vector<SteeringScope> scopes = {{"rack r0", 12000 * kW, 0}};
   std::vector<SteeredAllocation> jobs = {Job("a", {{0, 8}}, 700, 900)};  // floor above declared
