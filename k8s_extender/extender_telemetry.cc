@@ -3,9 +3,9 @@
 //
 // on_overdraw in this face: `none` raises the alarm only; `requeue_newest` also evicts the newest pods on the
 // rack (Eviction API, so PodDisruptionBudgets hold; their controllers recreate them and kube-scheduler places
-// the replacements where the power is), once per overdraw; `lower_limits` publishes, per allocation on the
-// overdrawn rack, the lowered watts per GPU (rackwise_overdraw_limit_watts_per_gpu and a log line). Placement
-// refuses the rack in every case.
+// the replacements where the power is), once per overdraw; `lower_limits` steers every round (the core's
+// PlanSteering through TelemetryTracker) and publishes, per allocation held below its declared watts, its limit
+// (rackwise_overdraw_limit_watts_per_gpu and a log line per change). Placement refuses the rack in every case.
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -102,7 +102,7 @@ void ExtenderService::RenderTelemetryMetrics(std::string* out) const {
   }
   if (!telemetry_.lowered_limits().empty()) {
     daemon::Gauge(out, "rackwise_overdraw_limit_watts_per_gpu",
-          "on_overdraw lower_limits: the lowered GPU power limit for an allocation on an overdrawn rack.");
+          "on_overdraw lower_limits: the steered GPU power limit of an allocation held below its declared watts.");
     for (const LimitChange& c : telemetry_.lowered_limits())
       absl::StrAppend(out, "rackwise_overdraw_limit_watts_per_gpu{allocation=\"", daemon::Label(c.allocation), "\"} ",
                       MilliwattsToWatts(c.to_per_gpu), "\n");

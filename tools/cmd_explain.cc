@@ -10,6 +10,7 @@
 #include "placement_session.h"
 #include "rackwise/locality.h"
 #include "rackwise/placer.h"
+#include "steering_explain.h"
 #include "telemetry_session.h"
 
 namespace rackwise::cli {
@@ -79,6 +80,8 @@ int RunExplain(int argc, char** argv) {
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
     text += "\n" + DecisionToText(t, *session->ledger, *d);
     json["decision"] = DecisionToJson(t, *d);
+    if (session->description.telemetry().on_overdraw() == v1::OVERDRAW_ACTION_LOWER_LIMITS)
+      text += SteeringNote(*session->ledger, *d, request->id, &json["steering"]);
   } else {
     const auto& refusal = std::get<PlacementRefusal>(*outcome);
     text += "\n" + RefusalToText(refusal);

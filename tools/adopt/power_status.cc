@@ -1,6 +1,7 @@
 // Rows of `rackwise status`; see power_status.h.
 #include "power_status.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -79,8 +80,11 @@ PowerStatus StatusFromClusterState(const v1::ClusterStateResponse& state) {
 
 std::string StatusTable(const PowerStatus& status) {
   std::string out = absl::StrFormat("cluster %s: %d jobs  (%s)\n", status.cluster, status.allocations, status.source);
-  absl::StrAppendFormat(&out, "%-24s %10s %10s %10s %10s %10s %6s %5s %11s\n", "RACK / POWER DOMAIN", "DRAW kW",
+  const bool steering = std::any_of(status.rows.begin(), status.rows.end(),
+                                    [](const PowerRow& row) { return row.steered_watts.has_value(); });
+  absl::StrAppendFormat(&out, "%-24s %10s %10s %10s %10s %10s %6s %5s %11s", "RACK / POWER DOMAIN", "DRAW kW",
                         "MEASURED", "CAP kW", "USABLE kW", "HEADROOM", "USE%", "JOBS", "GPUS");
+  absl::StrAppend(&out, steering ? absl::StrFormat(" %10s %10s %5s\n", "COUNTED", "STEERED", "HELD") : "\n");
   std::map<std::string, int> depth;
   for (const PowerRow& row : status.rows) {
     int d = row.parent.empty() ? 0 : depth[row.parent] + 1;
@@ -91,9 +95,14 @@ std::string StatusTable(const PowerStatus& status) {
     std::string measured = row.measured_watts ? absl::StrFormat("%.1f", *row.measured_watts / 1000) : "-";
     // Use of the usable cap by what decisions count (the measured draw where telemetry is on).
     double use = row.usable_cap_watts > 0 ? 100.0 * row.counted_watts / row.usable_cap_watts : 0;
-    absl::StrAppendFormat(&out, "%-24s %10.1f %10s %10.1f %10.1f %10.1f %5.0f%% %5s %11s\n", name,
-                          row.draw_watts / 1000, measured, row.cap_watts / 1000, row.usable_cap_watts / 1000,
-                          row.headroom_watts / 1000, use, jobs, gpus);
+    absl::StrAppendFormat(&out, "%-24s %10.1f %10s %10.1f %10.1f %10.1f %5.0f%% %5s %11s", name, row.draw_watts / 1000,
+                          measured, row.cap_watts / 1000, row.usable_cap_watts / 1000, row.headroom_watts / 1000, use,
+                          jobs, gpus);
+    if (steering)
+      absl::StrAppendFormat(&out, " %10.1f %10s %5s", row.counted_watts / 1000,
+                            row.steered_watts ? absl::StrFormat("%.1f", *row.steered_watts / 1000) : "-",
+                            row.held_jobs < 0 ? "-" : absl::StrCat(row.held_jobs));
+    absl::StrAppend(&out, "\n");
   }
   return out;
 }
@@ -111,6 +120,8 @@ nlohmann::ordered_json StatusJson(const PowerStatus& status) {
                                 {"headroom_watts", row.headroom_watts}};
     if (row.measured_watts) r["measured_watts"] = *row.measured_watts;
     if (row.jobs >= 0) r["jobs"] = row.jobs;
+    if (row.steered_watts) r["steered_watts"] = *row.steered_watts;
+    if (row.held_jobs >= 0) r["held_jobs"] = row.held_jobs;
     if (row.gpus >= 0) {
       r["used_gpus"] = row.used_gpus;
       r["gpus"] = row.gpus;

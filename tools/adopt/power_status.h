@@ -26,6 +26,10 @@ struct PowerRow {
   double headroom_watts = 0;  // racks: the least room over the rack and every domain above it
   int jobs = -1;              // -1: not known (the extender's ClusterState does not say)
   int used_gpus = -1, gpus = -1;
+  // With steering (telemetry.on_overdraw: lower_limits): the draw with every job at the limit steering gives it
+  // for this state, and how many jobs it holds below their declared watts.
+  std::optional<double> steered_watts;
+  int held_jobs = -1;
 };
 
 struct PowerStatus {
@@ -40,7 +44,12 @@ PowerStatus StatusFromLedger(const Ledger& ledger);
 // An extender older than the `power` rows: racks only, without jobs or a measured draw.
 PowerStatus StatusFromClusterState(const v1::ClusterStateResponse& state);
 
-// A fixed-width table, `top` style: one line per row, children indented under their domain.
+// Adds the steered draw and held jobs to the rows of `status` (built from the same ledger): what the steering rule
+// (ledger_steering.h) sets for this state when every job starts from its declared watts.
+void AddSteering(const Ledger& ledger, PowerStatus* status);
+
+// A fixed-width table, `top` style: one line per row, children indented under their domain; with steering,
+// COUNTED, STEERED and HELD columns at the end.
 std::string StatusTable(const PowerStatus& status);
 nlohmann::ordered_json StatusJson(const PowerStatus& status);
 

@@ -404,6 +404,29 @@ class Checker {
       CheckAmount("policy.weights.rail_alignment", "policy: weights.rail_alignment", w.rail_alignment());
       CheckAmount("policy.weights.power_headroom", "policy: weights.power_headroom", w.power_headroom());
     }
+    CheckSteering(policy);
+  }
+
+  // Steering's knobs, and oversubscription only where steering can guarantee the caps.
+  void CheckSteering(const v1::Policy& policy) {
+    const v1::Steering& st = policy.steering();
+    if (CheckAmount("policy.steering.hysteresis_pct", "policy: steering.hysteresis_pct", st.hysteresis_pct()) &&
+        st.hysteresis_pct() > 50)
+      Report("policy.steering.hysteresis_pct",
+             absl::StrCat("policy: steering.hysteresis_pct must be between 0 and 50, got ", st.hysteresis_pct()));
+    if (CheckAmount("policy.steering.floor_pct", "policy: steering.floor_pct", st.floor_pct()) && st.floor_pct() > 100)
+      Report("policy.steering.floor_pct",
+             absl::StrCat("policy: steering.floor_pct must be between 1 and 100, got ", st.floor_pct()));
+    const double over = policy.oversubscribe_pct();
+    if (!CheckAmount("policy.oversubscribe_pct", "policy: oversubscribe_pct", over) || over == 0) return;
+    if (over > 50) {
+      Report("policy.oversubscribe_pct",
+             absl::StrCat("policy: oversubscribe_pct must be between 0 and 50, got ", over));
+    } else if (!d_.has_telemetry() || d_.telemetry().on_overdraw() != v1::OVERDRAW_ACTION_LOWER_LIMITS) {
+      Report("policy.oversubscribe_pct",
+             "policy: oversubscribe_pct needs steering (telemetry with on_overdraw: lower_limits): without it "
+             "nothing holds the caps when jobs draw what they declared");
+    }
   }
 
   // Every node's prolog creates state_dir with its parents: a path that cannot name one directory on every

@@ -32,6 +32,11 @@ PlacementPolicy ResolvePolicy(const v1::Policy& p) {
   out.min_watts_per_gpu = p.min_watts_per_gpu();
   out.max_watts_per_gpu = p.max_watts_per_gpu() > 0 ? p.max_watts_per_gpu() : kMaxWattsPerGpu;
   out.preferred_wait_seconds = std::max(0.0, p.preferred_wait_s());
+  const v1::Steering& st = p.steering();
+  out.steering_hysteresis_fraction = std::clamp(pick(st.hysteresis_pct(), 5), 0.0, 50.0) / 100.0;
+  out.steering_floor_fraction = std::clamp(pick(st.floor_pct(), 30), 1.0, 100.0) / 100.0;
+  out.steering_priority_weighted = st.priority_weighted();
+  out.oversubscribe_fraction = std::clamp(p.oversubscribe_pct(), 0.0, 50.0) / 100.0;
   return out;
 }
 

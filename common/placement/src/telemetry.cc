@@ -201,23 +201,6 @@ InRack AllocationInRack(const Ledger& l, const Allocation& a, RackId rack) {
 
 }  // namespace
 
-std::vector<LimitChange> PlanLowerLimits(const Ledger& l, const Overdraw& o) {
-  const Topology& t = l.topology();
-  std::vector<LimitChange> out;
-  long long gpus = 0;
-  for (const std::string& id : o.allocations) gpus += AllocationInRack(l, *l.Find(id), o.rack).gpus;
-  if (gpus == 0 || o.measured <= o.cap) return out;
-  const Milliwatts cut = (o.measured - o.cap + gpus - 1) / gpus;
-  const Milliwatts policy_floor = WattsToMilliwatts(t.policy().min_watts_per_gpu);
-  for (const std::string& id : o.allocations) {
-    const Milliwatts charged = AllocationInRack(l, *l.Find(id), o.rack).per_gpu;
-    const Milliwatts floor = policy_floor > 0 ? policy_floor : charged / 2;
-    const Milliwatts to = std::max(floor, charged - cut);
-    if (to < charged) out.push_back({id, charged, to});
-  }
-  return out;
-}
-
 std::vector<std::string> PlanRequeueNewest(
     const Ledger& l, const Overdraw& o, absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at) {
   struct Candidate {

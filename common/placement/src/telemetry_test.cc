@@ -1,6 +1,7 @@
 // Measured power: readings -> per-rack draw, the ledger's counted draw (max(estimate, measured), reclaim),
 // the placer refusing a rack that measures above its usable cap, overdraw and lowered limits.
 #include "rackwise/telemetry.h"
+#include "rackwise/ledger_steering.h"
 
 #include <gtest/gtest.h>
 
@@ -211,29 +212,37 @@ TEST(PlacerMeasuredTest, ReclaimLetsMoreRunButNeverPastTheUsableCap) {
   EXPECT_FALSE(fits());  // and no further
 }
 
-TEST(OverdrawTest, FindsRacksAboveTheirCapWithTheirJobsAndPlansLowerLimits) {
+TEST(OverdrawTest, FindsRacksAboveTheirCapWithTheirJobsAndSteersThem) {
   Topology t = TwoRacks();
   Ledger l(t);
   ASSERT_TRUE(l.Commit({"job-b", {{0, 0xff}}, 0}).ok());
   ASSERT_TRUE(l.Commit({"job-a", {{1, 0x0f}}, 800'000}).ok());
   ASSERT_TRUE(l.Commit({"elsewhere", {{4, 0x0f}}, 0}).ok());
   EXPECT_TRUE(FindOverdraws(l).empty());
-  l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);
+  l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0, /*count_recent=*/false);
   std::vector<Overdraw> over = FindOverdraws(l);
   ASSERT_EQ(over.size(), 1u);
   EXPECT_EQ(OverdrawMessage(l, over[0]),
             "rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a, job-b");
-  // 1.2 kW over, 12 GPUs: each saves 100 W.
-  std::vector<LimitChange> plan = PlanLowerLimits(l, over[0]);
-  ASSERT_EQ(plan.size(), 2u);
-  EXPECT_EQ(plan[0].allocation, "job-a");
-  EXPECT_EQ(plan[0].to_per_gpu, 700'000);
-  EXPECT_EQ(plan[1].to_per_gpu, 862'500);
-  // Never below the floor (half the charged watts when the policy sets none).
-  l.SetMeasuredDraw({Milliwatts{60'000'000}, std::nullopt}, 0);
-  plan = PlanLowerLimits(l, FindOverdraws(l)[0]);
-  EXPECT_EQ(plan[0].to_per_gpu, 400'000);
-  EXPECT_EQ(plan[1].to_per_gpu, 481'250);
+  // lower_limits steers (ledger_steering.h): 31.2 kW measured, 10 kW idle, the jobs' limits explain 10.9 kW, so
+  // 10.3 kW is fixed and the GPUs must shed 1.2 kW: the same share off each job's headroom above its floor.
+  LedgerSteering in;
+  SteeringPlan plan = PlanLedgerSteering(l, {}, &in);
+  ASSERT_EQ(in.allocations.size(), 3u);
+  EXPECT_EQ(in.scopes[0].fixed, 20'300'000);
+  EXPECT_EQ(in.allocations[0].id, "elsewhere");
+  EXPECT_EQ(plan.limits[0], in.allocations[0].declared);  // its rack is under its cap
+  auto share = [&](int a) {
+    const SteeredAllocation& j = in.allocations[a];
+    return static_cast<double>(j.declared - plan.limits[a]) / static_cast<double>(j.declared - j.floor);
+  };
+  EXPECT_NEAR(share(1), share(2), 1e-5);
+  EXPECT_LE(20'300'000 + 4 * plan.limits[1] + 8 * plan.limits[2], 30'000'000);
+  EXPECT_GE(20'300'000 + 4 * plan.limits[1] + 8 * plan.limits[2], 30'000'000 - 12);
+  // 28.1 kW fixed: the floors (12 x 210 W) cannot meet the cap; the newest (unknown starts: the greater id) goes.
+  l.SetMeasuredDraw({Milliwatts{39'000'000}, std::nullopt}, 0, /*count_recent=*/false);
+  plan = PlanLedgerSteering(l, {}, &in);
+  EXPECT_EQ(plan.requeue, std::vector<int>{2});
 }
 
 TEST(OverdrawTest, RequeueNewestTakesTheLatestStartedUntilTheExcessIsGone) {
@@ -304,7 +313,7 @@ TEST(OverdrawTest, RequeueNewestIsTheShortestNewestFirstPrefixCoveringTheExcess)
   }
 }
 
-TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
+TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
   Topology t = TwoRacks();
   Ledger l(t);
   ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
@@ -326,7 +335,8 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
   EXPECT_EQ(log[0],
             "OVERDRAW: rack b0-r0000 measures 31.2 kW, above its 30.0 kW cap; jobs on it: job-a; nothing more is "
             "placed there");
-  EXPECT_EQ(log[1], "OVERDRAW: lower_limits: job-a on rack b0-r0000: 962 W per GPU -> 812 W");
+  // 31.2 - 10 kW idle - 7.7 kW of job-a's limit = 13.5 kW fixed: job-a's 8 GPUs get (30 - 23.5) / 8 = 812.5 W.
+  EXPECT_EQ(log[1], "steer: job-a: 962 W per GPU -> 812 W (declared 962 W)");
   EXPECT_EQ(tracker.overdrawn_racks(), std::vector<RackId>{0});
   ASSERT_EQ(tracker.lowered_limits().size(), 1u);
   ASSERT_EQ(tracker.new_overdraws().size(), 1u);  // the start of an overdraw, for a face to act on once
@@ -341,6 +351,12 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndPlansLowerLimits) {
             "telemetry: stale (0 of 2 racks measured; the others count their estimates); node power query "
             "failed: timeout");
   EXPECT_EQ(log[1], "overdraw cleared: rack b0-r0000 is back under its cap");
+  // Stale readings do not show that the headroom came back: the limit stays down until fresh ones do.
+  ASSERT_EQ(tracker.lowered_limits().size(), 1u);
+  EXPECT_EQ(tracker.lowered_limits()[0].to_per_gpu, 812'500);
+  log = tracker.Apply(s, both, &l);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1], "steer: job-a: 812 W per GPU -> 962 W (declared 962 W)");
   EXPECT_TRUE(tracker.lowered_limits().empty());
 }
 

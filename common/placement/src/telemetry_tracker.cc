@@ -2,6 +2,7 @@
 #include "rackwise/telemetry_tracker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,10 +14,53 @@ void TelemetryTracker::Reset() {
   overdrawn_.clear();
   lowered_.clear();
   new_overdraws_.clear();
+  limits_.clear();
+  previous_limits_.clear();
+  requeue_.clear();
+}
+
+void TelemetryTracker::Steer(const Ledger& ledger, const SteeringFacts& given, std::vector<std::string>* log) {
+  SteeringFacts facts = given;
+  for (const auto& [id, limit] : limits_) facts.limits.try_emplace(id, limit);
+  // This round's readings may predate last round's changes: judge them against the higher of the two limits.
+  for (const Allocation* a : ledger.Allocations()) {
+    auto before = previous_limits_.find(a->id);
+    auto now = limits_.find(a->id);
+    if (now == limits_.end()) continue;  // at its declared watts, the most it could have drawn
+    facts.reading_limits.try_emplace(a->id, before == previous_limits_.end() ? std::numeric_limits<Milliwatts>::max()
+                                                                             : std::max(before->second, now->second));
+  }
+  LedgerSteering in;
+  const SteeringPlan plan = PlanLedgerSteering(ledger, facts, &in);
+  absl::flat_hash_map<std::string, Milliwatts> next;
+  for (size_t a = 0; a < in.allocations.size(); ++a) {
+    const SteeredAllocation& al = in.allocations[a];
+    // Without fresh readings everywhere, headroom is not known to have returned: limits only go down.
+    const Milliwatts to = state_ == TelemetryState::kFresh ? plan.limits[a] : std::min(plan.limits[a], al.current);
+    if (to != al.current)
+      log->push_back(absl::StrFormat("steer: %s: %.0f W per GPU -> %.0f W (declared %.0f W)", al.id,
+                                     MilliwattsToWatts(al.current), MilliwattsToWatts(to),
+                                     MilliwattsToWatts(al.declared)));
+    if (to < al.declared) {
+      next[al.id] = to;
+      lowered_.push_back({al.id, al.declared, to});
+    }
+  }
+  for (int a : plan.requeue) {
+    requeue_.push_back(in.allocations[a].id);
+    log->push_back(
+        absl::StrCat("steer: ", in.allocations[a].id, " to requeue: the floors of the jobs there cannot keep a cap"));
+  }
+  for (int s : plan.unmet_scopes)
+    log->push_back(absl::StrCat("steer: ", in.scopes[s].name,
+                                " stays above its cap less the reserve with no job left to "
+                                "lower"));
+  previous_limits_ = std::move(limits_);
+  limits_ = std::move(next);
 }
 
 std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settings, const PowerReadings& readings,
-                                                 Ledger* ledger) {
+                                                 Ledger* ledger, const SteeringFacts& facts) {
   const Topology& t = ledger->topology();
   std::vector<std::string> log;
   const MeasuredDraw measured = MeasureRacks(t, settings, readings);
@@ -39,15 +83,9 @@ std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settin
       log.push_back(absl::StrCat("OVERDRAW: ", OverdrawMessage(*ledger, o), "; nothing more is placed there"));
       new_overdraws_.push_back(o);
     }
-    if (settings.on_overdraw != OverdrawAction::kLowerLimits) continue;
-    for (const LimitChange& c : PlanLowerLimits(*ledger, o)) {
-      if (is_new)
-        log.push_back(absl::StrFormat("OVERDRAW: lower_limits: %s on rack %s: %.0f W per GPU -> %.0f W", c.allocation,
-                                      t.racks()[o.rack].name, MilliwattsToWatts(c.from_per_gpu),
-                                      MilliwattsToWatts(c.to_per_gpu)));
-      lowered_.push_back(c);
-    }
   }
+  requeue_.clear();
+  if (settings.on_overdraw == OverdrawAction::kLowerLimits) Steer(*ledger, facts, &log);
   for (RackId r : overdrawn_) {
     if (std::find(now.begin(), now.end(), r) == now.end())
       log.push_back(absl::StrCat("overdraw cleared: rack ", t.racks()[r].name, " is back under its cap"));

@@ -28,6 +28,11 @@ struct PlacementPolicy {
   double max_watts_per_gpu = kMaxWattsPerGpu;
   // A `preferred` job that has waited less than this is placed as `required` (fewest domains or wait).
   double preferred_wait_seconds = 0;
+  // Power steering (power_steering.h) and oversubscription, as fractions.
+  double steering_hysteresis_fraction = 0.05;
+  double steering_floor_fraction = 0.3;  // of a GPU's nameplate watts
+  bool steering_priority_weighted = false;
+  double oversubscribe_fraction = 0;
 };
 
 }  // namespace rackwise

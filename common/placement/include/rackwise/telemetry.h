@@ -97,17 +97,12 @@ std::vector<Overdraw> FindOverdraws(const Ledger& ledger);
 // "rack r01 measures 31.2 kW, above its 30.0 kW cap; jobs on it: a, b"
 std::string OverdrawMessage(const Ledger& ledger, const Overdraw& overdraw);
 
-// on_overdraw: lower_limits. A lowered watts-per-GPU limit for every allocation on the rack, so that the rack's
-// measured draw falls under its cap if every GPU there saves the same amount: each allocation's charged watts
-// per GPU less ceil(excess / GPUs allocated in the rack), never below `floor_per_gpu` (the policy's
-// min_watts_per_gpu, or half the charged watts when that is 0). Limits only go down: an allocation whose
-// limit would not change is left out.
+// on_overdraw: lower_limits steers (ledger_steering.h, power_steering.h); a change of one allocation's limit.
 struct LimitChange {
   std::string allocation;
   Milliwatts from_per_gpu = 0;
   Milliwatts to_per_gpu = 0;
 };
-std::vector<LimitChange> PlanLowerLimits(const Ledger& ledger, const Overdraw& overdraw);
 
 // on_overdraw: requeue_newest. The allocations on the rack to requeue so that its measured draw falls under its
 // cap: the most recently started first (a job that started last is the likeliest cause, and has lost the least

@@ -1,0 +1,51 @@
+// rackwise status with steering: the steered draw and held jobs per rack and power domain, and the table's columns.
+#include <gtest/gtest.h>
+
+#include "adopt/power_status.h"
+#include "rackwise/cluster_description.h"
+#include "rackwise/topology.h"
+
+namespace rackwise::adopt {
+namespace {
+
+TEST(PowerStatusSteering, ARackOverItsLoweredCapShowsItsJobsHeldAndTheSteeredDraw) {
+  Diagnostics diagnostics;
+  absl::StatusOr<v1::ClusterDescription> d =
+      LoadClusterDescription(std::string(RACKWISE_SOURCE_DIR) + "/examples/demo.yaml", &diagnostics);
+  ASSERT_TRUE(d.ok());
+  absl::StatusOr<Topology> topology = Topology::Build(*d);
+  ASSERT_TRUE(topology.ok());
+  Ledger ledger(*topology);
+  const NodeId gpu001 = *topology->FindNode("gpu001"), gpu002 = *topology->FindNode("gpu002");
+  ASSERT_TRUE(ledger.Commit({.id = "a", .nodes = {{.node = gpu001, .gpus = 0xff}}}).ok());
+  ASSERT_TRUE(ledger.Commit({.id = "b", .nodes = {{.node = gpu002, .gpus = 0xff}}}).ok());
+  // r01: 4 x 2.5 kW idle + 16 x 962.5 W = 25.4 kW; its cap lowered to 22 kW (a derated feed).
+  const RackId r01 = *topology->FindRack("r01");
+  ledger.SetRackCap(r01, 22'000'000);
+  PowerStatus s = StatusFromLedger(ledger);
+  AddSteering(ledger, &s);
+  for (const PowerRow& row : s.rows) {
+    ASSERT_TRUE(row.steered_watts.has_value()) << row.name;
+    if (row.name == "r01") {
+      EXPECT_EQ(row.held_jobs, 2);
+      EXPECT_LE(*row.steered_watts, 22000);
+      EXPECT_GE(*row.steered_watts, 22000 - 1);
+      EXPECT_DOUBLE_EQ(row.counted_watts, 25400);
+    } else if (row.kind == "rack") {
+      EXPECT_EQ(row.held_jobs, 0) << row.name;
+    }
+  }
+  const std::string table = StatusTable(s);
+  EXPECT_NE(table.find("COUNTED    STEERED  HELD"), std::string::npos) << table;
+  EXPECT_NE(table.find("      25.4       22.0     2"), std::string::npos) << table;
+  EXPECT_EQ(StatusJson(s)["rows"][2]["held_jobs"], 2) << StatusJson(s).dump(2);
+}
+
+TEST(PowerStatusSteering, WithoutSteeringTheTableKeepsItsColumns) {
+  PowerStatus s{.cluster = "c", .rows = {{.kind = "rack", .name = "r"}}};
+  EXPECT_EQ(StatusTable(s).find("STEERED"), std::string::npos);
+  EXPECT_FALSE(StatusJson(s)["rows"][0].contains("steered_watts"));
+}
+
+}  // namespace
+}  // namespace rackwise::adopt
