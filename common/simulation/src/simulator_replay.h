@@ -205,9 +205,18 @@ class Replay {
       r.gpus_per_node = jobs_[j].gpus_per_node;
       r.watts_per_gpu = jobs_[j].watts_per_gpu;
       Fence(false);
+      // As for the reservation: the walk counts estimates (releasing a job cannot take its draw out of a
+      // reading), and the reading is put back afterwards.
+      std::vector<std::optional<Milliwatts>> reading;
+      if (options_.telemetry) {
+        for (RackId rack = 0; rack < static_cast<RackId>(t_.racks().size()); ++rack)
+          reading.push_back(ledger_.measured_rack_draw_now(rack));
+        ledger_.ClearMeasuredDraw();
+      }
       const std::vector<ExpectedEnd> ends = Ends(now);
       absl::StatusOr<std::optional<double>> in = FewestDomainsIn(ledger_, r, ends, free_gpus_);
       if (in.ok() && *in) head_fewest_.at = now + **in;
+      if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
     }
     if (!head_fewest_.at) return std::nullopt;
     return std::max(0.0, *head_fewest_.at - now);
