@@ -16,8 +16,8 @@
 # cluster could give it. Prints a Markdown table: jobs at their fewest domains, rail alignment, findings over a
 # cap, and sdiag's main and backfill cycle times.
 # Fails if rackwise ever puts a rack over its cap, leaves a multi-node job off its rails when its rack could
-# align it, or puts no more jobs in their fewest NVLink domains than the baseline (RW_STRICT_LOCALITY=0 only
-# reports that); timing is reported (a ratio above RW_MAX_CYCLE_RATIO, default 1.2, fails only with
+# align it; whether rackwise puts more jobs in their fewest NVLink domains than the baseline is reported (it fails
+# only with RW_STRICT_LOCALITY=1); timing is reported (a ratio above RW_MAX_CYCLE_RATIO, default 1.2, fails only with
 # RW_STRICT_TIMING=1: two shared cores are noisy).
 # Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins compare.sh [report.md]
 here=$(cd "$(dirname "$0")" && pwd)
