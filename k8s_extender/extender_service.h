@@ -238,8 +238,8 @@ class ExtenderService {
   absl::flat_hash_map<std::string, std::string> uid_to_key_;
   absl::flat_hash_map<std::string, PendingPod> pending_;  // seen by filter, not yet bound
   // When filter first tried to plan a group that has no reservation yet: how long it has waited, for the
-  // policy's preferred_wait_s. Monotonic, so a restart starts the clock again (the group waits longer, never
-  // shorter than the policy says).
+  // policy's preferred_wait_s bound (pods carry no time limit, so only the bound can hold a group: PreferredHoldsOut).
+  // Monotonic, so a restart starts the clock again (the group waits longer, never shorter than the policy says).
   absl::flat_hash_map<std::string, int64_t> group_first_try_ms_;
   absl::flat_hash_map<std::string, bool> operator_ids_;  // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;

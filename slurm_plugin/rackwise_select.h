@@ -74,8 +74,9 @@ class RackwiseSelect {
   void RebuildLedgerLocked();
   void SyncHealthLocked();
 
-  // For a `preferred` job past its hold-out: its time limit, and when its fewest NVLink domains are expected free
-  // from the running jobs' end_time (their limits). The core's rule (PreferredHoldsOut, in Placer::Place) decides.
+  // For a `preferred` job the core may hold out (PreferredWantsEstimate): its time limit, and when its fewest NVLink
+  // domains are expected free from the running jobs' end_time (their limits). The core's rule (PreferredHoldsOut, in
+  // Placer::Place) decides.
   void EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request);
   // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
   // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between

@@ -48,8 +48,8 @@ void RackwiseSelect::RebuildLedgerLocked() {
 
 void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request) {
   const PlacementPolicy& policy = model_->topology().policy();
-  if (request->locality.value_or(policy.default_locality) != Locality::kPreferred) return;
-  if (!(policy.preferred_wait_seconds > 0) || request->waited_seconds < policy.preferred_wait_seconds) return;
+  if (!PreferredWantsEstimate(policy, request->locality.value_or(policy.default_locality), request->waited_seconds))
+    return;
   if (job->time_limit != NO_VAL && job->time_limit != INFINITE) request->time_limit_seconds = job->time_limit * 60.0;
   if (!&job_list || !job_list) return;
   const time_t now = time(nullptr);

@@ -161,7 +161,7 @@ int RunPolicies(const Topology& topology, const std::vector<TraceJob>& jobs, Sim
   return kExitOk;
 }
 
-// Everything the command line sets. Negative preferred_wait and reclaim_pct mean "not given".
+// Everything the command line sets. Negative preferred_wait, spread_cost and reclaim_pct mean "not given".
 struct SimulateFlags {
   std::string cluster_path = DefaultClusterPath(), trace_path, policy_name = "rackwise", placements;
   bool json = false, no_backfill = false, telemetry = false;
@@ -169,6 +169,7 @@ struct SimulateFlags {
   int depth = 500;
   double slowdown = 0;
   double preferred_wait = -1;
+  double spread_cost = -1;
   SplitFlags split;
   bool preemption = false;
 };
@@ -182,9 +183,13 @@ void AddSimulateFlags(CLI::App& app, SimulateFlags* f) {
   app.add_option("--placements", f->placements,
                  "write every placement as JSONL (with --policy all: one file per policy, FILE.<policy>.jsonl)");
   app.add_option("--preferred-wait-s", f->preferred_wait,
-                 "seconds a preferred job holds out for its fewest NVLink domains (overrides the description's "
-                 "policy.preferred_wait_s; BENCHMARKS.md uses 900)")
+                 "the most seconds a preferred job waits for its fewest NVLink domains (overrides the "
+                 "description's policy.preferred_wait_s; 0: never wait)")
       ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--spread-cost-fraction", f->spread_cost,
+                 "what a spread start is taken to cost a preferred job, as a fraction of its time limit, 0..1 "
+                 "(overrides the description's policy.spread_cost_fraction; 0: never wait)")
+      ->check(CLI::Range(0.0, kMaxSpreadCostFraction));
   app.add_flag("--no-backfill", f->no_backfill, "plain FIFO");
   app.add_option("--backfill-depth", f->depth, "queued jobs tried per backfill pass (500)");
   app.add_option("--spread-slowdown", f->slowdown,
@@ -236,8 +241,8 @@ struct SimulateInputs {
   std::vector<TraceJob> jobs;
 };
 
-// Loads the description (with --preferred-wait-s applied before it is compiled) and the trace; false when
-// either is invalid, with the reasons on stderr.
+// Loads the description (with --preferred-wait-s and --spread-cost-fraction applied before it is compiled) and the
+// trace; false when either is invalid, with the reasons on stderr.
 bool LoadInputs(const SimulateFlags& flags, SimulateInputs* in) {
   Diagnostics diags;
   absl::StatusOr<v1::ClusterDescription> description = LoadClusterDescription(flags.cluster_path, &diags);
@@ -247,6 +252,7 @@ bool LoadInputs(const SimulateFlags& flags, SimulateInputs* in) {
   }
   in->description = std::move(*description);
   if (flags.preferred_wait >= 0) in->description.mutable_policy()->set_preferred_wait_s(flags.preferred_wait);
+  if (flags.spread_cost >= 0) in->description.mutable_policy()->set_spread_cost_fraction(flags.spread_cost);
   absl::StatusOr<Topology> topology = Topology::Build(in->description);
   if (!topology.ok()) {
     std::fprintf(stderr, "%s: %s\n", flags.cluster_path.c_str(), std::string(topology.status().message()).c_str());

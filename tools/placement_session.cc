@@ -26,8 +26,8 @@ void AddJobFlags(CLI::App* app, JobFlags* job) {
   app->add_option("--exclude", job->exclude, "never these nodes (hostlist)");
   app->add_option("--id", job->id, "job id used in messages");
   app->add_option("--waited", job->waited_s,
-                  "seconds the job has waited: a `preferred` job spreads over more NVLink domains than it needs only "
-                  "once this reaches the policy's preferred_wait_s")
+                  "seconds the job has waited, for the policy's preferred_wait_s (a `preferred` job with no time limit "
+                  "waits for its fewest NVLink domains only while this is below it)")
       ->check(CLI::Range(0.0, 1e12));
 }
 

@@ -57,9 +57,9 @@ int main(int argc, char** argv) {
   for (const std::string& e : rep.errors) std::fprintf(stderr, "%s: %s\n", argv[3], e.c_str());
   std::printf(
       "%s: %d placements, %zu problems, over cap: racks %.0f kW*s, power domains %.0f kW*s, %d excursions, "
-      "peak rack %.1f kW\n",
+      "peak rack %.1f kW; wanting locality in their fewest NVLink domains by size: %d of %d\n",
       argv[3], rep.placements, rep.errors.size(), rep.rack_violation_kws, rep.domain_violation_kws, rep.excursions,
-      rep.peak_rack_kw);
+      rep.peak_rack_kw, rep.wanting_locality_at_fewest, rep.wanting_locality);
   if (!rep.errors.empty()) return 1;
   if (expect_none && (rep.rack_violation_kws + rep.domain_violation_kws > 0 || rep.excursions > 0)) return 1;
   return 0;

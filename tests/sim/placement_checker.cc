@@ -192,7 +192,12 @@ CheckReport CheckPlacements(const v1::ClusterDescription& d, const std::vector<T
     if (!j["domains"].is_number_integer() || j["domains"].get<int>() != static_cast<int>(domains.size()))
       fail(where + ": job " + id + " reports the wrong NVLink domain count");
     // It runs for its trace duration, or longer by the slowdown when it is outside its fewest NVLink domains.
-    const bool slowed = spread_slowdown > 0 && static_cast<int>(domains.size()) > min_domains(*job->second);
+    const bool outside = static_cast<int>(domains.size()) > min_domains(*job->second);
+    const bool slowed = spread_slowdown > 0 && outside;
+    if (job->second->locality != Locality::kNone) {
+      ++rep.wanting_locality;
+      rep.wanting_locality_at_fewest += !outside;
+    }
     if (std::fabs((e - s) - job->second->duration * (slowed ? 1 + spread_slowdown : 1)) > 1e-6)
       fail(where + ": job " + id + " runs for the wrong time");
     std::set<std::string> rack_names;

@@ -26,6 +26,10 @@ struct CheckReport {
   int excursions = 0;  // times a rack's or power domain's draw went above its cap (for a positive time)
   double peak_rack_kw = 0;
   std::map<std::string, double> over_kws;  // per rack or power domain with any violation
+  // Jobs that want locality (any but `none`) and, of them, those in their fewest NVLink domains by size, counted
+  // here from the description (power may forbid that minimum: a power-aware minimum is never fewer).
+  int wanting_locality = 0;
+  int wanting_locality_at_fewest = 0;
 };
 
 // `spread_slowdown`: as `rackwise simulate --spread-slowdown`; a job outside its fewest NVLink domains (counted

@@ -47,9 +47,14 @@ v1::ClusterDescription RandomCluster(std::mt19937& rng, bool caps_bind = true) {
   }
   spec.hall_cap_kw = std::round(total_cap * std::uniform_real_distribution<double>(caps_bind ? 0.6 : 1.0, 1.1)(rng));
   v1::ClusterDescription d = BuildSyntheticCluster(spec);
-  // Half the clusters let `preferred` heads hold out for their fewest domains (policy.preferred_wait_s).
-  const double waits[] = {0, 0, 300, 1800};
-  d.mutable_policy()->set_preferred_wait_s(waits[rng() % 4]);
+  // How `preferred` heads weigh waiting for their fewest domains against spreading: never, the default, a
+  // dearer spread, or the default bounded by policy.preferred_wait_s.
+  switch (rng() % 4) {
+    case 0: d.mutable_policy()->set_spread_cost_fraction(0); break;
+    case 1: break;
+    case 2: d.mutable_policy()->set_spread_cost_fraction(0.5); break;
+    default: d.mutable_policy()->set_preferred_wait_s(300);
+  }
   return d;
 }
 
@@ -226,16 +231,20 @@ TEST(SimulatorPropertyTest, BackfillNeverDelaysTheHeadsReservation) {
 }
 
 // The `preferred` rule (PreferredHoldsOut), replayed from the placements: every `preferred` job rackwise started
-// outside its fewest NVLink domains on a busy cluster had waited out its hold-out at the head, and at that moment
-// its fewest domains were not expected (from the running jobs' ends) within twice the wait or its time limit. The
-// ledger and the ends are rebuilt from the placements; the head time is its first reservation.
-TEST(SimulatorPropertyTest, PreferredJobsSpreadOnlyWhenTheirFewestDomainsAreNotExpectedSoon) {
-  int spread = 0, held_past_wait = 0;
+// outside its fewest NVLink domains on a busy cluster did so when, at that moment, its fewest domains were not
+// expected (from the running jobs' ends) sooner than what spreading costs it (or past the bound). The ledger and
+// the ends are rebuilt from the placements; the head time is its first reservation.
+TEST(SimulatorPropertyTest, PreferredJobsSpreadOnlyWhenWaitingWouldCostMoreThanSpreading) {
+  int spread = 0, waited_into_fewest = 0;
   for (int seed = 301; seed <= 324; ++seed) {
     std::mt19937 rng(seed);
     v1::ClusterDescription d = RandomCluster(rng, /*caps_bind=*/seed % 2 == 0);
-    const double wait = seed % 3 ? 300 : 1800;
-    d.mutable_policy()->set_preferred_wait_s(wait);
+    d.mutable_policy()->set_spread_cost_fraction(seed % 3 ? 0.2 : 0.5);
+    if (seed % 4 == 0) {
+      d.mutable_policy()->set_preferred_wait_s(1800);
+    } else {
+      d.mutable_policy()->clear_preferred_wait_s();
+    }
     Diagnostics diags;
     if (!ValidateClusterDescription(d, "random", &diags)) continue;
     absl::StatusOr<Topology> t = Topology::Build(d);
@@ -251,7 +260,7 @@ TEST(SimulatorPropertyTest, PreferredJobsSpreadOnlyWhenTheirFewestDomainsAreNotE
       const SimPlacement& p = r->placements[i];
       const TraceJob& job = (*jobs)[p.job];
       if (job.locality.value_or(t->policy().default_locality) != Locality::kPreferred) continue;
-      held_past_wait += head[p.job] >= 0 && p.start - head[p.job] > wait && p.domains <= p.min_domains;
+      waited_into_fewest += head[p.job] >= 0 && p.start > head[p.job] && p.domains <= p.min_domains;
       if (p.domains <= p.min_domains) continue;
       // What ran at p.start, as the replay saw it: started before p (placements are in start order) and not ended.
       Ledger l(*t);
@@ -280,8 +289,8 @@ TEST(SimulatorPropertyTest, PreferredJobsSpreadOnlyWhenTheirFewestDomainsAreNotE
       ++spread;
     }
   }
-  EXPECT_GT(spread, 10);          // or the test is blind
-  EXPECT_GT(held_past_wait, 10);  // the rule kept some jobs waiting past the hold-out, into their fewest domains
+  EXPECT_GT(spread, 10);              // or the test is blind
+  EXPECT_GT(waited_into_fewest, 10);  // heads that waited and then had their fewest domains
 }
 
 TEST(SimulatorPropertyTest, CheckerCatchesSharedGpusAndPowerOverCaps) {

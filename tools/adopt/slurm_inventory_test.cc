@@ -159,5 +159,38 @@ TEST(SlurmInventory, BlocksOfHgxNodesAreRacksAndOnlyRackScaleTraysShareADomain) 
   EXPECT_TRUE(named) << testing::PrintToString(Messages(refused));
 }
 
+// The other ways a block is told apart: trays whose GRES type names a rack-scale system, untyped 8-GPU HGX nodes
+// whose rack a leaf switch already names (the switch's rack stays), and a block mixing both kinds (the scope
+// cannot be told, and is tagged for the administrator to confirm).
+TEST(SlurmInventory, BlockScopeFromGresTypesAndGpuCounts) {
+  std::string conf =
+      "ClusterName=blocks\n"
+      "NodeName=hgx[1-4] Gres=gpu:8\n"
+      "NodeName=gb-t[01-18] Gres=gpu:gb200:4\n"
+      "NodeName=mix-a Gres=gpu:8\n"
+      "NodeName=mix-t[1-2] Gres=gpu:4\n";
+  std::string topology =
+      "SwitchName=leaf1 Nodes=hgx[1-4]\n"
+      "BlockName=b-hgx Nodes=hgx[1-4]\nBlockName=b-gb Nodes=gb-t[01-18]\nBlockName=b-mix Nodes=mix-a,mix-t[1-2]\n"
+      "BlockSizes=3\n";
+  Diagnostics diagnostics;
+  absl::StatusOr<Inventory> inventory = InventoryFromSlurm(
+      {.slurm_conf = {"slurm.conf", conf}, .topology_confs = {{"topology.conf", topology}}}, &diagnostics);
+  ASSERT_TRUE(inventory.ok()) << testing::PrintToString(Messages(diagnostics));
+  ASSERT_EQ(inventory->nodes.size(), 25u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(inventory->nodes[i].nvlink_domain, "") << i;  // each HGX node its own domain
+    EXPECT_EQ(inventory->nodes[i].rack, "leaf1") << i;
+  }
+  for (int i = 4; i < 22; ++i) {
+    EXPECT_EQ(inventory->nodes[i].nvlink_domain, "b-gb") << i;  // one domain of 18 trays
+    EXPECT_FALSE(inventory->nodes[i].nvlink_scope_guessed) << i;
+  }
+  for (int i = 22; i < 25; ++i) {
+    EXPECT_EQ(inventory->nodes[i].nvlink_domain, "b-mix") << i;
+    EXPECT_TRUE(inventory->nodes[i].nvlink_scope_guessed) << i;
+  }
+}
+
 }  // namespace
 }  // namespace rackwise::adopt

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "ledger_validator.h"
 #include "rackwise/hostlist.h"
+#include "rackwise/placement_policy.h"
 #include "telemetry_validator.h"
 
 namespace rackwise {
@@ -382,6 +383,13 @@ class Checker {
              absl::StrCat("policy: power_reserve_pct must be between 0 and 50, got ", policy.power_reserve_pct()));
     }
     CheckAmount("policy.preferred_wait_s", "policy: preferred_wait_s", policy.preferred_wait_s());
+    // A fraction of the job's time limit: above 1 a spread start would be taken to cost more than a second run.
+    if (CheckAmount("policy.spread_cost_fraction", "policy: spread_cost_fraction", policy.spread_cost_fraction()) &&
+        policy.spread_cost_fraction() > kMaxSpreadCostFraction) {
+      Report("policy.spread_cost_fraction",
+             absl::StrCat("policy: spread_cost_fraction must be between 0 and ", kMaxSpreadCostFraction,
+                          " (a fraction of the job's time limit), got ", policy.spread_cost_fraction()));
+    }
     bool min_ok = CheckAmount("policy.min_watts_per_gpu", "policy: min_watts_per_gpu", policy.min_watts_per_gpu());
     bool max_ok = CheckAmount("policy.max_watts_per_gpu", "policy: max_watts_per_gpu", policy.max_watts_per_gpu());
     if (min_ok) {

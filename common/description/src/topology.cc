@@ -31,7 +31,10 @@ PlacementPolicy ResolvePolicy(const v1::Policy& p) {
   out.weights.power_headroom = pick(w.power_headroom(), out.weights.power_headroom);
   out.min_watts_per_gpu = p.min_watts_per_gpu();
   out.max_watts_per_gpu = p.max_watts_per_gpu() > 0 ? p.max_watts_per_gpu() : kMaxWattsPerGpu;
-  out.preferred_wait_seconds = std::max(0.0, p.preferred_wait_s());
+  // Both have presence: an explicit 0 says "never wait", absence the default.
+  if (p.has_preferred_wait_s()) out.preferred_wait_seconds = std::max(0.0, p.preferred_wait_s());
+  if (p.has_spread_cost_fraction())
+    out.spread_cost_fraction = std::clamp(p.spread_cost_fraction(), 0.0, kMaxSpreadCostFraction);
   const v1::Steering& st = p.steering();
   out.steering_hysteresis_fraction = std::clamp(pick(st.hysteresis_pct(), 5), 0.0, 50.0) / 100.0;
   out.steering_floor_fraction = std::clamp(pick(st.floor_pct(), 30), 1.0, 100.0) / 100.0;

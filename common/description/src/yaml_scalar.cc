@@ -199,6 +199,14 @@ std::optional<std::string> SetNumber(const YamlScalar& scalar, Message* message,
 std::optional<std::string> SetFieldFromScalar(const YamlScalar& scalar, Message* message,
                                               const FieldDescriptor& field) {
   if (scalar.tag == kGuessTag) {  // left by `rackwise import` on every figure it could not know
+    // A scope is no figure: say what each answer means, since a wrong one misplaces every job of the type.
+    if (field.name() == "nvlink") {
+      return absl::StrCat("guessed by rackwise import (", kGuessTag, " ", A(scalar.text),
+                          "): the NVLink scope could not be told from the scheduler's files; confirm it (node: each "
+                          "node is its own NVLink domain, as an HGX board; rack: the rack's nodes share one, as "
+                          "NVL72 trays) and remove the ",
+                          kGuessTag, " tag");
+    }
     return absl::StrCat("guessed by rackwise import (", kGuessTag, " ", A(scalar.text),
                         "): replace it with the real figure and remove the ", kGuessTag, " tag");
   }

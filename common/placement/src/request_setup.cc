@@ -41,8 +41,7 @@ absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const 
       return absl::InvalidArgumentError("fewest_domains_in_seconds and time_limit_seconds must be finite and >= 0");
   }
   const Locality locality = r.locality.value_or(policy.default_locality);
-  // A preferred job holds out for the fewest domains for a while, and longer if they are expected soon, before
-  // it accepts a spread placement.
+  // A preferred job waits for its fewest domains (is placed as `required`) while that is cheaper than spreading.
   if (locality == Locality::kPreferred &&
       PreferredHoldsOut(policy, r.waited_seconds, r.fewest_domains_in_seconds, r.time_limit_seconds))
     return Locality::kRequired;

@@ -49,16 +49,22 @@ absl::StatusOr<std::optional<double>> FewestDomainsIn(Ledger& ledger, PlacementR
 
 bool PreferredHoldsOut(const PlacementPolicy& policy, double waited_seconds, std::optional<double> fewest_in_seconds,
                        std::optional<double> time_limit_seconds) {
-  const double wait = policy.preferred_wait_seconds;
-  if (waited_seconds < wait) return true;
-  // No hold-out asked for (the default 0): the best it can get now, as the contract says.
-  if (!(wait > 0) || !fewest_in_seconds) return false;  // not known, or not by the running jobs' ends: spread now
-  // Soon: a second hold-out's worth, or, for a job that says how long it runs, its own time limit past the
-  // hold-out (waiting at most about doubles its time to finish, while spreading would stretch every second of
-  // its run). Counted from reaching the head, so that estimates that keep slipping (the domains taken by others
-  // meanwhile) cannot hold the job out for ever.
-  const double extra = std::max(wait, time_limit_seconds.value_or(0));
-  return waited_seconds + *fewest_in_seconds <= wait + extra;
+  if (!(policy.spread_cost_fraction > 0)) return false;  // spreading costs nothing: never worth a wait
+  const std::optional<double> bound = policy.preferred_wait_seconds;
+  if (bound && !(waited_seconds < *bound)) return false;
+  // Not known (the face cannot tell, or not by the running jobs' ends; or no time limit to weigh): only the
+  // administrator's bound can say how long waiting is worth.
+  if (!fewest_in_seconds || !time_limit_seconds) return bound.has_value();
+  // Waiting ends in the fewest domains `fewest_in` from now and runs for the limit; spreading starts now and runs
+  // for the limit stretched by the cost. Sunk waiting does not enter: only what is still ahead is compared.
+  const double spread_cost = policy.spread_cost_fraction * *time_limit_seconds;
+  if (!(*fewest_in_seconds < spread_cost)) return false;
+  return !bound || waited_seconds + *fewest_in_seconds <= *bound;
+}
+
+bool PreferredWantsEstimate(const PlacementPolicy& policy, Locality locality, double waited_seconds) {
+  if (locality != Locality::kPreferred || !(policy.spread_cost_fraction > 0)) return false;
+  return !policy.preferred_wait_seconds || waited_seconds < *policy.preferred_wait_seconds;
 }
 
 }  // namespace rackwise

@@ -1,6 +1,7 @@
-// Shadow times and the `preferred` hold-out rule (rackwise/shadow_time.h): hand-checked cases, and a property
-// over random clusters: FewestDomainsIn names the first expected end at which the job fits its fewest domains,
-// leaves the ledger as it was, and Place keeps a `preferred` job to those domains exactly while the rule says.
+// Shadow times and the `preferred` hold-out rule (rackwise/shadow_time.h): hand-checked cases, the rule against an
+// independent statement of it (when does the job finish, waiting or spread), and a property over random
+// clusters: FewestDomainsIn names the first expected end at which the job fits its fewest domains, leaves the
+// ledger as it was, and Place keeps a `preferred` job to those domains exactly while the rule says.
 #include "rackwise/shadow_time.h"
 
 #include <gtest/gtest.h>
@@ -15,9 +16,10 @@
 namespace rackwise {
 namespace {
 
-absl::StatusOr<Topology> Nvl72(int racks, double wait_s) {
+// A spread start costs a quarter of the time limit (dyadic: the boundaries below are exact).
+absl::StatusOr<Topology> Nvl72(int racks) {
   v1::ClusterDescription d = BuildSyntheticCluster({"x", {{ReferenceSystem::kGb200Nvl72, racks, 18, 0, 8, 0, 0}}, 0});
-  d.mutable_policy()->set_preferred_wait_s(wait_s);
+  d.mutable_policy()->set_spread_cost_fraction(0.25);
   return Topology::Build(d);
 }
 
@@ -38,27 +40,76 @@ PlacementRequest Preferred(int gpus, double waited_s) {
   return r;
 }
 
-TEST(PreferredHoldsOutTest, HoldsOutForTheWaitThenWhileTheFewestDomainsAreExpectedWithinTwiceIt) {
-  PlacementPolicy p;
-  p.preferred_wait_seconds = 600;
-  EXPECT_TRUE(PreferredHoldsOut(p, 599, std::nullopt));
-  EXPECT_FALSE(PreferredHoldsOut(p, 600, std::nullopt));  // not known: the hold-out alone decides
-  EXPECT_TRUE(PreferredHoldsOut(p, 600, 600.0));          // expected by twice the wait
-  EXPECT_TRUE(PreferredHoldsOut(p, 1000, 200.0));
-  EXPECT_FALSE(PreferredHoldsOut(p, 1000, 201.0));
-  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 0.0));           // past twice the wait: only a long job holds
-  EXPECT_TRUE(PreferredHoldsOut(p, 600, 3600.0, 3600.0));  // within its own time limit past the hold-out
-  EXPECT_FALSE(PreferredHoldsOut(p, 600, 3601.0, 3600.0));
-  EXPECT_TRUE(PreferredHoldsOut(p, 1300, 2900.0, 3600.0));      // 1300 + 2900 <= 600 + 3600
-  EXPECT_FALSE(PreferredHoldsOut(p, 1300, 3000.0, 3600.0));     // slipped past: bounded from reaching the head
-  EXPECT_FALSE(PreferredHoldsOut(p, 1300, std::nullopt, 1e9));  // not expected at all
-  p.preferred_wait_seconds = 0;                                 // the default: no hold-out at all
-  EXPECT_FALSE(PreferredHoldsOut(p, 0, 0.0, 1e9));
+TEST(PreferredHoldsOutTest, WaitsOnlyWhileTheExpectedWaitIsShorterThanWhatSpreadingCosts) {
+  PlacementPolicy p;  // the defaults: spreading costs kDefaultSpreadCostFraction of the limit, no bound
+  const double cost = kDefaultSpreadCostFraction * 3600;
+  EXPECT_TRUE(PreferredHoldsOut(p, 0, 0.0, 3600.0));
+  EXPECT_TRUE(PreferredHoldsOut(p, 1e6, cost - 1, 3600.0));     // sunk waiting does not count
+  EXPECT_FALSE(PreferredHoldsOut(p, 0, cost, 3600.0));          // as dear as spreading: start now
+  EXPECT_FALSE(PreferredHoldsOut(p, 0, std::nullopt, 3600.0));  // not expected at all
+  EXPECT_FALSE(PreferredHoldsOut(p, 0, 0.0, std::nullopt));     // no limit: the cost is not known
+  p.preferred_wait_seconds = 600;                               // the bound
+  EXPECT_TRUE(PreferredHoldsOut(p, 100, 500.0, 3600.0));
+  EXPECT_FALSE(PreferredHoldsOut(p, 100, 501.0, 3600.0));  // would end past the bound: spread now
+  EXPECT_FALSE(PreferredHoldsOut(p, 600, 0.0, 3600.0));
+  EXPECT_TRUE(PreferredHoldsOut(p, 599, std::nullopt, std::nullopt));  // not known: the bound alone decides
+  EXPECT_FALSE(PreferredHoldsOut(p, 600, std::nullopt, std::nullopt));
+  p.preferred_wait_seconds = 0;  // never wait
+  EXPECT_FALSE(PreferredHoldsOut(p, 0, 0.0, 3600.0));
+  p.preferred_wait_seconds.reset();
+  p.spread_cost_fraction = 0;  // spreading costs nothing: never wait
+  EXPECT_FALSE(PreferredHoldsOut(p, 0, 0.0, 3600.0));
+  EXPECT_FALSE(PreferredWantsEstimate(p, Locality::kPreferred, 0));
+  p.spread_cost_fraction = 0.5;
+  EXPECT_TRUE(PreferredWantsEstimate(p, Locality::kPreferred, 0));
+  EXPECT_FALSE(PreferredWantsEstimate(p, Locality::kRequired, 0));
+  p.preferred_wait_seconds = 60;
+  EXPECT_FALSE(PreferredWantsEstimate(p, Locality::kPreferred, 60));
+}
+
+// The rule stated independently, as a comparison of finishing times: waiting finishes `in + T` from now, a spread
+// start `T * (1 + f)` from now; the job waits if that is sooner, and if the wait also ends by the bound. With no
+// estimate or no limit there is nothing to compare, and only the bound can keep it waiting.
+bool FinishesSoonerWaiting(const PlacementPolicy& p, double waited, std::optional<double> in,
+                           std::optional<double> limit) {
+  if (p.spread_cost_fraction == 0) return false;
+  const double bound_expires = p.preferred_wait_seconds.value_or(INFINITY) - waited;  // from now
+  if (bound_expires <= 0) return false;
+  if (!in || !limit) return p.preferred_wait_seconds.has_value();
+  const double finish_waiting = *in + *limit;
+  const double finish_spread = *limit * (1 + p.spread_cost_fraction);
+  return finish_waiting < finish_spread && *in <= bound_expires;
+}
+
+TEST(PreferredHoldsOutTest, AgreesWithComparingFinishingTimes) {
+  std::mt19937_64 rng(31);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int held = 0, spread = 0;
+  for (int i = 0; i < 200000; ++i) {
+    PlacementPolicy p;
+    // Dyadic fractions and whole seconds: both statements compute exactly, so boundaries are compared too.
+    p.spread_cost_fraction = std::vector<double>{0, 0.125, 0.25, 0.5, 1}[pick(0, 4)];
+    if (pick(0, 2) > 0) p.preferred_wait_seconds = pick(0, 4) * 300;
+    const double waited = pick(0, 2000);
+    const std::optional<double> in = pick(0, 5) ? std::optional<double>(pick(0, 3000)) : std::nullopt;
+    const std::optional<double> limit = pick(0, 5) ? std::optional<double>(pick(1, 8) * 600) : std::nullopt;
+    const bool holds = PreferredHoldsOut(p, waited, in, limit);
+    ASSERT_EQ(holds, FinishesSoonerWaiting(p, waited, in, limit))
+        << "f " << p.spread_cost_fraction << " bound " << p.preferred_wait_seconds.value_or(-1) << " waited " << waited
+        << " in " << in.value_or(-1) << " limit " << limit.value_or(-1);
+    // A face asked for no estimate only where none could hold the job.
+    if (!PreferredWantsEstimate(p, Locality::kPreferred, waited)) {
+      ASSERT_FALSE(holds);
+    }
+    (holds ? held : spread)++;
+  }
+  EXPECT_GT(held, 20000);  // or the property is blind
+  EXPECT_GT(spread, 20000);
 }
 
 TEST(FewestDomainsInTest, TheFirstEndThatFreesTheFewestDomainsAndTheLedgerIsRestored) {
   // Two NVL72 racks, 40 GPUs busy in each: 48 GPUs fit two racks now, one rack once `b` ends at 500.
-  absl::StatusOr<Topology> t = Nvl72(2, 600);
+  absl::StatusOr<Topology> t = Nvl72(2);
   ASSERT_TRUE(t.ok()) << t.status();
   Ledger l(*t);
   ASSERT_TRUE(l.Commit(Busy(*t, "a", 0, 40)).ok());
@@ -82,21 +133,22 @@ TEST(FewestDomainsInTest, TheFirstEndThatFreesTheFewestDomainsAndTheLedgerIsRest
 }
 
 TEST(FewestDomainsInTest, PlaceKeepsAPreferredJobWaitingWhileItsFewestDomainsAreExpectedSoon) {
-  absl::StatusOr<Topology> t = Nvl72(2, 600);
+  absl::StatusOr<Topology> t = Nvl72(2);
   ASSERT_TRUE(t.ok());
   Ledger l(*t);
   ASSERT_TRUE(l.Commit(Busy(*t, "a", 0, 40)).ok());
   ASSERT_TRUE(l.Commit(Busy(*t, "b", 1, 40)).ok());
   PlacementRequest r = Preferred(48, 700);
-  r.fewest_domains_in_seconds = 500;  // 700 + 500 <= 1200: wait for one rack
+  r.time_limit_seconds = 2400;  // spreading costs it a quarter of this: 600 s
+  r.fewest_domains_in_seconds = 500;
   absl::StatusOr<PlacementOutcome> out = Placer::Place(l, r);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(std::holds_alternative<PlacementRefusal>(*out));
-  r.fewest_domains_in_seconds = 501;  // too late: the best it can get now
+  r.fewest_domains_in_seconds = 600;  // as dear as spreading: the best it can get now
   out = Placer::Place(l, r);
   ASSERT_TRUE(out.ok() && std::holds_alternative<PlacementDecision>(*out));
   EXPECT_EQ(std::get<PlacementDecision>(*out).domains, 2);
-  r.time_limit_seconds = 601;  // 700 + 501 <= 600 + its time limit: wait for one rack after all
+  r.time_limit_seconds = 2404;  // a longer job loses more spread: wait for one rack after all
   out = Placer::Place(l, r);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(std::holds_alternative<PlacementRefusal>(*out));
@@ -111,8 +163,8 @@ TEST(FewestDomainsInTest, PlaceKeepsAPreferredJobWaitingWhileItsFewestDomainsAre
 }
 
 // Random NVL72 and HGX clusters filled with random jobs that end at random times: FewestDomainsIn's answer is
-// the first end time after which `required` fits (checked by releasing on a copy), and `preferred` past its wait
-// is placed in its fewest domains, or not at all, exactly when the answer is within twice the wait.
+// the first end time after which `required` fits (checked by releasing on a copy), and `preferred` is placed in
+// its fewest domains, or not at all, exactly when the answer is sooner than what spreading would cost it.
 TEST(FewestDomainsInTest, RandomClustersAgreeWithReleasingByHand) {
   std::mt19937_64 rng(13);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -121,7 +173,7 @@ TEST(FewestDomainsInTest, RandomClustersAgreeWithReleasingByHand) {
     const ReferenceSystem system = pick(0, 1) ? ReferenceSystem::kGb200Nvl72 : ReferenceSystem::kHgxH100;
     v1::ClusterDescription d = BuildSyntheticCluster(
         {"x", {{system, pick(2, 5), system == ReferenceSystem::kGb200Nvl72 ? 18 : pick(2, 4), 0, 8, 0, 0}}, 0});
-    d.mutable_policy()->set_preferred_wait_s(600);
+    d.mutable_policy()->set_spread_cost_fraction(0.25);
     absl::StatusOr<Topology> t = Topology::Build(d);
     ASSERT_TRUE(t.ok()) << t.status();
     Ledger l(*t);
@@ -142,6 +194,7 @@ TEST(FewestDomainsInTest, RandomClustersAgreeWithReleasingByHand) {
     for (NodeId n = 0; n < static_cast<NodeId>(t->nodes().size()); ++n) free += l.free_gpu_count(n);
     PlacementRequest r = Preferred(std::vector<int>{8, 16, 48, 72, 100, 144}[pick(0, 5)], 600);
     r.gpus_per_node = 0;
+    r.time_limit_seconds = pick(1, 12) * 500;
     const size_t before = l.allocation_count();
     absl::StatusOr<std::optional<double>> in = FewestDomainsIn(l, r, ends, free);
     ASSERT_TRUE(in.ok()) << in.status();
@@ -168,12 +221,13 @@ TEST(FewestDomainsInTest, RandomClustersAgreeWithReleasingByHand) {
     }
     later += first && *first > 0;
     never += !first;
-    // The rule, through Place: within twice the wait the job is `required` (its fewest domains or nothing).
+    // The rule, through Place: while waiting is cheaper than spreading the job is `required` (its fewest domains
+    // or nothing).
     r.fewest_domains_in_seconds = *in;
     absl::StatusOr<PlacementOutcome> as_preferred = Placer::Place(l, r);
     absl::StatusOr<PlacementOutcome> as_required = Placer::Place(l, req);
     ASSERT_TRUE(as_preferred.ok() && as_required.ok());
-    const bool holds = first && 600 + *first <= 1200;
+    const bool holds = first && *first < 0.25 * *r.time_limit_seconds;
     held += holds;
     if (holds) {
       ASSERT_EQ(as_preferred->index(), as_required->index()) << "round " << round;

@@ -27,10 +27,10 @@ struct Choice {
 };
 
 // How long a job has been pending and when its fewest NVLink domains are expected to be free (rackwise's
-// `preferred` locality holds out for a while, and longer if they are expected soon: PreferredHoldsOut).
+// `preferred` locality waits for them while that is cheaper than spreading: PreferredHoldsOut).
 struct Pending {
   double waited_s = 0;
-  std::optional<double> fewest_in_s;  // unset: not worked out (the job is not a `preferred` head past its wait)
+  std::optional<double> fewest_in_s;  // unset: not worked out (the job is not a `preferred` head the rule may hold)
 };
 
 class Policy {
@@ -43,8 +43,9 @@ class Policy {
                          Choice* choice) = 0;
   // How the simulator commits: kEnforce (the policy promises to respect caps) or kRecover (power-unaware).
   virtual CommitMode commit_mode() const { return CommitMode::kRecover; }
-  // Whether the policy keeps a `preferred` head to its fewest domains past the hold-out while they are expected
-  // soon (PreferredHoldsOut): rackwise only; the baselines know no locality, and the replay spares them the walk.
+  // Whether the policy keeps a `preferred` head to its fewest domains while waiting for them is cheaper than
+  // spreading (PreferredHoldsOut): rackwise only. The baselines know no locality and read none of rackwise's
+  // locality knobs: the replay spares them the walk and the wake-ups.
   virtual bool holds_out_for_fewest() const { return false; }
 };
 

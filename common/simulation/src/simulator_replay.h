@@ -163,8 +163,8 @@ class Replay {
   using Shape = std::pair<uint64_t, int64_t>;
   // How long a job has waited, for `preferred` locality: since it reached the head of the queue (before that it
   // can only be backfilled, and a backfilled `preferred` job only takes its fewest domains). The policy's
-  // preferred_wait_s is how long the head holds out for its fewest domains, protected by its reservation, before
-  // it may start spread out. On an idle cluster there is nothing to wait for.
+  // preferred_wait_s, if set, bounds how long the head holds out for its fewest domains, protected by its
+  // reservation. On an idle cluster there is nothing to wait for.
   double Waited(int j, double now) const {
     if (running_.empty()) return std::numeric_limits<double>::max();
     return head_since_[j] < 0 ? 0 : now - head_since_[j];
@@ -172,22 +172,22 @@ class Replay {
   bool Preferred(int j) const {
     return jobs_[j].locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
   }
-  // Past its hold-out, whether the job may start spread out: the core's rule (PreferredHoldsOut), which keeps a
-  // `preferred` head waiting while its fewest domains are expected soon.
+  // Whether the core's rule (PreferredHoldsOut) may hold job j out for its fewest domains, so that an estimate is
+  // worth working out. Only the head holds out (a backfilled `preferred` job only takes its fewest domains), and
+  // only under rackwise: a baseline reads none of rackwise's locality knobs.
+  bool MayHoldOut(int j, double now) const {
+    return policy_->holds_out_for_fewest() && head_since_[j] >= 0 && Preferred(j) && !running_.empty() &&
+           PreferredWantsEstimate(t_.policy(), Locality::kPreferred, Waited(j, now));
+  }
+  // Whether the job may start spread out: not while the core's rule holds it out for its fewest domains.
   bool Relaxed(int j, double now) {
-    const double waited = Waited(j, now);
-    if (waited < t_.policy().preferred_wait_seconds) return false;
-    // No hold-out, or a policy that knows no locality: spare the shadow walk below.
-    if (!(t_.policy().preferred_wait_seconds > 0) || !policy_->holds_out_for_fewest()) return true;
+    if (!MayHoldOut(j, now)) return true;
     // The trace has no time-limit column: the duration stands for the limit (a limit that is never exceeded).
-    return !Preferred(j) || running_.empty() ||
-           !PreferredHoldsOut(t_.policy(), waited, FewestIn(j, now), jobs_[j].duration);
+    return !PreferredHoldsOut(t_.policy(), Waited(j, now), FewestIn(j, now), jobs_[j].duration);
   }
   sim::Pending PendingOf(int j, double now) {
     sim::Pending p{Waited(j, now), std::nullopt};
-    if (Preferred(j) && !running_.empty() && t_.policy().preferred_wait_seconds > 0 &&
-        policy_->holds_out_for_fewest() && p.waited_s >= t_.policy().preferred_wait_seconds)
-      p.fewest_in_s = FewestIn(j, now);
+    if (MayHoldOut(j, now)) p.fewest_in_s = FewestIn(j, now);
     return p;
   }
 
@@ -205,9 +205,18 @@ class Replay {
       r.gpus_per_node = jobs_[j].gpus_per_node;
       r.watts_per_gpu = jobs_[j].watts_per_gpu;
       Fence(false);
+      // As for the reservation: the walk counts estimates (releasing a job cannot take its draw out of a
+      // reading), and the reading is put back afterwards.
+      std::vector<std::optional<Milliwatts>> reading;
+      if (options_.telemetry) {
+        for (RackId rack = 0; rack < static_cast<RackId>(t_.racks().size()); ++rack)
+          reading.push_back(ledger_.measured_rack_draw_now(rack));
+        ledger_.ClearMeasuredDraw();
+      }
       const std::vector<ExpectedEnd> ends = Ends(now);
       absl::StatusOr<std::optional<double>> in = FewestDomainsIn(ledger_, r, ends, free_gpus_);
       if (in.ok() && *in) head_fewest_.at = now + **in;
+      if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
     }
     if (!head_fewest_.at) return std::nullopt;
     return std::max(0.0, *head_fewest_.at - now);
@@ -222,9 +231,9 @@ class Replay {
   void MarkHead(int j, double now) {
     if (head_since_[j] >= 0) return;
     head_since_[j] = now;
-    const double wait = t_.policy().preferred_wait_seconds;
-    if (wait > 0 && jobs_[j].locality.value_or(t_.policy().default_locality) == Locality::kPreferred)
-      wakeups_.insert(now + wait);
+    // The bound on the hold-out runs out with no other event: the head may then spread.
+    const std::optional<double> bound = t_.policy().preferred_wait_seconds;
+    if (bound && policy_->holds_out_for_fewest() && Preferred(j)) wakeups_.insert(now + *bound);
   }
 
   // Jobs of one shape fare alike within a pass; a `preferred` job past the policy's wait is another shape.
@@ -427,9 +436,7 @@ class Replay {
       ledger_.ClearMeasuredDraw();
     }
     // A `preferred` head whose hold-out runs out before its shadow time is placed there by the same rule.
-    if (Preferred(head) && t_.policy().preferred_wait_seconds > 0 && policy_->holds_out_for_fewest() &&
-        !running_.empty())
-      FewestIn(head, now);
+    if (MayHoldOut(head, now)) FewestIn(head, now);
     const std::vector<ExpectedEnd> ends = Ends(now);
     sim::Choice choice;
     auto walk = [&] {

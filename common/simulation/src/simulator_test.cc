@@ -1,5 +1,6 @@
 // Hand-checked simulator cases: FIFO and EASY backfill order, power caps (rackwise and static-cap wait, the
-// baselines run over the cap and the violation is measured), rejections, the metrics' arithmetic, the JSONL line.
+// baselines run over the cap and the violation is measured), rejections, the metrics' arithmetic, the JSONL line,
+// and baselines that no rackwise knob moves.
 // Measured power: the meter against the real draw, telemetry replayed, reclaim_pct. Random clusters and the
 // independent checker are in tests/sim/.
 #include "rackwise/simulator.h"
@@ -10,6 +11,7 @@
 #include <tuple>
 
 #include "rackwise/sizing.h"
+#include "rackwise/trace_generator.h"
 
 namespace rackwise {
 namespace {
@@ -207,13 +209,12 @@ TEST(SimulatorTest, BackfilledPreferredJobWaitsForItsFewestDomains) {
   EXPECT_EQ(p->domains, 2);
 }
 
-TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySays) {
+TEST(SimulatorTest, PreferredHeadWaitsForItsFewestDomainsOnlyWhileThatIsCheaperThanSpreading) {
   // Three NVL72 racks, 32 GPUs free in each. `h` (a whole rack) runs on rack 1 from 1000 to 1100. `p` (48 GPUs,
-  // preferred, submitted at 2) reaches the head at 1000, when 64 GPUs are free over two racks and none holds it.
-  // The hold-out counts from then, not from its submit (long past): with 600 s it waits for rack 1 at 1100. With
-  // 50 s it has waited out its hold-out at 1050, but rack 1 is expected free at 1100, within twice the wait of
-  // reaching the head (PreferredHoldsOut): it still waits for it. With 40 s, 1100 is past twice the wait and
-  // further off than `p`'s own run time (50 s): it spreads at 1040.
+  // preferred, 1000 s, submitted at 2) reaches the head at 1000, when 64 GPUs are free over two racks and none
+  // holds it; rack 1 is expected free 100 s later. Spreading costs it the policy's fraction of its 1000 s: at 0.2
+  // (200 s) it waits for rack 1, at 0.05 (50 s) or 0 it spreads at once. A bound of 50 s (preferred_wait_s) is
+  // shorter than the expected wait, so it spreads at once too; a bound of 600 s lets it wait.
   SizingParams sp = DefaultSizingParams(SizingSystem::kGb200Nvl72);
   sp.gpus = 216;
   absl::StatusOr<SizingResult> s = SizeCluster(sp);
@@ -221,12 +222,16 @@ TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySay
   std::vector<TraceJob> jobs = {
       Local("a", 0, 1000, 40, Locality::kRequired), Local("b", 0, 5000, 40, Locality::kRequired),
       Local("c", 0, 1300, 40, Locality::kRequired), Local("h", 1, 100, 72, Locality::kRequired),
-      Local("p", 2, 50, 48, Locality::kPreferred)};
-  for (const auto& [wait, start, domains] :
-       {std::tuple{600.0, 1100.0, 1}, std::tuple{50.0, 1100.0, 1}, std::tuple{40.0, 1040.0, 2}}) {
-    SCOPED_TRACE(wait);
+      Local("p", 2, 1000, 48, Locality::kPreferred)};
+  const std::optional<double> none;
+  for (const auto& [fraction, bound, start, domains] :
+       {std::tuple{0.2, none, 1100.0, 1}, std::tuple{0.05, none, 1000.0, 2}, std::tuple{0.0, none, 1000.0, 2},
+        std::tuple{0.2, std::optional<double>(50), 1000.0, 2},
+        std::tuple{0.2, std::optional<double>(600), 1100.0, 1}}) {
+    SCOPED_TRACE(testing::Message() << fraction << " " << bound.value_or(-1));
     v1::ClusterDescription d = SizingToClusterDescription(sp, *s);
-    d.mutable_policy()->set_preferred_wait_s(wait);
+    d.mutable_policy()->set_spread_cost_fraction(fraction);
+    if (bound) d.mutable_policy()->set_preferred_wait_s(*bound);
     absl::StatusOr<Topology> t = Topology::Build(d);
     ASSERT_TRUE(t.ok()) << t.status();
     SimResult r = Replay(*t, jobs, SimPolicy::kRackwise);
@@ -235,6 +240,60 @@ TEST(SimulatorTest, PreferredHeadHoldsOutForItsFewestDomainsAsLongAsThePolicySay
     ASSERT_TRUE(p);
     EXPECT_EQ(p->start, start);
     EXPECT_EQ(p->domains, domains);
+  }
+}
+
+// Every baseline is what its name says: rackwise's locality knobs (spread_cost_fraction, preferred_wait_s) do not
+// move a single placement of any baseline, nor the attempts it makes. rackwise itself moves (or the test is blind).
+TEST(SimulatorTest, BaselinesIgnoreRackwisesLocalityKnobs) {
+  SizingParams sp = DefaultSizingParams(SizingSystem::kGb200Nvl72);
+  sp.gpus = 576;
+  sp.rack_cap_kw = 100;  // binds: 27 kW idle + at most 57 GPUs at full load
+  absl::StatusOr<SizingResult> sized = SizeCluster(sp);
+  ASSERT_TRUE(sized.ok());
+  TraceGeneratorParams tp;
+  tp.mix = TraceMix::kTraining;
+  tp.jobs = 300;
+  tp.seed = 7;
+  tp.cluster_gpus = sp.gpus;
+  tp.node_gpus = 4;
+  tp.load = 1.2;
+  absl::StatusOr<std::vector<TraceJob>> jobs = GenerateTrace(tp);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const std::optional<double> none;
+  const std::vector<std::pair<std::optional<double>, std::optional<double>>> knobs = {
+      {none, none}, {0.0, none}, {0.5, none}, {none, 0.0}, {0.2, 900.0}, {1.0, 36000.0}};
+  auto placements = [](const SimResult& r) {
+    std::vector<std::tuple<int, double, double, int>> out;
+    for (const SimPlacement& p : r.placements) out.emplace_back(p.job, p.start, p.end, p.domains);
+    return out;
+  };
+  for (SimPolicy policy : AllSimPolicies()) {
+    SCOPED_TRACE(SimPolicyName(policy));
+    std::optional<SimResult> first;
+    bool moved = false;
+    for (const auto& [fraction, bound] : knobs) {
+      v1::ClusterDescription d = SizingToClusterDescription(sp, *sized);
+      if (fraction) d.mutable_policy()->set_spread_cost_fraction(*fraction);
+      if (bound) d.mutable_policy()->set_preferred_wait_s(*bound);
+      absl::StatusOr<Topology> t = Topology::Build(d);
+      ASSERT_TRUE(t.ok()) << t.status();
+      SimResult r = Replay(*t, *jobs, policy, /*backfill=*/true, /*spread_slowdown=*/0.2);
+      if (!first) {
+        first = r;
+        continue;
+      }
+      const bool same =
+          placements(r) == placements(*first) && r.metrics.placement_attempts == first->metrics.placement_attempts;
+      moved |= !same;
+      if (policy != SimPolicy::kRackwise) {
+        EXPECT_TRUE(same) << "knobs " << fraction.value_or(-1) << " / " << bound.value_or(-1);
+        EXPECT_EQ(r.metrics.goodput, first->metrics.goodput);
+      }
+    }
+    if (policy == SimPolicy::kRackwise) {
+      EXPECT_TRUE(moved);
+    }
   }
 }
 

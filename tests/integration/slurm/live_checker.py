@@ -13,13 +13,17 @@ draw more than its cap less the policy's reserve), and reads what runs from Slur
                                               cluster can give it (every node type of its partition, on the empty
                                               cluster under the described caps)
 
+  live_checker.py locality DESC JOBS SEEN     every job seen running, whatever its locality: its NVLink domains
+                                              against the fewest, one line each, then "at fewest A of B"
+
   live_checker.py victims DESC JOBS BEFORE JOB GONE PREEMPTABLE
                                               whether GONE (the jobs preempted for JOB, a comma list) are as few
                                               of PREEMPTABLE as can make room beside BEFORE ("id node:gpus,..."
                                               per running job)
 
-JOBS has one line per submitted job: `id gpus gpus_per_node watts locality partition_nodes` (watts 0: the type's
-default; partition_nodes a comma list, or `-` for every node). The description may be replaced while sampling
+JOBS has one line per submitted job: `id gpus gpus_per_node watts locality partition_nodes [nodes]` (watts 0: the
+type's default; partition_nodes a comma list, or `-` for every node; nodes: the node count the job asked for with
+-N, 0 or absent for any, which on a type whose NVLink domain is the node is a floor on the domains). The description may be replaced while sampling
 (a lowered cap is re-read each sample; an unreadable file keeps the last good one, as rackwise does).
 """
 
@@ -100,7 +104,8 @@ def read_jobs(path):
             f = line.split()
             if len(f) >= 6:
                 jobs[f[0]] = {"gpus": int(f[1]), "per_node": int(f[2]), "watts": float(f[3]), "locality": f[4],
-                              "partition": None if f[5] == "-" else set(f[5].split(","))}
+                              "partition": None if f[5] == "-" else set(f[5].split(",")),
+                              "nodes": int(f[6]) if len(f) >= 7 else 0}
     return jobs
 
 
@@ -261,26 +266,64 @@ def fewest_for_type(cluster, type_name, nodes, gpus, per_node, watts):
     return taken if left <= 0 else 0
 
 
-def judge_domains(desc_path, jobs_path, seen_path):
-    cluster = load(desc_path, None)
-    jobs = read_jobs(jobs_path)
+def read_seen(seen_path):
     seen = {}
     for line in open(seen_path):
         job, nodes = line.split()
         seen.setdefault(job, set()).update(nodes.split(","))
+    return seen
+
+
+def fewest_domains(cluster, j):
+    """The fewest NVLink domains any node type of the job's partition could give it on the empty cluster under
+    the caps (0: none can). A job that asked for N nodes gets at least N domains on a type whose domain is the
+    node."""
+    nodes = j["partition"] or set(cluster.node)
+    fewest = []
+    for tn in cluster.types:
+        if not tn_allows_watts(cluster, tn, j["watts"]):
+            continue
+        f = fewest_for_type(cluster, tn, nodes, j["gpus"], j["per_node"], j["watts"])
+        if f > 0 and cluster.types[tn].get("nvlink") != "rack":
+            f = max(f, j.get("nodes", 0))
+        if f > 0:
+            fewest.append(f)
+    return min(fewest) if fewest else 0
+
+
+def judge_domains(desc_path, jobs_path, seen_path):
+    cluster = load(desc_path, None)
+    jobs = read_jobs(jobs_path)
+    seen = read_seen(seen_path)
     bad = 0
     for job, j in sorted(jobs.items(), key=lambda kv: int(kv[0])):
         if j["locality"] != "required" or job not in seen:
             continue
-        nodes = j["partition"] or set(cluster.node)
-        fewest = [f for f in (fewest_for_type(cluster, tn, nodes, j["gpus"], j["per_node"], j["watts"])
-                              for tn in cluster.types if tn_allows_watts(cluster, tn, j["watts"])) if f > 0]
         got = len({cluster.nvlink_domain(n) for n in seen[job] if n in cluster.node})
-        want = min(fewest) if fewest else 0
+        want = fewest_domains(cluster, j)
         verdict = "ok" if got <= want else "TOO MANY"
         bad += got > want
         print("job %s required %d GPUs: %d NVLink domains, fewest %d: %s" % (job, j["gpus"], got, want, verdict))
     return 1 if bad else 0
+
+
+def judge_locality(desc_path, jobs_path, seen_path):
+    """Every job seen running, whatever its locality: whether it ran in its fewest NVLink domains."""
+    cluster = load(desc_path, None)
+    jobs = read_jobs(jobs_path)
+    seen = read_seen(seen_path)
+    at, placed = 0, 0
+    for job, j in sorted(jobs.items(), key=lambda kv: int(kv[0])):
+        if job not in seen:
+            continue
+        got = len({cluster.nvlink_domain(n) for n in seen[job] if n in cluster.node})
+        want = fewest_domains(cluster, j)
+        placed += 1
+        at += got <= want
+        print("job %s %s %d GPUs: %d NVLink domains, fewest %d%s" % (job, j["locality"], j["gpus"], got, want,
+                                                                  "" if got <= want else ": MORE"))
+    print("at fewest %d of %d" % (at, placed))
+    return 0
 
 
 def tn_allows_watts(cluster, type_name, watts):
@@ -363,6 +406,8 @@ if __name__ == "__main__":
         sample(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "domains":
         sys.exit(judge_domains(*sys.argv[2:]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "locality":
+        sys.exit(judge_locality(*sys.argv[2:]))
     elif len(sys.argv) == 8 and sys.argv[1] == "victims":
         print(judge_victims(*sys.argv[2:]))
     else:

@@ -15,7 +15,7 @@ namespace rackwise {
 
 // A `preferred` job started ahead of its turn (by a backfill scheduler) only takes its fewest NVLink domains:
 // spreading it then would fragment the domains the jobs ahead of it wait for. In its turn the usual rule
-// (preferred_wait_s) applies. True when `request`, started that way, must be treated as `required`.
+// (PreferredHoldsOut) applies. True when `request`, started that way, must be treated as `required`.
 bool BackfillHoldsOut(const PlacementRequest& request, bool started_by_backfill, const PlacementPolicy& policy);
 
 // The node sets to offer, most preferred first: the decision's nodes; then every node of the NVLink domains it

@@ -40,14 +40,20 @@ absl::StatusOr<std::optional<double>> FewestDomainsIn(Ledger& ledger, PlacementR
                                                       absl::Span<const ExpectedEnd> ends, long long free_gpus);
 
 // The rule for `preferred` locality, the one every face and the simulator apply (through Placer::Place, which
-// reads PlacementRequest::fewest_domains_in_seconds and time_limit_seconds): the job holds out for its fewest
-// domains (is placed as `required`) for preferred_wait_seconds. Past that, as EASY backfill reserves the head's
-// nodes, it keeps holding out while those domains are expected soon: by twice the wait, or by the wait plus the
-// job's own time limit (a long job loses more to a spread placement than it waits), counted from when it started
-// waiting, so the hold-out is bounded even if estimates slip. Only then does it take the best it can get now.
-// `fewest_in_seconds` unknown (nullopt: the face cannot tell, or not by the running jobs' ends): the hold-out alone
-// decides. With preferred_wait_seconds 0 (the default) the job never holds out.
+// reads the request's waited_seconds, fewest_domains_in_seconds and time_limit_seconds): whether a job whose
+// fewest NVLink domains are not free now holds out for them (is placed as `required`) rather than starting with
+// the best it can get now. It waits only while waiting is cheaper than spreading: the expected wait for those
+// domains (`fewest_in_seconds`, from the running jobs' time limits) is shorter than what a spread start would
+// cost it, policy.spread_cost_fraction of its time limit. The decision is made afresh each time it is asked, so it
+// follows the estimate as running jobs end early or others take the domains. preferred_wait_seconds, when set,
+// bounds the wait: the job never waits past it in all (an expected wait that would end past it is not worth
+// starting). A face that cannot estimate (no estimate, or no time limit) holds the job only for that bound, and
+// not at all without one. spread_cost_fraction 0 (spreading costs nothing) never holds a job.
 bool PreferredHoldsOut(const PlacementPolicy& policy, double waited_seconds, std::optional<double> fewest_in_seconds,
-                       std::optional<double> time_limit_seconds = std::nullopt);
+                       std::optional<double> time_limit_seconds);
+
+// Whether PreferredHoldsOut could hold a job of `locality` that has waited `waited_seconds` if the face passed
+// an estimate: when false, a face need not work one out (FewestDomainsIn walks the running jobs' ends).
+bool PreferredWantsEstimate(const PlacementPolicy& policy, Locality locality, double waited_seconds);
 
 }  // namespace rackwise

@@ -13,7 +13,9 @@
 // Policies:
 //   rackwise      Placer::Place (NVLink domains, rails, power caps), committed with CommitMode::kEnforce. A
 //                 backfilled `preferred` job starts only in its fewest NVLink domains; the head holds out for them
-//                 for the policy's preferred_wait_s, counted from when it reached the head, then may spread.
+//                 while the core's rule (PreferredHoldsOut) says waiting is cheaper than spreading, its wait
+//                 counted from when it reached the head (for the policy's preferred_wait_s bound). Only rackwise
+//                 reads the policy's locality knobs; every baseline is what its name says.
 //   first-fit     nodes in order; a job of at most one node's GPUs goes to the first node with room, larger jobs
 //                 take free GPUs node by node. Power-unaware.
 //   spread        kube-scheduler's default least-allocated scoring: the job's pods (gpus_per_node GPUs each, or
