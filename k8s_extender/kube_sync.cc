@@ -58,13 +58,42 @@ bool KubeSync::SleepFor(int64_t ms) {
 }
 
 void KubeSync::MaybeMarkSynced() {
+  for (const auto& listed : dra_listed_) {
+    if (!*listed) return;
+  }
   if (pods_listed_ && nodes_listed_ && !service_->synced()) {
     service_->SetSynced(true);
     Log("synced with the API server: ledger rebuilt, answering filter");
   }
 }
 
+void KubeSync::StartDra() {
+  const std::pair<DraKind, std::string> kinds[] = {
+      {DraKind::kDeviceClass, "/apis/resource.k8s.io/v1/deviceclasses"},
+      {DraKind::kResourceSlice, "/apis/resource.k8s.io/v1/resourceslices"},
+      {DraKind::kResourceClaimTemplate, "/apis/resource.k8s.io/v1/resourceclaimtemplates"},
+      {DraKind::kResourceClaim, "/apis/resource.k8s.io/v1/resourceclaims"},
+      {DraKind::kComputeDomain, "/apis/resource.nvidia.com/v1beta1/computedomains"},
+      {DraKind::kPodGroup, absl::StrCat("/apis/scheduling.k8s.io/", options_.pod_group_version, "/podgroups")},
+      {DraKind::kWorkload, "/apis/scheduling.k8s.io/v1alpha1/workloads"},
+  };
+  for (const auto& [kind, path] : kinds) dra_listed_.push_back(std::make_unique<std::atomic<bool>>(false));
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    threads_.emplace_back([this, kind = kinds[i].first, path = kinds[i].second, listed = dra_listed_[i].get()] {
+      Reflect(
+          path, "",
+          [this, kind](const std::vector<Json>& items) { service_->ReplaceDraObjects(kind, items, options_.now_ms()); },
+          [this, kind, path](const WatchEvent& ev) {
+            absl::Status s = service_->ApplyDraObject(kind, ev.object, ev.type == "DELETED", options_.now_ms());
+            if (!s.ok()) Log(absl::StrCat("ignoring an object of ", path, ": ", s.message()));
+          },
+          listed, /*optional=*/true);
+    });
+  }
+}
+
 void KubeSync::Start() {
+  if (options_.dra) StartDra();
   threads_.emplace_back([this] {
     Reflect(
         kPodsPath, kBoundPods,
@@ -131,7 +160,7 @@ void KubeSync::Stop() {
 }
 
 void KubeSync::Reflect(const std::string& path, const std::string& field_selector, const ReplaceFn& replace,
-                       const EventFn& event, std::atomic<bool>* listed) {
+                       const EventFn& event, std::atomic<bool>* listed, bool optional) {
   int64_t backoff = options_.backoff_initial_ms;
   std::string rv;
   bool need_list = true;
@@ -151,6 +180,15 @@ void KubeSync::Reflect(const std::string& path, const std::string& field_selecto
         cont = page->continue_token;
       } while (!cont.empty() && !stop_);
       if (stop_) return;
+      if (!status.ok() && optional && absl::IsNotFound(status)) {
+        // Not served here: nothing of it exists. Asked again later, in case the API is enabled meanwhile.
+        if (!*listed) Log(absl::StrCat("LIST ", path, ": not served by this API server (404); treated as empty"));
+        replace({});
+        *listed = true;
+        MaybeMarkSynced();
+        if (!SleepFor(options_.not_served_retry_ms)) return;
+        continue;
+      }
       if (!status.ok()) {
         ++stats_.errors;
         Log(absl::StrCat("LIST ", path, " failed (retry in ", backoff, " ms): ", status.message()));
