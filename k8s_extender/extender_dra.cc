@@ -119,6 +119,44 @@ void ExtenderService::ReapplyLocked(int64_t now_ms) {
   reapply_.clear();
 }
 
+void ExtenderService::SetNodeClique(const std::string& name, const std::string& clique) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::optional<NodeId> node = topology_->FindNode(name)) node_clique_[*node] = clique;
+}
+
+absl::StatusOr<PlacementOutcome> ExtenderService::EnsureGroupLocked(const PodInfo& pod, int size,
+                                                                    const PlacementRequest& per_pod, int64_t now_ms) {
+  absl::flat_hash_map<std::string, std::vector<NodeId>> cliques;
+  if (pod.group_source == GroupSource::kComputeDomain) {
+    for (NodeId n : per_pod.allowed_nodes) {
+      if (!node_clique_[n].empty()) cliques[node_clique_[n]].push_back(n);
+    }
+  }
+  if (cliques.empty()) return gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
+  // The clique with the most free GPUs first: the likeliest to hold the whole domain, and the one whose refusal
+  // is told when none fits. Unlabelled candidates are left out: a ComputeDomain needs NVLink between its pods.
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [clique, nodes] : cliques) {
+    int free = 0;
+    for (NodeId n : nodes) {
+      free +=
+          std::popcount(FullGpuMask(topology_->nodes()[n].gpus) & ~ledger_.allocated_gpus(n) & ~ledger_.failed_gpus(n));
+    }
+    order.emplace_back(-free, clique);
+  }
+  std::sort(order.begin(), order.end());
+  absl::StatusOr<PlacementOutcome> first = absl::InternalError("no clique");
+  for (size_t i = 0; i < order.size(); ++i) {
+    PlacementRequest within = per_pod;
+    within.allowed_nodes = cliques[order[i].second];
+    absl::StatusOr<PlacementOutcome> outcome =
+        gangs_.Ensure(pod.group, size, within, now_ms, options_.reservation_ttl_ms);
+    if (!outcome.ok() || std::holds_alternative<PlacementDecision>(*outcome)) return outcome;
+    if (i == 0) first = std::move(outcome);
+  }
+  return first;
+}
+
 absl::Status ExtenderService::ApplyDraObject(DraKind kind, const Json& object, bool deleted, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   last_now_ms_ = now_ms;

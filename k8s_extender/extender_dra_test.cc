@@ -201,5 +201,39 @@ TEST(ExtenderDraTest, AComputeDomainsPodsLandInOneNvlinkDomain) {
   EXPECT_EQ(s->Snapshot().reservations, 1);
 }
 
+// With nvidia.com/gpu.clique labels, a ComputeDomain is planned within one clique even where the description's
+// NVLink domain is larger: the first NVL72 rack is labelled as two cliques of 9 trays (one GPU taken in the
+// first), the second rack carries no label. 9 pods of 4 GPUs fit only the second clique.
+TEST(ExtenderDraTest, AComputeDomainStaysWithinOneLabelledClique) {
+  ExtenderMetrics metrics;
+  auto s = NewService(&metrics);
+  ASSERT_TRUE(
+      s->ApplyDraObject(DraKind::kResourceClaimTemplate, TemplateJson("gpu4", ClaimSpecJson(4)), false, 0).ok());
+  const Json cd = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                   {"kind", "ComputeDomain"},
+                   {"metadata", {{"name", "small"}, {"namespace", "ml"}}},
+                   {"spec", {{"numNodes", 9}, {"channel", {{"resourceClaimTemplate", {{"name", "small-channel"}}}}}}}};
+  ASSERT_TRUE(s->ApplyDraObject(DraKind::kComputeDomain, cd, false, 0).ok());
+  std::vector<NodeId> first_rack;
+  for (NodeId n = 0; n < static_cast<NodeId>(s->topology().nodes().size()); ++n) {
+    if (s->topology().nodes()[n].rack == 2) first_rack.push_back(n);
+  }
+  ASSERT_EQ(first_rack.size(), 18u);
+  for (size_t i = 0; i < first_rack.size(); ++i) {
+    s->SetNodeClique(s->topology().nodes()[first_rack[i]].name, i < 9 ? "uuid.1" : "uuid.2");
+  }
+  ASSERT_TRUE(s->Filter(Args(PluginPod("taken", 1), *s), 1).error.empty());
+  ASSERT_EQ(s->Bind(Binding("taken", s->topology().nodes()[first_rack[0]].name), 2), "");
+  for (int i = 0; i < 9; ++i) {
+    const std::string name = "c" + std::to_string(i);
+    const FilterResult f = s->Filter(Args(DraPodJson(name, {"gpu4", "small-channel"}), *s), 10 + i);
+    ASSERT_FALSE(f.feasible.empty()) << "pod " << i << ": " << (f.reasons.empty() ? f.error : f.reasons[0]);
+    const NodeId node = f.feasible[0];
+    EXPECT_NE(std::find(first_rack.begin() + 9, first_rack.end(), node), first_rack.end())
+        << s->topology().nodes()[node].name << " is not in the second clique";
+    ASSERT_EQ(s->Bind(Binding(name, s->topology().nodes()[node].name), 20 + i), "");
+  }
+}
+
 }  // namespace
 }  // namespace rackwise::k8s

@@ -92,6 +92,7 @@ ExtenderService::ExtenderService(std::unique_ptr<Topology> topology, ExtenderOpt
       ledger_(*topology_),
       gangs_(&ledger_),
       dra_(GpuDeviceClasses(options.gpu_device_classes)),
+      node_clique_(topology_->nodes().size()),
       api_health_(topology_->nodes().size(), NodeHealth::kUp),
       operator_health_(topology_->nodes().size(), NodeHealth::kUp) {
   for (const Node& node : topology_->nodes()) largest_node_gpus_ = std::max(largest_node_gpus_, node.gpus);
@@ -226,8 +227,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
       return result;
     }
     per_pod.waited_seconds = static_cast<double>(now_ms - GroupFirstTry(pod.group, now_ms)) / 1000.0;
-    absl::StatusOr<PlacementOutcome> outcome =
-        gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
+    absl::StatusOr<PlacementOutcome> outcome = EnsureGroupLocked(pod, size, per_pod, now_ms);
     if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kFailedPrecondition) {
       // The shared power ledger refused a slot (another owner holds the room): the group waits, not an error.
       const uint32_t why = result.AddReason(

@@ -130,6 +130,9 @@ class ExtenderService {
   // returned for the log.
   absl::Status ApplyDraObject(DraKind kind, const Json& object, bool deleted, int64_t now_ms);
   void ReplaceDraObjects(DraKind kind, const std::vector<Json>& items, int64_t now_ms);
+  // A node's nvidia.com/gpu.clique label ("" when unlabelled): a ComputeDomain's group is planned within one
+  // clique when its candidates carry the label. Unknown names are ignored.
+  void SetNodeClique(const std::string& name, const std::string& clique);
 
   // --- operator API ---
   // Places a request (ids already resolved). With `commit`, a decision is booked under request.id.
@@ -208,6 +211,10 @@ class ExtenderService {
   void UntrackDraPodLocked(const std::string& key);
   // Pods queued for booking anew (a claim's holder left, an object they depend on changed).
   void ReapplyLocked(int64_t now_ms);
+  // Plans (reserves) a group's missing slots: for a ComputeDomain on labelled nodes, within one clique (the one
+  // with the most free GPUs that fits it); otherwise as GangReservations::Ensure does.
+  absl::StatusOr<PlacementOutcome> EnsureGroupLocked(const PodInfo& pod, int size, const PlacementRequest& per_pod,
+                                                     int64_t now_ms);
   // Free GPUs on `node`: the allocated ones first, then the lowest; 0 when fewer than `count` are free.
   GpuMask PickGpus(NodeId node, int count, GpuMask allocated) const;
   // Books a pod's GPUs on `node` for bind: its gang slot, or a placement of the pod alone on that node
@@ -263,6 +270,7 @@ class ExtenderService {
   absl::flat_hash_map<std::string, std::vector<std::string>> claim_users_;  // claim key -> pod keys
   absl::flat_hash_map<std::string, std::string> claim_holder_;  // claim key -> the pod whose booking counts it
   std::vector<std::string> reapply_;                            // pod keys to book anew
+  std::vector<std::string> node_clique_;                        // by NodeId: nvidia.com/gpu.clique
   int64_t last_now_ms_ = 0;  // the latest time a caller passed in (for pods booked anew on a deletion)
   // When filter first tried to plan a group that has no reservation yet: how long it has waited, for the
   // policy's preferred_wait_s. Monotonic, so a restart starts the clock again (the group waits longer, never

@@ -24,6 +24,11 @@ std::string ResourceVersionOf(const Json& object) {
 
 }  // namespace
 
+std::string NodeLabel(const Json& node, absl::string_view key) {
+  const Json* labels = FindPath(node, {"metadata", "labels"});
+  return labels != nullptr ? StringField(*labels, key) : "";
+}
+
 void NodeStatusOf(const Json& node, std::string* name, bool* ready, bool* unschedulable) {
   const Json* meta = FindField(node, "metadata");
   *name = meta ? StringField(*meta, "name") : "";
@@ -133,6 +138,7 @@ void KubeSync::Start() {
             bool ready = false, unschedulable = false;
             NodeStatusOf(item, &name, &ready, &unschedulable);
             service_->ApplyNode(name, ready, unschedulable);
+            service_->SetNodeClique(name, NodeLabel(item, kGpuCliqueLabel));
           }
         },
         [this](const WatchEvent& ev) {
@@ -141,6 +147,7 @@ void KubeSync::Start() {
           NodeStatusOf(ev.object, &name, &ready, &unschedulable);
           // A deleted Node object: kubelet gone, nothing new goes there.
           service_->ApplyNode(name, ev.type != "DELETED" && ready, unschedulable);
+          service_->SetNodeClique(name, NodeLabel(ev.object, kGpuCliqueLabel));
         },
         &nodes_listed_);
   });

@@ -73,6 +73,11 @@ class KubeSync {
   std::vector<std::thread> threads_;
 };
 
+// GPU Feature Discovery's NVLink clique label (<ClusterUUID>.<CliqueID>, one per NVL72 NVLink domain).
+inline constexpr char kGpuCliqueLabel[] = "nvidia.com/gpu.clique";
+// metadata.labels[key] of an object, "" when absent.
+std::string NodeLabel(const Json& node, absl::string_view key);
+
 // Node health from a core/v1 Node: Ready condition and spec.unschedulable.
 void NodeStatusOf(const Json& node, std::string* name, bool* ready, bool* unschedulable);
 
