@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "dra_objects.h"
 #include "json_fields.h"
 
 namespace rackwise::k8s::testing {
@@ -64,6 +67,25 @@ inline Json ClaimJson(const std::string& name, int count, const std::vector<std:
     claim["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
   }
   return claim;
+}
+
+// A ComputeDomain (resource.nvidia.com/v1beta1) in namespace ml whose channel comes from `channel_template`.
+inline Json ComputeDomainJson(const std::string& name, int num_nodes, const std::string& channel_template) {
+  return {{"apiVersion", "resource.nvidia.com/v1beta1"},
+          {"kind", "ComputeDomain"},
+          {"metadata", {{"name", name}, {"namespace", "ml"}}},
+          {"spec", {{"numNodes", num_nodes}, {"channel", {{"resourceClaimTemplate", {{"name", channel_template}}}}}}}};
+}
+
+// A service-level test's start: the gpu4 template (4 GPUs) and a ComputeDomain, applied to `service`.
+template <typename Service>
+void ApplyComputeDomainObjects(Service& service, const std::string& name, int num_nodes,
+                               const std::string& channel_template) {
+  EXPECT_TRUE(
+      service.ApplyDraObject(DraKind::kResourceClaimTemplate, TemplateJson("gpu4", ClaimSpecJson(4)), false, 0).ok());
+  EXPECT_TRUE(
+      service.ApplyDraObject(DraKind::kComputeDomain, ComputeDomainJson(name, num_nodes, channel_template), false, 0)
+          .ok());
 }
 
 // A pending pod in namespace ml with one claim per template in `templates` (its claim named <pod>-<template>, as

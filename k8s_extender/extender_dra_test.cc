@@ -171,13 +171,7 @@ TEST(ExtenderDraTest, ARestartRebuildsTheSameLedgerFromClaims) {
 TEST(ExtenderDraTest, AComputeDomainsPodsLandInOneNvlinkDomain) {
   ExtenderMetrics metrics;
   auto s = NewService(&metrics);
-  ASSERT_TRUE(
-      s->ApplyDraObject(DraKind::kResourceClaimTemplate, TemplateJson("gpu4", ClaimSpecJson(4)), false, 0).ok());
-  const Json cd = {{"apiVersion", "resource.nvidia.com/v1beta1"},
-                   {"kind", "ComputeDomain"},
-                   {"metadata", {{"name", "train"}, {"namespace", "ml"}}},
-                   {"spec", {{"numNodes", 18}, {"channel", {{"resourceClaimTemplate", {{"name", "train-channel"}}}}}}}};
-  ASSERT_TRUE(s->ApplyDraObject(DraKind::kComputeDomain, cd, false, 0).ok());
+  testing::ApplyComputeDomainObjects(*s, "train", 18, "train-channel");
   // One GPU taken in the first NVL72 rack: only the second can hold all 72 GPUs.
   for (int rack : {2}) {
     for (NodeId n = 0; n < static_cast<NodeId>(s->topology().nodes().size()); ++n) {
@@ -207,13 +201,7 @@ TEST(ExtenderDraTest, AComputeDomainsPodsLandInOneNvlinkDomain) {
 TEST(ExtenderDraTest, AComputeDomainStaysWithinOneLabelledClique) {
   ExtenderMetrics metrics;
   auto s = NewService(&metrics);
-  ASSERT_TRUE(
-      s->ApplyDraObject(DraKind::kResourceClaimTemplate, TemplateJson("gpu4", ClaimSpecJson(4)), false, 0).ok());
-  const Json cd = {{"apiVersion", "resource.nvidia.com/v1beta1"},
-                   {"kind", "ComputeDomain"},
-                   {"metadata", {{"name", "small"}, {"namespace", "ml"}}},
-                   {"spec", {{"numNodes", 9}, {"channel", {{"resourceClaimTemplate", {{"name", "small-channel"}}}}}}}};
-  ASSERT_TRUE(s->ApplyDraObject(DraKind::kComputeDomain, cd, false, 0).ok());
+  testing::ApplyComputeDomainObjects(*s, "small", 9, "small-channel");
   std::vector<NodeId> first_rack;
   for (NodeId n = 0; n < static_cast<NodeId>(s->topology().nodes().size()); ++n) {
     if (s->topology().nodes()[n].rack == 2) first_rack.push_back(n);
