@@ -91,8 +91,12 @@ ExtenderService::ExtenderService(std::unique_ptr<Topology> topology, ExtenderOpt
       metrics_(metrics),
       ledger_(*topology_),
       gangs_(&ledger_),
+      dra_(GpuDeviceClasses(options.gpu_device_classes)),
+      node_clique_(topology_->nodes().size()),
       api_health_(topology_->nodes().size(), NodeHealth::kUp),
-      operator_health_(topology_->nodes().size(), NodeHealth::kUp) {}
+      operator_health_(topology_->nodes().size(), NodeHealth::kUp) {
+  for (const Node& node : topology_->nodes()) largest_node_gpus_ = std::max(largest_node_gpus_, node.gpus);
+}
 
 PlacementRequest ExtenderService::SinglePodRequest(const PodInfo& pod) const {
   PlacementRequest r;
@@ -108,6 +112,14 @@ void ExtenderService::Remember(const PodInfo& pod, int64_t now_ms) {
   MakeRoom(pending_, now_ms, options_.max_pending_pods, options_.pending_ttl_ms,
            [](const PendingPod& p) { return p.seen_ms; });
   pending_[PodKeyOf(pod)] = PendingPod{pod, now_ms};
+  gpu_free_pending_.erase(PodKeyOf(pod));
+}
+
+void ExtenderService::RememberGpuFree(const PodInfo& pod, int64_t now_ms) {
+  MakeRoom(gpu_free_pending_, now_ms, options_.max_pending_pods, options_.pending_ttl_ms,
+           [](int64_t seen_ms) { return seen_ms; });
+  gpu_free_pending_[PodKeyOf(pod)] = now_ms;
+  pending_.erase(PodKeyOf(pod));
 }
 
 const std::vector<NodeId>& ExtenderService::CandidateIds(const CandidateNodes& candidates,
@@ -132,9 +144,9 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   FilterResult result;
   const CandidateNodes& candidates = args.candidate_nodes();
   const uint32_t n = static_cast<uint32_t>(candidates.size());
-  absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
-  if (!pod.ok()) {
-    result.error = absl::StrCat("rackwise: bad pod: ", pod.status().message());
+  absl::StatusOr<PodInfo> raw = ParsePod(args.pod);
+  if (!raw.ok()) {
+    result.error = absl::StrCat("rackwise: bad pod: ", raw.status().message());
     metrics_->CountDecision(Verb::kFilter, "bad_request");
     return result;
   }
@@ -145,8 +157,16 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
     return result;
   }
   gangs_.Expire(now_ms);
-  if (pod->gpus == 0) {  // not ours: managedResources normally keeps these away
+  // GPUs from claims and groups from ComputeDomains or the Workload API, when the pod names any.
+  ResolvedPod resolved;
+  const PodInfo* pod = &*raw;
+  if (raw->HasDraReferences()) {
+    resolved = ResolveLocked(*raw, "");
+    pod = &resolved.info;
+  }
+  if (pod->gpus == 0) {  // no GPU: every node will do (a DRA cluster sends every pod; bind posts it as it is)
     for (uint32_t i = 0; i < n; ++i) result.feasible.push_back(i);
+    RememberGpuFree(*pod, now_ms);
     metrics_->CountDecision(Verb::kFilter, "no_gpus");
     return result;
   }
@@ -159,7 +179,7 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
     metrics_->CountDecision(Verb::kFilter, "unresolvable");
     return result;
   }
-  Remember(*pod, now_ms);
+  Remember(*raw, now_ms);
   std::vector<NodeId> scratch;
   const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
@@ -207,8 +227,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
       return result;
     }
     per_pod.waited_seconds = static_cast<double>(now_ms - GroupFirstTry(pod.group, now_ms)) / 1000.0;
-    absl::StatusOr<PlacementOutcome> outcome =
-        gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
+    absl::StatusOr<PlacementOutcome> outcome = EnsureGroupLocked(pod, size, per_pod, now_ms);
     if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kFailedPrecondition) {
       // The shared power ledger refused a slot (another owner holds the room): the group waits, not an error.
       const uint32_t why = result.AddReason(
@@ -260,6 +279,10 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
 absl::StatusOr<std::vector<int>> ExtenderService::Prioritize(const ExtenderArgs& args, int64_t now_ms) {
   absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
   if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
+  if (pod->HasDraReferences()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    *pod = ResolveLocked(*pod, "").info;
+  }
   const CandidateNodes& candidates = args.candidate_nodes();
   std::vector<int> out(candidates.size(), 0);
   if (pod->gpus == 0) {
@@ -288,8 +311,9 @@ absl::StatusOr<std::vector<int>> ExtenderService::Prioritize(const ExtenderArgs&
   return out;
 }
 
-std::string ExtenderService::BookLocked(const std::string& key, const PodInfo& pod, NodeId node, int64_t now_ms,
-                                        PodRecord* record) {
+std::string ExtenderService::BookLocked(const std::string& key, const ResolvedPod& resolved, NodeId node,
+                                        int64_t now_ms, PodRecord* record) {
+  const PodInfo& pod = resolved.info;
   const std::string& node_name = topology_->nodes()[node].name;
   if (!pod.group.empty()) {
     if (!gangs_.Assign(pod.group, key, node, now_ms, options_.reservation_ttl_ms))
@@ -304,7 +328,13 @@ std::string ExtenderService::BookLocked(const std::string& key, const PodInfo& p
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome))
     return absl::StrCat("rackwise: pod ", key, " no longer fits on ", node_name, ": ", refusal->Message());
   const std::string owner = PodOwner(key, record->uid);
-  const Allocation allocation = std::get<PlacementDecision>(*outcome).ToAllocation(request.id);
+  Allocation allocation = std::get<PlacementDecision>(*outcome).ToAllocation(request.id);
+  // The scheduler already allocated the pod's claims: book those very GPUs when they are free (same count, same
+  // watts, so the power check above holds), so that a restart rebuilding from the claims finds the same ledger.
+  if (const GpuMask exact = PickGpus(node, pod.gpus, resolved.allocated);
+      std::popcount(resolved.allocated) == pod.gpus && exact == resolved.allocated && allocation.nodes.size() == 1) {
+    allocation.nodes[0].gpus = exact;
+  }
   if (absl::Status s = CommitAloneLocked(owner, allocation); !s.ok())
     return absl::StrCat("rackwise: ", s.message());  // the shared ledger's refusal names it
   record->allocation_id = request.id;
@@ -321,6 +351,9 @@ void ExtenderService::UndoBooking(const std::string& key, const std::string& gro
   } else {
     ReleaseAloneLocked(it->second.owner, allocation_id);
   }
+  for (const std::string& claim : it->second.counted_claims) {
+    if (auto h = claim_holder_.find(claim); h != claim_holder_.end() && h->second == key) claim_holder_.erase(h);
+  }
   uid_to_key_.erase(it->second.uid);
   pods_.erase(it);
 }
@@ -329,6 +362,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
   const std::string key = absl::StrCat(args.pod_namespace, "/", args.pod_name);
   std::string group, allocation_id;
   NodeId node = kNoId;
+  bool gpu_free = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::optional<NodeId> id = topology_->FindNode(args.node);
@@ -346,30 +380,37 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
       return absl::StrCat("rackwise: pod ", key, " is already bound to ", topology_->nodes()[it->second.node].name);
     }
     auto pending = pending_.find(key);
-    if (pending == pending_.end()) {
+    if (pending == pending_.end() && gpu_free_pending_.erase(key) > 0) {
+      gpu_free = true;  // filter saw it ask for no GPU: nothing to book
+    } else if (pending == pending_.end()) {
       metrics_->CountDecision(Verb::kBind, "refused");
       return absl::StrCat("rackwise: pod ", key, " was not seen by filter (extender restarted?); retry scheduling");
+    } else {
+      // Resolved again on its node: by now the scheduler has allocated its claims (PreBind runs before bind).
+      const ResolvedPod pod = ResolveLocked(pending->second.info, args.node);
+      PodRecord record;
+      record.uid = args.pod_uid.empty() ? pod.info.uid : args.pod_uid;
+      record.node = node;
+      record.booked_ms = now_ms;
+      record.gpus = pod.info.gpus;
+      record.counted_claims = pod.counted_claims;
+      record.priority = pod.info.priority;
+      if (std::string refused = BookLocked(key, pod, node, now_ms, &record); !refused.empty()) {
+        metrics_->CountDecision(Verb::kBind, "refused");
+        return refused;
+      }
+      group = record.group;
+      allocation_id = record.allocation_id;
+      for (const std::string& claim : record.counted_claims) claim_holder_[claim] = key;
+      if (!record.uid.empty()) uid_to_key_[record.uid] = key;
+      pods_[key] = std::move(record);
+      pending_.erase(pending);
     }
-    const PodInfo pod = pending->second.info;
-    PodRecord record;
-    record.uid = args.pod_uid.empty() ? pod.uid : args.pod_uid;
-    record.node = node;
-    record.booked_ms = now_ms;
-    record.priority = pod.priority;
-    if (std::string refused = BookLocked(key, pod, node, now_ms, &record); !refused.empty()) {
-      metrics_->CountDecision(Verb::kBind, "refused");
-      return refused;
-    }
-    group = record.group;
-    allocation_id = record.allocation_id;
-    if (!record.uid.empty()) uid_to_key_[record.uid] = key;
-    pods_[key] = std::move(record);
-    pending_.erase(pending);
   }
   // The binding goes to the API server without holding the lock; on failure the booking is undone.
   if (binder_ != nullptr) {
     if (absl::Status s = binder_->BindPod(args); !s.ok()) {
-      UndoBooking(key, group, allocation_id);
+      if (!gpu_free) UndoBooking(key, group, allocation_id);
       metrics_->CountDecision(Verb::kBind, "api_error");
       return absl::StrCat("rackwise: binding ", key, " to ", args.node, " failed: ", s.message());
     }

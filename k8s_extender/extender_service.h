@@ -19,8 +19,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "candidate_nodes.h"
+#include "dra_objects.h"
 #include "extender_wire.h"
 #include "gang_reservations.h"
+#include "ledger_booking.h"
+#include "ledger_owners.h"
 #include "metrics.h"
 #include "pod_spec.h"
 #include "rackwise/ledger.h"
@@ -29,8 +32,6 @@
 #include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/state.pb.h"
-#include "ledger_booking.h"
-#include "ledger_owners.h"
 #include "victim_reduction.h"
 
 namespace rackwise::k8s {
@@ -56,6 +57,8 @@ struct ExtenderOptions {
   size_t candidate_cache_entries = 16;
   // With a shared power ledger: how often the timer's beat syncs with it (mirror, or reconcile on return).
   int64_t ledger_sync_ms = 1'000;
+  // DRA device classes whose devices are whole GPUs (DeviceClasses backing nvidia.com/gpu count too).
+  std::vector<std::string> gpu_device_classes = {kNvidiaGpuDeviceClass};
 };
 
 struct RackSnapshot {
@@ -126,6 +129,16 @@ class ExtenderService {
   // Node health from the API server: not Ready -> down, cordoned -> drained. Unknown names are ignored.
   void ApplyNode(const std::string& name, bool ready, bool unschedulable);
 
+  // --- DRA and the Workload API (extender_dra.cc) ---
+  // One claim, template, slice, device class, ComputeDomain or pod group from a watch event; the bound pods it
+  // concerns are booked anew when their GPUs or group change. A malformed object is left out, and its error
+  // returned for the log.
+  absl::Status ApplyDraObject(DraKind kind, const Json& object, bool deleted, int64_t now_ms);
+  void ReplaceDraObjects(DraKind kind, const std::vector<Json>& items, int64_t now_ms);
+  // A node's nvidia.com/gpu.clique label ("" when unlabelled): a ComputeDomain's group is planned within one
+  // clique when its candidates carry the label. Unknown names are ignored.
+  void SetNodeClique(const std::string& name, const std::string& clique);
+
   // --- operator API ---
   // Places a request (ids already resolved). With `commit`, a decision is booked under request.id.
   absl::StatusOr<PlacementOutcome> Place(const PlacementRequest& request, bool commit);
@@ -180,8 +193,16 @@ class ExtenderService {
     std::string owner;          // alone: its owner in the shared power ledger ("k8s/<namespace>/<uid>")
     bool confirmed = false;     // seen bound by the API server
     int64_t booked_ms = 0;
-    int64_t priority = 0;       // spec.priority
-    int64_t start_unix_ms = 0;  // status.startTime once the API server shows it (else booked_ms dates it)
+    int64_t priority = 0;                     // spec.priority
+    int64_t start_unix_ms = 0;                // status.startTime once the API server shows it (else booked_ms dates it)
+    int gpus = 0;                             // GPUs booked for it
+    std::vector<std::string> counted_claims;  // shared claims whose GPUs its booking counts
+  };
+  // A pod with its claims and DRA-made groups resolved (extender_dra.cc).
+  struct ResolvedPod {
+    PodInfo info;
+    std::vector<std::string> counted_claims;  // the claims whose GPUs info.gpus includes
+    GpuMask allocated = 0;                    // GPUs the scheduler allocated to it on its node, when known
   };
   struct PendingPod {
     PodInfo info;
@@ -193,9 +214,24 @@ class ExtenderService {
   std::optional<KnownVictim> KnownVictimLocked(const std::string& uid, int64_t now_ms, int64_t wall_now_ms) const;
   absl::StatusOr<ReducedPreemption> ReduceLocked(const PodInfo& pod, const PreemptionArgs& args, int64_t now_ms,
                                                  int64_t wall_now_ms);
+  // DRA (extender_dra.cc): resolves `raw` on `node_name` ("" before binding). A claim another booked pod counts
+  // adds nothing (a shared claim is one allocation).
+  ResolvedPod ResolveLocked(const PodInfo& raw, const std::string& node_name) const;
+  // Keeps the claim index of bound pods that reference claims or pod groups, to book them anew on changes.
+  void TrackDraPodLocked(const PodInfo& raw);
+  void UntrackDraPodLocked(const std::string& key);
+  // Pods queued for booking anew (a claim's holder left, an object they depend on changed).
+  void ReapplyLocked(int64_t now_ms);
+  // Plans (reserves) a group's missing slots: for a ComputeDomain on labelled nodes, within one clique (the one
+  // with the most free GPUs that fits it); otherwise as GangReservations::Ensure does.
+  absl::StatusOr<PlacementOutcome> EnsureGroupLocked(const PodInfo& pod, int size, const PlacementRequest& per_pod,
+                                                     int64_t now_ms);
+  // Free GPUs on `node`: the allocated ones first, then the lowest; 0 when fewer than `count` are free.
+  GpuMask PickGpus(NodeId node, int count, GpuMask allocated) const;
   // Books a pod's GPUs on `node` for bind: its gang slot, or a placement of the pod alone on that node
   // (committed). Returns the refusal to send back, or "" with `record`'s group or allocation id set.
-  std::string BookLocked(const std::string& key, const PodInfo& pod, NodeId node, int64_t now_ms, PodRecord* record);
+  std::string BookLocked(const std::string& key, const ResolvedPod& pod, NodeId node, int64_t now_ms,
+                         PodRecord* record);
   // Undoes a booking whose binding the API server refused (unless its watch already confirmed the pod).
   void UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id);
   // A pod placed alone: booked through the shared ledger when there is one, else in the extender's ledger.
@@ -208,9 +244,9 @@ class ExtenderService {
   std::string FallbackNoteLocked() const;
   void RenderSharedLedgerMetrics(std::string* out) const;
   void Remember(const PodInfo& pod, int64_t now_ms);
+  void RememberGpuFree(const PodInfo& pod, int64_t now_ms);
   void ReleaseRecord(const std::string& key);
   void ApplyPodLocked(const PodInfo& pod, int64_t now_ms);
-  GpuMask PickFreeGpus(NodeId node, int count) const;
   void RefreshHealth(NodeId node);
   FilterResult FilterGroup(const PodInfo& pod, const std::vector<NodeId>& ids, int64_t now_ms);
   // When the group was first tried (now, the first time); bounded like pending_.
@@ -237,6 +273,16 @@ class ExtenderService {
   absl::flat_hash_map<std::string, PodRecord> pods_;  // by "namespace/name"
   absl::flat_hash_map<std::string, std::string> uid_to_key_;
   absl::flat_hash_map<std::string, PendingPod> pending_;  // seen by filter, not yet bound
+  // Pods filter saw ask for no GPU (a DRA cluster sends every pod): bind posts them without booking.
+  absl::flat_hash_map<std::string, int64_t> gpu_free_pending_;
+  DraObjects dra_;
+  int largest_node_gpus_ = 0;
+  absl::flat_hash_map<std::string, PodInfo> dra_pods_;  // bound pods with claims or a Workload pod group, raw
+  absl::flat_hash_map<std::string, std::vector<std::string>> claim_users_;  // claim key -> pod keys
+  absl::flat_hash_map<std::string, std::string> claim_holder_;  // claim key -> the pod whose booking counts it
+  std::vector<std::string> reapply_;                            // pod keys to book anew
+  std::vector<std::string> node_clique_;                        // by NodeId: nvidia.com/gpu.clique
+  int64_t last_now_ms_ = 0;  // the latest time a caller passed in (for pods booked anew on a deletion)
   // When filter first tried to plan a group that has no reservation yet: how long it has waited, for the
   // policy's preferred_wait_s bound (pods carry no time limit, so only the bound can hold a group: PreferredHoldsOut).
   // Monotonic, so a restart starts the clock again (the group waits longer, never shorter than the policy says).

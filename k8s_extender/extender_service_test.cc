@@ -8,41 +8,19 @@
 #include <algorithm>
 #include <random>
 
-#include "rackwise/synthetic_cluster.h"
+#include "extender_test_support.h"
 
 namespace rackwise::k8s {
 namespace {
 
-// Two capped H100 racks of 4 nodes (the cap binds at about 20 GPUs per rack) and two NVL72 racks.
 std::unique_ptr<ExtenderService> NewService(ExtenderMetrics* metrics, ExtenderOptions options = {}) {
-  SyntheticClusterSpec spec;
-  spec.name = "service";
-  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 30.0});
-  spec.blocks.push_back({ReferenceSystem::kGb200Nvl72, 2, 18});
-  auto t = Topology::Build(BuildSyntheticCluster(spec));
-  EXPECT_TRUE(t.ok()) << t.status();
-  auto s = std::make_unique<ExtenderService>(std::make_unique<Topology>(std::move(*t)), options, nullptr, metrics);
-  s->SetSynced(true);
-  return s;
+  return testing::NewTestService(metrics, options);
 }
-
-// The fields of a core/v1 Pod the extender reads.
 Json Pod(const std::string& name, int gpus, Json annotations = Json::object()) {
-  return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
-          {"spec", {{"containers", {{{"name", "main"}, {"resources", {{"limits", {{kGpuResource, gpus}}}}}}}}}},
-          {"status", {{"phase", "Pending"}}}};
+  return testing::PluginPodJson(name, gpus, std::move(annotations));
 }
-
-ExtenderArgs Args(const Json& pod, const ExtenderService& s) {
-  ExtenderArgs args;
-  args.pod = pod;
-  std::vector<std::string> names;
-  for (const Node& n : s.topology().nodes()) names.push_back(n.name);
-  args.SetNodeNames(std::move(names));
-  return args;
-}
-
-BindingArgs Binding(const std::string& pod, const std::string& node) { return {pod, "ml", "uid-" + pod, node}; }
+ExtenderArgs Args(const Json& pod, const ExtenderService& s) { return testing::ArgsOverAllNodes(pod, s); }
+BindingArgs Binding(const std::string& pod, const std::string& node) { return testing::BindingOf(pod, node); }
 
 // Filter's feasible nodes are exactly those the core's FilterNodes lets through, as the ledger fills up.
 TEST(ExtenderServiceTest, FilterAnswersTheCoresVerdictForEveryNode) {

@@ -1,6 +1,6 @@
 // The extender service as a client of the shared power ledger: its own allocations booked and
-// released through the face's LedgerBooking, the list it reconciles, the fallback's note and gauges. See extender_service.h
-// and ledger_owners.h.
+// released through the face's LedgerBooking, the list it reconciles, the fallback's note and gauges. See
+// extender_service.h and ledger_owners.h.
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
 

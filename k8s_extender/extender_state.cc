@@ -29,13 +29,6 @@ bool ExtenderService::synced() const {
   return synced_;
 }
 
-GpuMask ExtenderService::PickFreeGpus(NodeId node, int count) const {
-  const GpuMask free =
-      FullGpuMask(topology_->nodes()[node].gpus) & ~ledger_.allocated_gpus(node) & ~ledger_.failed_gpus(node);
-  const GpuMask out = LowestGpus(free, count);
-  return std::popcount(out) == count ? out : 0;
-}
-
 void ExtenderService::ReleaseRecord(const std::string& key) {
   auto it = pods_.find(key);
   if (it == pods_.end()) return;
@@ -44,22 +37,49 @@ void ExtenderService::ReleaseRecord(const std::string& key) {
   } else {
     ReleaseAloneLocked(it->second.owner, it->second.allocation_id);
   }
+  // A shared claim this pod counted passes to another pod using it (booked anew by ReapplyLocked).
+  for (const std::string& claim : it->second.counted_claims) {
+    auto holder = claim_holder_.find(claim);
+    if (holder == claim_holder_.end() || holder->second != key) continue;
+    claim_holder_.erase(holder);
+    if (auto users = claim_users_.find(claim); users != claim_users_.end()) {
+      for (const std::string& user : users->second) {
+        if (user != key) reapply_.push_back(user);
+      }
+    }
+  }
   uid_to_key_.erase(it->second.uid);
   pods_.erase(it);
 }
 
 void ExtenderService::ApplyPod(const PodInfo& pod, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_now_ms_ = now_ms;
   ApplyPodLocked(pod, now_ms);
+  ReapplyLocked(now_ms);
 }
 
-void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
-  const std::string key = pod.Key();
+// Whether a booked pod must be booked anew: its GPU count changed (a claim allocated fewer than its largest
+// alternative, a shared claim passed to it), or the scheduler's allocated GPUs are known and differ from the
+// ones booked. Gang slots keep what the group's plan gave them.
+static bool NeedsNewBooking(const Ledger& ledger, int booked_gpus, const std::string& allocation_id, int gpus,
+                            GpuMask allocated) {
+  if (booked_gpus != gpus) return true;
+  if (std::popcount(allocated) != gpus) return false;
+  const Allocation* a = ledger.Find(allocation_id);
+  return a != nullptr && a->nodes.size() == 1 && a->nodes[0].gpus != allocated;
+}
+
+void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
+  const std::string key = raw.Key();
+  TrackDraPodLocked(raw);
   auto existing = pods_.find(key);
-  if (existing != pods_.end() && !pod.uid.empty() && !existing->second.uid.empty() && existing->second.uid != pod.uid) {
+  if (existing != pods_.end() && !raw.uid.empty() && !existing->second.uid.empty() && existing->second.uid != raw.uid) {
     ReleaseRecord(key);  // a new pod under an old name
     existing = pods_.end();
   }
+  const ResolvedPod resolved = ResolveLocked(raw, raw.Holds() ? raw.node_name : "");
+  const PodInfo& pod = resolved.info;
   if (pod.gpus == 0 || !pod.Holds()) {
     if (existing != pods_.end()) ReleaseRecord(key);
     if (!pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") pending_.erase(key);
@@ -69,6 +89,11 @@ void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
   if (!node) {
     ++unknown_node_pods_;
     return;
+  }
+  if (existing != pods_.end() && existing->second.node == *node && existing->second.group.empty() &&
+      NeedsNewBooking(ledger_, existing->second.gpus, existing->second.allocation_id, pod.gpus, resolved.allocated)) {
+    ReleaseRecord(key);
+    existing = pods_.end();
   }
   if (existing != pods_.end()) {
     if (existing->second.node == *node) {
@@ -91,18 +116,20 @@ void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
   record.booked_ms = now_ms;
   record.priority = pod.priority;
   record.start_unix_ms = pod.start_unix_ms;
+  record.gpus = pod.gpus;
+  record.counted_claims = resolved.counted_claims;
   const Milliwatts per_gpu = pod.watts_per_gpu > 0 ? WattsToMilliwatts(pod.watts_per_gpu) : 0;
   if (!pod.group.empty()) {
     record.group = pod.group;
     if (!gangs_.Assign(pod.group, key, *node, now_ms, options_.reservation_ttl_ms)) {
-      GpuMask gpus = PickFreeGpus(*node, pod.gpus);
+      GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
       if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, *node, gpus, per_gpu).ok()) {
         ++recovery_conflicts_;
         return;
       }
     }
   } else {
-    GpuMask gpus = PickFreeGpus(*node, pod.gpus);
+    GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
     Allocation a;
     a.id = absl::StrCat("pod/", key);
     a.nodes.push_back({*node, gpus});
@@ -116,6 +143,7 @@ void ExtenderService::ApplyPodLocked(const PodInfo& pod, int64_t now_ms) {
     // restart, since the gate starts in fallback) records it there.
     record.owner = PodOwner(key, pod.uid);
   }
+  for (const std::string& claim : record.counted_claims) claim_holder_[claim] = key;
   if (!record.uid.empty()) uid_to_key_[record.uid] = key;
   pods_[key] = std::move(record);
 }
@@ -127,11 +155,17 @@ void ExtenderService::DeletePod(const PodInfo& pod) {
   if (it != pods_.end() && (pod.uid.empty() || it->second.uid.empty() || it->second.uid == pod.uid)) {
     ReleaseRecord(key);
   }
+  if (auto d = dra_pods_.find(key);
+      d != dra_pods_.end() && (pod.uid.empty() || d->second.uid.empty() || d->second.uid == pod.uid)) {
+    UntrackDraPodLocked(key);
+  }
   pending_.erase(key);
+  ReapplyLocked(last_now_ms_);
 }
 
 void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_now_ms_ = now_ms;
   absl::flat_hash_map<std::string, bool> listed;
   for (const PodInfo& p : pods) listed[p.Key()] = true;
   std::vector<std::string> gone;
@@ -139,8 +173,12 @@ void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_
     if (listed.contains(key)) continue;
     if (rec.confirmed || now_ms - rec.booked_ms > options_.assume_ttl_ms) gone.push_back(key);
   }
-  for (const std::string& key : gone) ReleaseRecord(key);
+  for (const std::string& key : gone) {
+    UntrackDraPodLocked(key);
+    ReleaseRecord(key);
+  }
   for (const PodInfo& p : pods) ApplyPodLocked(p, now_ms);
+  ReapplyLocked(now_ms);
   // A relist (after 410 Gone, or a restart of the watch) may hold pods the watch never showed: the shared
   // ledger learns the whole list on the next beat.
   if (synced_ && gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
@@ -269,21 +307,23 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   StateSnapshot s = Snapshot();
   daemon::Gauge(out, "rackwise_rack_draw_watts", "What a rack draws now: idle draw of its nodes plus allocations.");
   for (const RackSnapshot& r : s.racks) {
-    absl::StrAppend(out, "rackwise_rack_draw_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.draw), "\n");
+    absl::StrAppend(out, "rackwise_rack_draw_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.draw),
+                    "\n");
   }
   daemon::Gauge(out, "rackwise_rack_cap_watts", "A rack's power cap in force.");
   for (const RackSnapshot& r : s.racks) {
-    absl::StrAppend(out, "rackwise_rack_cap_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.cap), "\n");
+    absl::StrAppend(out, "rackwise_rack_cap_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.cap),
+                    "\n");
   }
   daemon::Gauge(out, "rackwise_rack_headroom_watts", "Power a rack can still take (rack and every domain above it).");
   for (const RackSnapshot& r : s.racks) {
-    absl::StrAppend(out, "rackwise_rack_headroom_watts{rack=\"", daemon::Label(r.name), "\"} ", MilliwattsToWatts(r.headroom),
-                    "\n");
+    absl::StrAppend(out, "rackwise_rack_headroom_watts{rack=\"", daemon::Label(r.name), "\"} ",
+                    MilliwattsToWatts(r.headroom), "\n");
   }
   daemon::Gauge(out, "rackwise_domain_free_gpus", "Free GPUs on up nodes of an NVLink domain.");
   for (const DomainSnapshot& d : s.domains) {
-    absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", daemon::Label(d.name), "\",rack=\"", daemon::Label(d.rack), "\"} ",
-                    d.free_gpus, "\n");
+    absl::StrAppend(out, "rackwise_domain_free_gpus{domain=\"", daemon::Label(d.name), "\",rack=\"",
+                    daemon::Label(d.rack), "\"} ", d.free_gpus, "\n");
   }
   // Power domains (rows, halls): the same figures as racks, so a dashboard can stack rack draw under its row.
   const std::pair<const char*, const char*> feed_gauges[] = {
@@ -296,8 +336,8 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
     daemon::Gauge(out, feed_gauges[g].first, feed_gauges[g].second);
     for (const PowerDomainSnapshot& p : s.power_domains) {
       const Milliwatts value[] = {p.draw, p.counted, p.cap, p.room};
-      absl::StrAppend(out, feed_gauges[g].first, "{power_domain=\"", daemon::Label(p.name), "\"} ", MilliwattsToWatts(value[g]),
-                      "\n");
+      absl::StrAppend(out, feed_gauges[g].first, "{power_domain=\"", daemon::Label(p.name), "\"} ",
+                      MilliwattsToWatts(value[g]), "\n");
     }
   }
   RenderTelemetryMetrics(out);

@@ -88,21 +88,23 @@ void ExtenderService::RenderTelemetryMetrics(std::string* out) const {
   per_rack("rackwise_rack_counted_watts", "The draw placement checks against the cap: max(estimate, measured).",
            [&](RackId r) { return std::optional<Milliwatts>(ledger_.counted_rack_draw(r)); });
   daemon::Gauge(out, "rackwise_telemetry_fresh",
-        "1 when every rack has a fresh reading; 0 when stale or failing (racks without one count estimates).");
+                "1 when every rack has a fresh reading; 0 when stale or failing (racks without one count estimates).");
   absl::StrAppend(out, "rackwise_telemetry_fresh ", telemetry_.state() == TelemetryState::kFresh ? 1 : 0, "\n");
   daemon::Gauge(out, "rackwise_telemetry_state", "1 for the telemetry's current state: off, fresh or stale.");
   for (TelemetryState s : {TelemetryState::kOff, TelemetryState::kFresh, TelemetryState::kStale})
     absl::StrAppend(out, "rackwise_telemetry_state{state=\"", TelemetryStateName(s), "\"} ",
                     s == telemetry_.state() ? 1 : 0, "\n");
-  daemon::Gauge(out, "rackwise_rack_overdraw", "1 while a rack measures above its cap (alarm): nothing more is placed there.");
+  daemon::Gauge(out, "rackwise_rack_overdraw",
+                "1 while a rack measures above its cap (alarm): nothing more is placed there.");
   for (RackId r = 0; r < static_cast<RackId>(racks.size()); ++r) {
     const auto& over_racks = telemetry_.overdrawn_racks();
     const bool over = std::find(over_racks.begin(), over_racks.end(), r) != over_racks.end();
     absl::StrAppend(out, "rackwise_rack_overdraw{rack=\"", daemon::Label(racks[r].name), "\"} ", over ? 1 : 0, "\n");
   }
   if (!telemetry_.lowered_limits().empty()) {
-    daemon::Gauge(out, "rackwise_overdraw_limit_watts_per_gpu",
-          "on_overdraw lower_limits: the steered GPU power limit of an allocation held below its declared watts.");
+    daemon::Gauge(
+        out, "rackwise_overdraw_limit_watts_per_gpu",
+        "on_overdraw lower_limits: the steered GPU power limit of an allocation held below its declared watts.");
     for (const LimitChange& c : telemetry_.lowered_limits())
       absl::StrAppend(out, "rackwise_overdraw_limit_watts_per_gpu{allocation=\"", daemon::Label(c.allocation), "\"} ",
                       MilliwattsToWatts(c.to_per_gpu), "\n");

@@ -24,6 +24,11 @@ std::string ResourceVersionOf(const Json& object) {
 
 }  // namespace
 
+std::string NodeLabel(const Json& node, absl::string_view key) {
+  const Json* labels = FindPath(node, {"metadata", "labels"});
+  return labels != nullptr ? StringField(*labels, key) : "";
+}
+
 void NodeStatusOf(const Json& node, std::string* name, bool* ready, bool* unschedulable) {
   const Json* meta = FindField(node, "metadata");
   *name = meta ? StringField(*meta, "name") : "";
@@ -58,13 +63,42 @@ bool KubeSync::SleepFor(int64_t ms) {
 }
 
 void KubeSync::MaybeMarkSynced() {
+  for (const auto& listed : dra_listed_) {
+    if (!*listed) return;
+  }
   if (pods_listed_ && nodes_listed_ && !service_->synced()) {
     service_->SetSynced(true);
     Log("synced with the API server: ledger rebuilt, answering filter");
   }
 }
 
+void KubeSync::StartDra() {
+  const std::pair<DraKind, std::string> kinds[] = {
+      {DraKind::kDeviceClass, "/apis/resource.k8s.io/v1/deviceclasses"},
+      {DraKind::kResourceSlice, "/apis/resource.k8s.io/v1/resourceslices"},
+      {DraKind::kResourceClaimTemplate, "/apis/resource.k8s.io/v1/resourceclaimtemplates"},
+      {DraKind::kResourceClaim, "/apis/resource.k8s.io/v1/resourceclaims"},
+      {DraKind::kComputeDomain, "/apis/resource.nvidia.com/v1beta1/computedomains"},
+      {DraKind::kPodGroup, absl::StrCat("/apis/scheduling.k8s.io/", options_.pod_group_version, "/podgroups")},
+      {DraKind::kWorkload, "/apis/scheduling.k8s.io/v1alpha1/workloads"},
+  };
+  for (const auto& [kind, path] : kinds) dra_listed_.push_back(std::make_unique<std::atomic<bool>>(false));
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    threads_.emplace_back([this, kind = kinds[i].first, path = kinds[i].second, listed = dra_listed_[i].get()] {
+      Reflect(
+          path, "",
+          [this, kind](const std::vector<Json>& items) { service_->ReplaceDraObjects(kind, items, options_.now_ms()); },
+          [this, kind, path](const WatchEvent& ev) {
+            absl::Status s = service_->ApplyDraObject(kind, ev.object, ev.type == "DELETED", options_.now_ms());
+            if (!s.ok()) Log(absl::StrCat("ignoring an object of ", path, ": ", s.message()));
+          },
+          listed, /*optional=*/true);
+    });
+  }
+}
+
 void KubeSync::Start() {
+  if (options_.dra) StartDra();
   threads_.emplace_back([this] {
     Reflect(
         kPodsPath, kBoundPods,
@@ -104,6 +138,7 @@ void KubeSync::Start() {
             bool ready = false, unschedulable = false;
             NodeStatusOf(item, &name, &ready, &unschedulable);
             service_->ApplyNode(name, ready, unschedulable);
+            service_->SetNodeClique(name, NodeLabel(item, kGpuCliqueLabel));
           }
         },
         [this](const WatchEvent& ev) {
@@ -112,6 +147,7 @@ void KubeSync::Start() {
           NodeStatusOf(ev.object, &name, &ready, &unschedulable);
           // A deleted Node object: kubelet gone, nothing new goes there.
           service_->ApplyNode(name, ev.type != "DELETED" && ready, unschedulable);
+          service_->SetNodeClique(name, NodeLabel(ev.object, kGpuCliqueLabel));
         },
         &nodes_listed_);
   });
@@ -131,7 +167,7 @@ void KubeSync::Stop() {
 }
 
 void KubeSync::Reflect(const std::string& path, const std::string& field_selector, const ReplaceFn& replace,
-                       const EventFn& event, std::atomic<bool>* listed) {
+                       const EventFn& event, std::atomic<bool>* listed, bool optional) {
   int64_t backoff = options_.backoff_initial_ms;
   std::string rv;
   bool need_list = true;
@@ -151,6 +187,15 @@ void KubeSync::Reflect(const std::string& path, const std::string& field_selecto
         cont = page->continue_token;
       } while (!cont.empty() && !stop_);
       if (stop_) return;
+      if (!status.ok() && optional && absl::IsNotFound(status)) {
+        // Not served here: nothing of it exists. Asked again later, in case the API is enabled meanwhile.
+        if (!*listed) Log(absl::StrCat("LIST ", path, ": not served by this API server (404); treated as empty"));
+        replace({});
+        *listed = true;
+        MaybeMarkSynced();
+        if (!SleepFor(options_.not_served_retry_ms)) return;
+        continue;
+      }
       if (!status.ok()) {
         ++stats_.errors;
         Log(absl::StrCat("LIST ", path, " failed (retry in ", backoff, " ms): ", status.message()));

@@ -40,6 +40,9 @@ struct ExtenderFlags {
   std::string log_level = "info";
   double reservation_ttl_s = 120;
   size_t candidate_cache = ExtenderOptions{}.candidate_cache_entries;
+  std::vector<std::string> gpu_device_classes = ExtenderOptions{}.gpu_device_classes;
+  bool dra = true;
+  std::string pod_group_version = SyncOptions{}.pod_group_version;
   HttpServerOptions http;  // the limits set here; host, port, TLS and mode are filled in when the server starts
 };
 
@@ -78,6 +81,15 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
   app.add_option("--candidate-cache", f->candidate_cache,
                  "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--gpu-device-classes", f->gpu_device_classes,
+                 "DRA device classes whose devices are whole GPUs, counted like nvidia.com/gpu (DeviceClasses with "
+                 "extendedResourceName nvidia.com/gpu count too)")
+      ->delimiter(',');
+  app.add_flag("--dra,!--no-dra", f->dra,
+               "read ResourceClaims, templates, ResourceSlices, DeviceClasses, ComputeDomains and Workload API pod "
+               "groups from the API server (APIs it does not serve count as empty)");
+  app.add_option("--pod-group-version", f->pod_group_version,
+                 "scheduling.k8s.io version whose PodGroup objects give Workload API gang sizes");
   app.add_option("--max-body-bytes", http.max_body_bytes, "largest request body accepted (413 beyond)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 32));
   app.add_option("--body-budget-bytes", http.body_budget_bytes,
@@ -273,6 +285,7 @@ int RunExtender(int argc, char** argv) {
   ExtenderOptions options;
   options.reservation_ttl_ms = static_cast<int64_t>(flags.reservation_ttl_s * 1000);
   options.candidate_cache_entries = flags.candidate_cache;
+  options.gpu_device_classes = flags.gpu_device_classes;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);
   if (!RestoreOperatorState(flags, description, &service)) return 1;
   std::unique_ptr<ledger::LedgerLink> ledger_link;  // outlives every thread that uses the service (they stop first)
@@ -291,6 +304,8 @@ int RunExtender(int argc, char** argv) {
   if (client) {
     SyncOptions so;
     so.log = Log;
+    so.dra = flags.dra;
+    so.pod_group_version = flags.pod_group_version;
     sync = std::make_unique<KubeSync>(client.get(), &service, so);
     sync->Start();
   }

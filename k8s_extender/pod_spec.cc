@@ -131,28 +131,56 @@ absl::StatusOr<std::string> JobSetGroupSize(const Json& meta) {
   return std::to_string(r * p);
 }
 
+// The Workload API pod group a pod names: spec.schedulingGroup.podGroupName (the PodGroup object, newest), else
+// spec.workloadRef {name, podGroup} (the first alpha, where pod groups lived inside the Workload). "" if none.
+std::string WorkloadPodGroup(const Json& spec) {
+  if (const Json* g = FindField(spec, "schedulingGroup")) {
+    if (std::string name = StringField(*g, "podGroupName"); !name.empty()) return name;
+  }
+  if (const Json* w = FindField(spec, "workloadRef")) {
+    std::string name = StringField(*w, "name"), group = StringField(*w, "podGroup");
+    if (!name.empty()) return group.empty() ? name : absl::StrCat(name, "/", group);
+  }
+  return "";
+}
+
 // The pod's group and its size, from the first source that names one (see pod_spec.h for the precedence).
 // A group of one is no group: the pod is placed on its own.
-absl::Status ReadGroup(const Json& meta, PodInfo* info) {
+absl::Status ReadGroup(const Json& meta, const Json& spec, PodInfo* info) {
   std::string size_text = MetaValue(meta, kGroupSizeKey);
+  if (!size_text.empty()) {
+    absl::StatusOr<int> size = PositiveInt(size_text, kGroupSizeKey, kMaxGroupSize);
+    if (!size.ok()) return size.status();
+    info->annotated_group_size = *size;
+  }
+  const std::string workload = WorkloadPodGroup(spec);
+  if (!workload.empty()) info->workload_pod_group = absl::StrCat(info->namespace_, "/", workload);
   if (std::string g = MetaValue(meta, kGroupKey); !g.empty()) {
     if (size_text.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("metadata: ", kGroupKey, " \"", g, "\" needs ", kGroupSizeKey));
     }
     info->group = absl::StrCat(info->namespace_, "/group/", g);
+    info->group_source = GroupSource::kAnnotation;
   } else if (std::string js = MetaValue(meta, kJobSetNameLabel, false); !js.empty()) {
     std::string rj = MetaValue(meta, kJobSetReplicatedJobLabel, false);
     info->group = absl::StrCat(info->namespace_, "/jobset/", js, rj.empty() ? "" : "/", rj);
+    info->group_source = GroupSource::kJobSet;
     if (size_text.empty()) {
       absl::StatusOr<std::string> size = JobSetGroupSize(meta);
       if (!size.ok()) return size.status();
       size_text = *size;
     }
+  } else if (!workload.empty()) {
+    // Without group-size the size is the PodGroup object's minCount, which the extender's DRA view supplies.
+    if (size_text.empty()) return absl::OkStatus();
+    info->group = absl::StrCat(info->namespace_, "/workload/", workload);
+    info->group_source = GroupSource::kWorkload;
   } else {
     std::string pg = MetaValue(meta, kPodGroupLabel, false);
     if (pg.empty()) pg = MetaValue(meta, kPodGroupLegacyLabel, false);
     if (!pg.empty()) {
       info->group = absl::StrCat(info->namespace_, "/podgroup/", pg);
+      info->group_source = GroupSource::kPodGroup;
       if (size_text.empty()) size_text = MetaValue(meta, kPodGroupMinMemberKey);
       if (size_text.empty()) size_text = "1";  // minMember unknown to us: the pod is placed alone
     }
@@ -161,7 +189,41 @@ absl::Status ReadGroup(const Json& meta, PodInfo* info) {
     absl::StatusOr<int> size = PositiveInt(size_text, "group size", kMaxGroupSize);
     if (!size.ok()) return size.status();
     info->group_size = *size;
-    if (info->group_size == 1) info->group.clear();
+    if (info->group_size == 1) {
+      info->group.clear();
+      info->group_source = GroupSource::kNone;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// spec.resourceClaims, each with the claim's name: its own, or the one status.resourceClaimStatuses names for a
+// template's claim; and status.extendedResourceClaimStatus (the claim the scheduler made for nvidia.com/gpu when
+// a DeviceClass backs it with DRA).
+absl::Status ReadClaims(const Json& pod, const Json& spec, PodInfo* info) {
+  if (const Json* ext = FindPath(pod, {"status", "extendedResourceClaimStatus"})) {
+    info->extended_resource_claim = StringField(*ext, "resourceClaimName");
+  }
+  const Json* list = FindField(spec, "resourceClaims");
+  if (list == nullptr) return absl::OkStatus();
+  if (!list->is_array()) return absl::InvalidArgumentError("spec.resourceClaims: expected an array");
+  const Json* statuses = FindPath(pod, {"status", "resourceClaimStatuses"});
+  for (size_t i = 0; i < list->size(); ++i) {
+    PodClaimRef ref;
+    ref.name = StringField((*list)[i], "name");
+    ref.claim = StringField((*list)[i], "resourceClaimName");
+    ref.template_name = StringField((*list)[i], "resourceClaimTemplateName");
+    if (ref.name.empty() || (ref.claim.empty() == ref.template_name.empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.resourceClaims[", i,
+                       "]: needs a name and exactly one of resourceClaimName, resourceClaimTemplateName"));
+    }
+    if (!ref.template_name.empty() && statuses != nullptr && statuses->is_array()) {
+      for (const Json& st : *statuses) {
+        if (StringField(st, "name") == ref.name) ref.claim = StringField(st, "resourceClaimName");
+      }
+    }
+    info->claims.push_back(std::move(ref));
   }
   return absl::OkStatus();
 }
@@ -237,7 +299,8 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod) {
   if (!gpus.ok()) return gpus.status();
   info.gpus = *gpus;
   if (absl::Status s = ReadPlacementAnnotations(meta, &info); !s.ok()) return s;
-  if (absl::Status s = ReadGroup(meta, &info); !s.ok()) return s;
+  if (absl::Status s = ReadGroup(meta, spec, &info); !s.ok()) return s;
+  if (absl::Status s = ReadClaims(pod, spec, &info); !s.ok()) return s;
   return info;
 }
 

@@ -119,5 +119,42 @@ TEST(PodSpec, BoundAndPhase) {
   EXPECT_FALSE(ParsePod(pod)->Holds());
 }
 
+// spec.resourceClaims with the claim names the API server records, the claim behind a DRA-backed
+// nvidia.com/gpu, and the Workload API's pod group (whose size, without group-size, comes from its PodGroup).
+TEST(PodSpec, ClaimsAndWorkloadPodGroup) {
+  Json pod = Pod("", "[]");
+  pod["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", "gpu4"}},
+                                   {{"name", "shared"}, {"resourceClaimName", "team-gpus"}}};
+  pod["spec"]["schedulingGroup"] = {{"podGroupName", "workers"}};
+  pod["status"] = {{"resourceClaimStatuses", {{{"name", "gpus"}, {"resourceClaimName", "p-gpus-7xk2q"}}}},
+                   {"extendedResourceClaimStatus",
+                    {{"resourceClaimName", "p-extended-resources-9sd8f"}, {"requestMappings", Json::array()}}}};
+  auto p = ParsePod(pod);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->claims.size(), 2u);
+  EXPECT_EQ(p->claims[0].claim, "p-gpus-7xk2q");
+  EXPECT_EQ(p->claims[0].template_name, "gpu4");
+  EXPECT_EQ(p->claims[1].claim, "team-gpus");
+  EXPECT_EQ(p->extended_resource_claim, "p-extended-resources-9sd8f");
+  EXPECT_EQ(p->workload_pod_group, "ml/workers");
+  EXPECT_TRUE(p->group.empty());  // minCount comes from the PodGroup object
+  EXPECT_TRUE(p->HasDraReferences());
+  pod["metadata"]["annotations"] = {{kGroupSizeKey, "4"}};
+  p = ParsePod(pod);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->group, "ml/workload/workers");
+  EXPECT_EQ(p->group_size, 4);
+  EXPECT_EQ(p->group_source, GroupSource::kWorkload);
+  // The first alpha's workloadRef names the Workload and its pod group.
+  pod["spec"].erase("schedulingGroup");
+  pod["spec"]["workloadRef"] = {{"name", "job"}, {"podGroup", "w"}};
+  EXPECT_EQ(ParsePod(pod)->group, "ml/workload/job/w");
+  pod["spec"]["resourceClaims"] = {{{"name", "both"}, {"resourceClaimName", "a"}, {"resourceClaimTemplateName", "b"}}};
+  auto bad = ParsePod(pod);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "spec.resourceClaims[0]: needs a name and exactly one of resourceClaimName, resourceClaimTemplateName");
+}
+
 }  // namespace
 }  // namespace rackwise::k8s

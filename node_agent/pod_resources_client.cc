@@ -1,11 +1,14 @@
 #include "pod_resources_client.h"
 
 #include <chrono>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "podresources/v1/api.grpc.pb.h"
 
 namespace rackwise::node_agent {
@@ -14,14 +17,33 @@ struct PodResourcesClient::Stub {
   std::unique_ptr<::v1::PodResourcesLister::Stub> lister;
 };
 
-std::vector<PodDevices> DevicesByPod(const ::v1::ListPodResourcesResponse& response, absl::string_view resource_name) {
+std::string DraGpuDeviceId(absl::string_view device_name) {
+  if (!absl::ConsumePrefix(&device_name, "gpu-")) return "";
+  const size_t dash = device_name.find('-');
+  int index = 0;
+  if (!absl::SimpleAtoi(device_name.substr(0, dash), &index) || index < 0) return "";
+  if (dash == absl::string_view::npos) return std::to_string(index);
+  return absl::StartsWith(device_name.substr(dash), "-mig-") ? absl::StrCat("MIG-dra-gpu-", device_name) : "";
+}
+
+std::vector<PodDevices> DevicesByPod(const ::v1::ListPodResourcesResponse& response, absl::string_view resource_name,
+                                     absl::string_view dra_driver) {
   std::vector<PodDevices> out;
   for (const ::v1::PodResources& pod : response.pod_resources()) {
     PodDevices devices{pod.namespace_(), pod.name(), {}};
+    std::set<std::string> dra_seen;  // pool/device: a claim several containers share lists its devices in each
     for (const ::v1::ContainerResources& container : pod.containers()) {
       for (const ::v1::ContainerDevices& d : container.devices()) {
         if (d.resource_name() != resource_name) continue;
         devices.device_ids.insert(devices.device_ids.end(), d.device_ids().begin(), d.device_ids().end());
+      }
+      for (const ::v1::DynamicResource& claim : container.dynamic_resources()) {
+        for (const ::v1::ClaimResource& r : claim.claim_resources()) {
+          if (r.driver_name() != dra_driver || !dra_seen.insert(r.pool_name() + "/" + r.device_name()).second) continue;
+          std::string id = DraGpuDeviceId(r.device_name());
+          // A name outside the driver's scheme is passed on as it is: ParseGpuDeviceId refuses it, naming it.
+          devices.device_ids.push_back(id.empty() ? r.device_name() : std::move(id));
+        }
       }
     }
     if (!devices.device_ids.empty()) out.push_back(std::move(devices));
@@ -49,8 +71,8 @@ PodResourcesClient::PodResourcesClient(std::string endpoint, std::unique_ptr<Stu
 
 PodResourcesClient::~PodResourcesClient() = default;
 
-absl::StatusOr<std::vector<PodDevices>> PodResourcesClient::ListDevices(absl::string_view resource_name,
-                                                                        int timeout_ms) {
+absl::StatusOr<std::vector<PodDevices>> PodResourcesClient::ListDevices(absl::string_view resource_name, int timeout_ms,
+                                                                        absl::string_view dra_driver) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   ::v1::ListPodResourcesRequest request;
@@ -60,7 +82,7 @@ absl::StatusOr<std::vector<PodDevices>> PodResourcesClient::ListDevices(absl::st
     return absl::UnavailableError(absl::StrCat("PodResources List on ", endpoint_, ": ", status.error_message(),
                                                " (gRPC code ", static_cast<int>(status.error_code()), ")"));
   }
-  return DevicesByPod(response, resource_name);
+  return DevicesByPod(response, resource_name, dra_driver);
 }
 
 }  // namespace rackwise::node_agent

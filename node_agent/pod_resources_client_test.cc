@@ -41,6 +41,29 @@ TEST(DevicesByPod, DecodesUpstreamWireBytesAndSkipsFieldsItDoesNotDeclare) {
   EXPECT_EQ(response.pod_resources(0).containers(0).cpu_ids_size(), 2);
 }
 
+// GPUs from DRA claims, in upstream's wire bytes: DynamicResource{claim_name=2, claim_namespace=3,
+// claim_resources=4{cdi_devices=1{name=1}, driver_name=2, pool_name=3, device_name=4}}.
+TEST(DevicesByPod, ReadsGpusFromDynamicResources) {
+  auto device = [](const std::string& driver, const std::string& name) {
+    return Bytes(4, Bytes(1, Bytes(1, "k8s." + driver + "/claim=uid-" + name)) + Bytes(2, driver) + Bytes(3, "node-1") +
+                        Bytes(4, name));
+  };
+  const std::string claim = Bytes(2, "train-gpus-x7k") + Bytes(3, "ml") + device("gpu.nvidia.com", "gpu-3") +
+                            device("gpu.nvidia.com", "gpu-5") + device("rdma.example.com", "gpu-1");
+  const std::string mig = Bytes(2, "slice") + Bytes(3, "ml") + device("gpu.nvidia.com", "gpu-6-mig-1g.10gb-0-0");
+  // Two containers name the same claim: its GPUs count once.
+  const std::string wire = Bytes(1, Bytes(1, "train") + Bytes(2, "ml") + Bytes(3, Bytes(1, "a") + Bytes(5, claim)) +
+                                        Bytes(3, Bytes(1, "b") + Bytes(5, claim) + Bytes(5, mig)));
+  ::v1::ListPodResourcesResponse response;
+  ASSERT_TRUE(response.ParseFromString(wire));
+  std::vector<PodDevices> devices = DevicesByPod(response, "nvidia.com/gpu");
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].device_ids, (std::vector<std::string>{"3", "5", "MIG-dra-gpu-6-mig-1g.10gb-0-0"}));
+  EXPECT_EQ(DraGpuDeviceId("gpu-12"), "12");
+  EXPECT_EQ(DraGpuDeviceId("channel-0"), "");
+  EXPECT_EQ(DraGpuDeviceId("gpu-x"), "");
+}
+
 TEST(PodResourcesLister, MethodNameOnTheWire) {
   // gRPC routes by this path; the kubelet serves exactly /v1.PodResourcesLister/List.
   EXPECT_EQ(std::string(::v1::ListPodResourcesResponse::descriptor()->file()->package()), "v1");

@@ -13,21 +13,35 @@
 //                                               already or if metadata.uid names another pod.
 //   fieldSelector terms: spec.nodeName, status.phase, metadata.name, metadata.namespace with = == !=.
 //
+//   GET  /apis/GROUP/VERSION/RESOURCE            LIST and WATCH, as for pods (no field selectors), of any other
+//                                               collection: DRA objects (resourceclaims, resourceclaimtemplates,
+//                                               resourceslices, deviceclasses), computedomains, podgroups,
+//                                               workloads. Objects come from --objects and /_test/objects.
+//   A watch from a resourceVersion older than the last /_test/compact gets an ERROR event with a 410 Status, as
+//   after an etcd compaction; watches open at a compaction get one too.
+//
 // The test's own control surface (not Kubernetes API):
 //   POST   /_test/pods           a pod (core/v1 JSON) created pending: ADDED; answers the stored object (201).
 //   DELETE /_test/pods/NS/NAME   deletes it: DELETED.
 //   GET    /_test/bound          one "NS/NAME UID NODE GPUS" line per bound pod, sorted (GPUS: the sum of the
 //                                containers' nvidia.com/gpu limits, else requests).
+//   POST   /_test/objects        an object of any other collection (apiVersion and kind say which: the resource
+//                                is the kind in lower case plus "s"), created (ADDED) or replaced (MODIFIED).
+//   POST   /_test/objects/delete the object named by the body's apiVersion, kind and metadata: DELETED.
+//   POST   /_test/compact        older resourceVersions are gone (410) from now on.
 //
-// Nodes come from --nodes (all Ready, 8 allocatable GPUs). Prints "listening on 127.0.0.1:PORT" once serving.
+// Nodes come from --nodes (all Ready, 8 allocatable GPUs); --objects FILE seeds the other collections from a JSON
+// array of objects (as recorded from a real API server). Prints "listening on 127.0.0.1:PORT" once serving.
 // Bad input answers 400 with a Status naming what is wrong. Events are kept for the life of the process (a
 // test's worth), so a watch never gets 410.
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -123,11 +137,26 @@ int GpusOf(const Json& pod) {
   return total;
 }
 
-// A change of one pod: `before` null for a creation, `after` null for a deletion.
+// A change of one object of `collection`: `before` null for a creation, `after` null for a deletion.
 struct PodChange {
   int64_t rv = 0;
   Json before, after;
+  std::string collection = "/api/v1/pods";
 };
+
+// The collection path of an object that is not a pod: /apis/<apiVersion>/<kind in lower case>s; "" if unknown.
+std::string CollectionOf(const Json& object) {
+  const std::string api = StringAt(object, Json::json_pointer("/apiVersion"));
+  std::string kind = StringAt(object, Json::json_pointer("/kind"));
+  if (api.find('/') == std::string::npos || kind.empty()) return "";
+  for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "/apis/" + api + "/" + kind + "s";
+}
+
+std::string ObjectKeyOf(const Json& object) {
+  std::string ns = StringAt(object, Json::json_pointer("/metadata/namespace"));
+  return (ns.empty() ? "" : ns + "/") + StringAt(object, Json::json_pointer("/metadata/name"));
+}
 
 class FakeApiServer {
  public:
@@ -141,6 +170,36 @@ class FakeApiServer {
     server_.Delete(R"(/_test/pods/([^/]+)/([^/]+))",
                    [this](const httplib::Request& q, httplib::Response& r) { Delete(q, r); });
     server_.Get("/_test/bound", [this](const httplib::Request& q, httplib::Response& r) { Bound(q, r); });
+    server_.Get(R"(/apis/[^/]+/[^/]+/[^/]+)",
+                [this](const httplib::Request& q, httplib::Response& r) { Objects(q, r); });
+    server_.Post("/_test/objects", [this](const httplib::Request& q, httplib::Response& r) { Upsert(q, r, false); });
+    server_.Post("/_test/objects/delete",
+                 [this](const httplib::Request& q, httplib::Response& r) { Upsert(q, r, true); });
+    server_.Post("/_test/compact", [this](const httplib::Request&, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      compacted_rv_ = ++rv_;
+      changed_.notify_all();
+      r.set_content("{}", "application/json");
+    });
+  }
+
+  // Seeds the other collections (before Run). False with *error for an object without a collection.
+  bool Seed(const Json& objects, std::string* error) {
+    if (!objects.is_array()) {
+      *error = "--objects: expected a JSON array of objects";
+      return false;
+    }
+    for (const Json& o : objects) {
+      const std::string collection = CollectionOf(o);
+      if (collection.empty() || ObjectKeyOf(o).empty()) {
+        *error = "--objects: an object needs apiVersion GROUP/VERSION, kind and metadata.name: " + o.dump();
+        return false;
+      }
+      Json stamped = o;
+      stamped["metadata"]["resourceVersion"] = std::to_string(rv_);
+      objects_[collection][ObjectKeyOf(o)] = std::move(stamped);
+    }
+    return true;
   }
 
   int Run(int port) {
@@ -156,8 +215,8 @@ class FakeApiServer {
 
  private:
   // Stamps a new resourceVersion on `after` (or on the deleted object) and records the change. Under mu_.
-  void RecordLocked(Json before, Json after) {
-    PodChange change{++rv_, std::move(before), std::move(after)};
+  void RecordLocked(Json before, Json after, const std::string& collection = "/api/v1/pods") {
+    PodChange change{++rv_, std::move(before), std::move(after), collection};
     Json& stamped = change.after.is_null() ? change.before : change.after;
     stamped["metadata"]["resourceVersion"] = std::to_string(change.rv);
     changes_.push_back(std::move(change));
@@ -168,7 +227,7 @@ class FakeApiServer {
     std::string error;
     std::optional<std::vector<FieldTerm>> terms = ParseFieldSelector(req.get_param_value("fieldSelector"), &error);
     if (!terms) return SendStatus(res, 400, "BadRequest", error);
-    if (IsWatch(req)) return Watch(req, res, *terms, true);
+    if (IsWatch(req)) return Watch(req, res, *terms, "/api/v1/pods");
     std::lock_guard<std::mutex> lock(mu_);
     Json items = Json::array();
     for (const auto& [key, pod] : pods_) {
@@ -178,7 +237,7 @@ class FakeApiServer {
   }
 
   void Nodes(const httplib::Request& req, httplib::Response& res) {
-    if (IsWatch(req)) return Watch(req, res, {}, false);  // nodes never change here
+    if (IsWatch(req)) return Watch(req, res, {}, "/api/v1/nodes");  // nodes never change here
     Json items = Json::array();
     for (const std::string& name : nodes_) {
       items.push_back(
@@ -207,7 +266,8 @@ class FakeApiServer {
   }
 
   // A chunked watch from resourceVersion (empty or "0": from now) until timeoutSeconds (default and at most 300).
-  void Watch(const httplib::Request& req, httplib::Response& res, std::vector<FieldTerm> terms, bool pods) {
+  void Watch(const httplib::Request& req, httplib::Response& res, std::vector<FieldTerm> terms,
+             const std::string& collection) {
     int64_t from = 0;
     const std::string rv = req.get_param_value("resourceVersion");
     int timeout_s = 300;
@@ -218,24 +278,33 @@ class FakeApiServer {
     } catch (const std::exception&) {
       return SendStatus(res, 400, "BadRequest", "resourceVersion and timeoutSeconds must be integers");
     }
+    int64_t compacted = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (from == 0) from = rv_;
+      compacted = compacted_rv_;
     }
+    if (from < compacted) return SendGoneEvent(res, from);
     const bool bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     auto cursor = std::make_shared<int64_t>(from);
     res.set_chunked_content_provider("application/json", [this, cursor, until, bookmarks, terms = std::move(terms),
-                                                          pods](size_t, httplib::DataSink& sink) {
+                                                          collection, compacted](size_t, httplib::DataSink& sink) {
       if (std::chrono::steady_clock::now() >= until) {
         sink.done();
         return true;
       }
-      std::string lines = NextEvents(cursor.get(), terms, pods);
+      if (CompactedSince(compacted)) {  // a compaction while the watch is open: its history is gone
+        const std::string gone = GoneEvent(*cursor);
+        sink.write(gone.data(), gone.size());
+        sink.done();
+        return true;
+      }
+      std::string lines = NextEvents(cursor.get(), terms, collection);
       if (lines.empty() && bookmarks) {
         Json mark = {{"type", "BOOKMARK"},
                      {"object",
-                      {{"kind", pods ? "Pod" : "Node"},
+                      {{"kind", collection == "/api/v1/pods" ? "Pod" : "Object"},
                        {"apiVersion", "v1"},
                        {"metadata", {{"resourceVersion", std::to_string(*cursor)}}}}}};
         lines = mark.dump() + "\n";
@@ -245,16 +314,33 @@ class FakeApiServer {
     });
   }
 
-  // The pod events after *cursor as watch lines (waits up to a second for one), advancing *cursor. Nodes have
-  // none: a second's wait.
-  std::string NextEvents(int64_t* cursor, const std::vector<FieldTerm>& terms, bool pods) {
+  bool CompactedSince(int64_t compacted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return compacted_rv_ > compacted;
+  }
+  static std::string GoneEvent(int64_t rv) {
+    Json gone = {{"type", "ERROR"},
+                 {"object",
+                  {{"kind", "Status"},
+                   {"apiVersion", "v1"},
+                   {"status", "Failure"},
+                   {"message", "too old resource version: " + std::to_string(rv)},
+                   {"reason", "Expired"},
+                   {"code", 410}}}};
+    return gone.dump() + "\n";
+  }
+  static void SendGoneEvent(httplib::Response& res, int64_t rv) { res.set_content(GoneEvent(rv), "application/json"); }
+
+  // The events of `collection` after *cursor as watch lines (waits up to a second for one), advancing *cursor.
+  // Nodes have none: a second's wait.
+  std::string NextEvents(int64_t* cursor, const std::vector<FieldTerm>& terms, const std::string& collection) {
     std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, std::chrono::seconds(1), [&] { return pods && rv_ > *cursor; });
+    changed_.wait_for(lock, std::chrono::seconds(1), [&] { return rv_ > *cursor; });
     std::string out;
-    if (!pods) return out;
     for (const PodChange& c : changes_) {  // a test's worth of changes: a scan is cheap
       if (c.rv <= *cursor) continue;
       *cursor = c.rv;
+      if (c.collection != collection) continue;
       const bool was = !c.before.is_null() && Selected(c.before, terms);
       const bool is = !c.after.is_null() && Selected(c.after, terms);
       const char* type = is ? (was ? "MODIFIED" : "ADDED") : (was ? "DELETED" : nullptr);
@@ -264,6 +350,37 @@ class FakeApiServer {
       out += Json({{"type", type}, {"object", std::move(object)}}).dump() + "\n";
     }
     return out;
+  }
+
+  // LIST or WATCH of a collection other than pods and nodes.
+  void Objects(const httplib::Request& req, httplib::Response& res) {
+    if (IsWatch(req)) return Watch(req, res, {}, req.path);
+    std::lock_guard<std::mutex> lock(mu_);
+    Json items = Json::array();
+    for (const auto& [key, object] : objects_[req.path]) items.push_back(object);
+    res.set_content(ListOf("List", std::move(items)).dump(), "application/json");
+  }
+
+  // Creates or replaces (or, with `remove`, deletes) the object in the body.
+  void Upsert(const httplib::Request& req, httplib::Response& res, bool remove) {
+    Json object = Json::parse(req.body, nullptr, false);
+    const std::string collection = object.is_object() ? CollectionOf(object) : "";
+    if (collection.empty() || ObjectKeyOf(object).empty())
+      return SendStatus(res, 400, "BadRequest", "an object needs apiVersion GROUP/VERSION, kind and metadata.name");
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& objects = objects_[collection];
+    const std::string key = ObjectKeyOf(object);
+    auto it = objects.find(key);
+    if (remove) {
+      if (it == objects.end()) return SendStatus(res, 404, "NotFound", key + " not found");
+      RecordLocked(std::move(it->second), nullptr, collection);
+      objects.erase(it);
+      res.set_content(changes_.back().before.dump(), "application/json");
+      return;
+    }
+    RecordLocked(it == objects.end() ? Json() : it->second, std::move(object), collection);
+    objects[key] = changes_.back().after;
+    res.set_content(objects[key].dump(), "application/json");
   }
 
   void Bind(const httplib::Request& req, httplib::Response& res) {
@@ -342,12 +459,15 @@ class FakeApiServer {
   std::mutex mu_;
   std::condition_variable changed_;
   int64_t rv_ = 1;
-  std::map<std::string, Json> pods_;  // by "namespace/name"
+  std::map<std::string, Json> pods_;                            // by "namespace/name"
+  std::map<std::string, std::map<std::string, Json>> objects_;  // collection path -> "namespace/name" -> object
   std::vector<PodChange> changes_;
+  int64_t compacted_rv_ = 0;  // watches from before this resourceVersion get 410
 };
 
 int Usage() {
-  std::fprintf(stderr, "usage: rackwise_test_fake_apiserver --nodes NAME[,NAME...] [--port PORT (0: any)]\n");
+  std::fprintf(stderr,
+               "usage: rackwise_test_fake_apiserver --nodes NAME[,NAME...] [--port PORT (0: any)] [--objects FILE]\n");
   return 2;
 }
 
@@ -356,6 +476,7 @@ int Usage() {
 int main(int argc, char** argv) {
   std::vector<std::string> nodes;
   int port = 0;
+  std::string objects_file;
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) return Usage();
@@ -363,6 +484,8 @@ int main(int argc, char** argv) {
       std::stringstream in(argv[i + 1]);
       for (std::string n; std::getline(in, n, ',');)
         if (!n.empty()) nodes.push_back(n);
+    } else if (flag == "--objects") {
+      objects_file = argv[i + 1];
     } else if (flag == "--port") {
       port = std::atoi(argv[i + 1]);
       if (port < 0 || port > 65535) return Usage();
@@ -372,5 +495,15 @@ int main(int argc, char** argv) {
   }
   if (nodes.empty()) return Usage();
   signal(SIGPIPE, SIG_IGN);  // a watch client that died: the write fails, the stream ends
-  return FakeApiServer(std::move(nodes)).Run(port);
+  FakeApiServer server(std::move(nodes));
+  if (!objects_file.empty()) {
+    std::ifstream in(objects_file);
+    Json objects = Json::parse(in, nullptr, false);
+    std::string error;
+    if (!in || !server.Seed(objects, &error)) {
+      std::fprintf(stderr, "%s: %s\n", objects_file.c_str(), error.empty() ? "cannot read JSON" : error.c_str());
+      return 2;
+    }
+  }
+  return server.Run(port);
 }

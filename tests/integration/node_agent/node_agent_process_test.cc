@@ -53,7 +53,8 @@ class FakeKubelet final : public ::v1::PodResourcesLister::Service {
   ~FakeKubelet() override { server_->Shutdown(); }
   bool ok() const { return server_ != nullptr; }
 
-  // Pods as {namespace/name -> device ids}; each pod gets one container holding the GPUs and a NIC.
+  // Pods as {namespace/name -> device ids}; each pod gets one container holding the GPUs and a NIC. An id
+  // "dra:<device>" is a GPU of NVIDIA's DRA driver (gpu.nvidia.com, pool gpu001) in the container's claim.
   void SetPods(const std::map<std::string, std::vector<std::string>>& pods) {
     std::lock_guard<std::mutex> lock(mu_);
     response_.Clear();
@@ -66,7 +67,23 @@ class FakeKubelet final : public ::v1::PodResourcesLister::Service {
       container->set_name("main");
       ::v1::ContainerDevices* gpus = container->add_devices();
       gpus->set_resource_name("nvidia.com/gpu");
-      for (const std::string& id : ids) gpus->add_device_ids(id);
+      ::v1::DynamicResource* claim = nullptr;
+      for (const std::string& id : ids) {
+        if (!absl::StartsWith(id, "dra:")) {
+          gpus->add_device_ids(id);
+          continue;
+        }
+        if (claim == nullptr) {
+          claim = container->add_dynamic_resources();
+          claim->set_claim_name(parts[1] + "-gpus");
+          claim->set_claim_namespace(parts[0]);
+        }
+        ::v1::ClaimResource* device = claim->add_claim_resources();
+        device->set_driver_name("gpu.nvidia.com");
+        device->set_pool_name("gpu001");
+        device->set_device_name(id.substr(4));
+        device->add_cdi_devices()->set_name("k8s.gpu.nvidia.com/claim=" + parts[1] + "-" + id.substr(4));
+      }
       ::v1::ContainerDevices* nic = container->add_devices();
       nic->set_resource_name("rdma/hca_shared_devices_a");
       nic->add_device_ids("0");
@@ -332,6 +349,21 @@ TEST_F(NodeAgentProcessTest, IndexDeviceIdsAndFinishedPods) {
   api_.SetPods({Pod("a", "u-a", "312.5"), done});
   ASSERT_TRUE(Eventually([&] {
     return Limits() == std::vector<int64_t>{312'500, 700'000, 700'000, 312'500};
+  })) << ReadAll(dir_ + "/agent.log");
+}
+
+// GPUs a pod got through a DRA claim get the same limits as device-plugin GPUs, next to a device-plugin pod.
+TEST_F(NodeAgentProcessTest, DraClaimedGpusAreLimitedLikeDevicePluginGpus) {
+  api_.SetPods({Pod("dra", "u-dra", "400", 0), Pod("plugin", "u-plugin", "300", 1)});
+  kubelet_->SetPods({{"ml/dra", {"dra:gpu-1", "dra:gpu-3"}}, {"ml/plugin", {"GPU-aaaa-0"}}});
+  StartAgent();
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{300'000, 400'000, 700'000, 400'000};
+  })) << ReadAll(dir_ + "/agent.log");
+  kubelet_->SetPods({{"ml/plugin", {"GPU-aaaa-0"}}});
+  api_.SetPods({Pod("plugin", "u-plugin", "300", 1)});
+  ASSERT_TRUE(Eventually([&] {
+    return Limits() == std::vector<int64_t>{300'000, 700'000, 700'000, 700'000};
   })) << ReadAll(dir_ + "/agent.log");
 }
 
