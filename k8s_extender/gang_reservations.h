@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ledger_booking.h"
+#include "ledger_owners.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
-#include "ledger_booking.h"
-#include "ledger_owners.h"
 
 namespace rackwise::k8s {
 

@@ -15,16 +15,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon_support.h"
+#include "grpc_service.h"
 #include "http_server.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_sync.h"
+#include "ledger_link.h"
 #include "rackwise/cluster_description.h"
 #include "reservation_timer.h"
 #include "state_file.h"
 #include "telemetry_face.h"
-#include "grpc_service.h"
-#include "ledger_link.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -153,7 +153,7 @@ bool RestoreOperatorState(const ExtenderFlags& flags, const v1::ClusterDescripti
 struct Servers {
   std::unique_ptr<ExtenderHttpServer> verbs;
   std::unique_ptr<ExtenderHttpServer> metrics;  // plain-HTTP probes and metrics; null without --metrics-listen
-  std::unique_ptr<GrpcServer> placement;  // null with an empty --grpc-listen
+  std::unique_ptr<GrpcServer> placement;        // null with an empty --grpc-listen
 };
 
 // The extender verbs (and probes) on --listen. Returns an exit code: 0 when serving.

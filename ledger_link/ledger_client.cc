@@ -108,7 +108,8 @@ absl::StatusOr<v1::StatusResponse> LedgerClient::Status() {
   Prepare(&context, std::chrono::system_clock::now() + deadline_);
   v1::StatusResponse response;
   const grpc::Status s = StubFor(current_)->Status(&context, v1::StatusRequest{}, &response);
-  if (!s.ok()) return absl::Status(daemon::FromGrpcStatus(s).code(), absl::StrCat(current_address(), ": ", s.error_message()));
+  if (!s.ok())
+    return absl::Status(daemon::FromGrpcStatus(s).code(), absl::StrCat(current_address(), ": ", s.error_message()));
   return response;
 }
 

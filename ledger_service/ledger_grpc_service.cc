@@ -104,7 +104,8 @@ grpc::Status LedgerGrpcService::Reconcile(grpc::ServerContext* ctx, const v1::Re
 }
 
 grpc::Status LedgerGrpcService::List(grpc::ServerContext* ctx, const v1::ListRequest* req, v1::ListResponse* resp) {
-  if (absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "List"); !who.ok()) return daemon::ToGrpcStatus(who.status());
+  if (absl::StatusOr<const LedgerIdentity*> who = Caller(ctx, "List"); !who.ok())
+    return daemon::ToGrpcStatus(who.status());
   if (grpc::Status r = Redirect(ctx); !r.ok()) return r;
   absl::StatusOr<std::vector<v1::Allocation>> held = ledger_->List(req->owner_prefix());
   if (!held.ok()) return daemon::ToGrpcStatus(held.status());

@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "leader_election.h"
-#include "ledger_client.h"  // kLeaderAddressMetadata
 #include "ledger_access.h"
 #include "ledger_audit.h"
+#include "ledger_client.h"  // kLeaderAddressMetadata
 #include "rackwise/v1/ledger_service.grpc.pb.h"
 #include "shared_ledger.h"
 

@@ -36,7 +36,8 @@ class FixedBooking : public LedgerBooking {
 
 TEST(BookingMetricsText, GaugeAndCounterInThePrometheusTextFormat) {
   const std::string text = BookingMetricsText(FixedBooking(true, 3));
-  EXPECT_NE(text.find("# TYPE rackwise_ledger_fallback gauge\nrackwise_ledger_fallback 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE rackwise_ledger_fallback gauge\nrackwise_ledger_fallback 1\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("# TYPE rackwise_ledger_fallbacks_total counter\nrackwise_ledger_fallbacks_total 3\n"),
             std::string::npos)
       << text;

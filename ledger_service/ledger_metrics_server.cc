@@ -16,7 +16,7 @@ std::string LedgerMetricsText(const LedgerAudit& audit, const SharedLedger& ledg
   daemon::Gauge(&out, "rackwise_ledger_allocations", "Allocations this replica holds.");
   absl::StrAppend(&out, "rackwise_ledger_allocations ", ledger.allocation_count(), "\n");
   daemon::Gauge(&out, "rackwise_ledger_insecure_loopback",
-             "1 when started with --insecure-loopback: callers without credentials write anything.");
+                "1 when started with --insecure-loopback: callers without credentials write anything.");
   absl::StrAppend(&out, "rackwise_ledger_insecure_loopback ", insecure ? 1 : 0, "\n");
   return out;
 }

@@ -39,7 +39,6 @@ namespace rackwise::slurm {
 // "slurm/<cluster>/", or InvalidArgument when ClusterName cannot be an owner segment (ledger_owner.h).
 absl::StatusOr<std::string> SlurmOwnerPrefix(absl::string_view cluster_name);
 
-
 // Reservations made in job_test whose job has not been seen running yet. slurmctld can still fail to start a
 // job after its job_test said yes; such a reservation is given back at the next job_test of another job (by
 // then the first job's select_nodes() is over: slurmctld tests one job at a time under its job write lock).

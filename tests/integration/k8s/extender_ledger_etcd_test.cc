@@ -13,10 +13,10 @@
 #include <mutex>
 #include <set>
 
-#include "extender_fixture.h"
 #include "etcd_test_fixture.h"
-#include "ledger_link.h"
+#include "extender_fixture.h"
 #include "in_process_ledger.h"
+#include "ledger_link.h"
 #include "reservation_timer.h"
 #include "test_support.h"
 
