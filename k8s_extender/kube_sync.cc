@@ -82,7 +82,7 @@ void KubeSync::StartDra() {
       {DraKind::kPodGroup, absl::StrCat("/apis/scheduling.k8s.io/", options_.pod_group_version, "/podgroups")},
       {DraKind::kWorkload, "/apis/scheduling.k8s.io/v1alpha1/workloads"},
   };
-  for (const auto& [kind, path] : kinds) dra_listed_.push_back(std::make_unique<std::atomic<bool>>(false));
+  for (size_t i = 0; i < std::size(kinds); ++i) dra_listed_.push_back(std::make_unique<std::atomic<bool>>(false));
   for (size_t i = 0; i < std::size(kinds); ++i) {
     threads_.emplace_back([this, kind = kinds[i].first, path = kinds[i].second, listed = dra_listed_[i].get()] {
       Reflect(

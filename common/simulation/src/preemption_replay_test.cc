@@ -113,12 +113,16 @@ TEST(PreemptionReplayTest, PropertiesOverRandomTraces) {
       }
       EXPECT_NEAR(r.metrics.lost_gpu_hours, lost, 1e-9);
       EXPECT_EQ(r.metrics.victims, victims);
-      if (!prioritised) EXPECT_EQ(r.metrics.preemptions, 0);
+      if (!prioritised) {
+        EXPECT_EQ(r.metrics.preemptions, 0);
+      }
       if (policy == PreemptionPolicy::kRackwise) {
         EXPECT_EQ(r.metrics.power_violation_kws, 0);
         // `required` jobs that preempt get their fewest domains, as the core promises.
         for (const PreemptionEvent& e : r.preemptions) {
-          if (jobs[e.job].locality == Locality::kRequired) EXPECT_LE(e.domains, e.min_domains) << jobs[e.job].id;
+          if (jobs[e.job].locality == Locality::kRequired) {
+            EXPECT_LE(e.domains, e.min_domains) << jobs[e.job].id;
+          }
         }
       }
     }
