@@ -70,7 +70,7 @@ struct SteeringPlan {
 };
 
 // The whole rule, as stated above.
-SteeringPlan PlanSteering(const std::vector<SteeringScope>& scopes, const std::vector<SteeredAllocation>& allocations,
+SteeringPlan PlanSteering(const std::vector<SteeringScope>& scopes, const std::vector<SteeredAllocation>& input,
                           const SteeringSettings& settings);
 
 // One step of it, exposed for tests: the target limits (no hysteresis) for the allocations not in `skip`, against

@@ -47,7 +47,7 @@ class TelemetryTracker {
   absl::flat_hash_map<std::string, Milliwatts> limits_, previous_limits_;  // this round's and the one before
   std::vector<std::string> requeue_;
   // One steering round: updates limits_, lowered_ and requeue_, logging each change.
-  void Steer(const Ledger& ledger, const SteeringFacts& facts, std::vector<std::string>* log);
+  void Steer(const Ledger& ledger, const SteeringFacts& given, std::vector<std::string>* log);
 };
 
 }  // namespace rackwise
