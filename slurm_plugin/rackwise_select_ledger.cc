@@ -71,7 +71,9 @@ void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, Placem
   PlacementRequest whole = *request;
   whole.allowed_nodes.clear();
   absl::StatusOr<std::optional<double>> in = FewestDomainsIn(model_->ledger(), whole, ends, free);
-  if (in.ok() && *in) request->fewest_domains_in_seconds = **in;
+  // "Free now" from an estimate over every node, for a job that just failed to get them, means the free domains
+  // are ones it may not use (a node list, a constraint): no reason to wait, so no estimate.
+  if (in.ok() && *in && **in > 0) request->fewest_domains_in_seconds = **in;
 }
 
 void RackwiseSelect::SyncHealthLocked() {
