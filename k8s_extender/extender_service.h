@@ -25,6 +25,7 @@
 #include "ledger_booking.h"
 #include "ledger_owners.h"
 #include "metrics.h"
+#include "pod_binder.h"
 #include "pod_spec.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placer.h"
@@ -35,18 +36,6 @@
 #include "victim_reduction.h"
 
 namespace rackwise::k8s {
-
-// Posts a pod's binding to the API server. Implemented by KubeClient; absent when standalone.
-class PodBinder {
- public:
-  virtual ~PodBinder() = default;
-  virtual absl::Status BindPod(const BindingArgs& binding) = 0;
-  // Asks the API server to evict a pod (its controller starts a replacement, which is scheduled anew): what
-  // telemetry.on_overdraw: requeue_newest does to the newest pods of an overdrawn rack.
-  virtual absl::Status EvictPod(const std::string& pod_namespace, const std::string& pod_name) {
-    return absl::UnimplementedError("this binder cannot evict pods");
-  }
-};
 
 struct ExtenderOptions {
   int64_t reservation_ttl_ms = 120'000;  // free gang slots are released this long after the last progress

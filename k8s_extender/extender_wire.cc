@@ -11,34 +11,6 @@
 namespace rackwise::k8s {
 namespace {
 
-// Refuses nesting deeper than kMaxJsonDepth without recursion. Returns the offset where it gets too deep.
-absl::Status CheckDepth(absl::string_view body) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels at byte ", i));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Json> PodField(const Json& root) {
   const Json* pod = FindField(root, "Pod");
   if (pod == nullptr) return Json::object();
@@ -80,24 +52,6 @@ const CandidateNodes& NoCandidates() {
 }
 
 }  // namespace
-
-absl::StatusOr<Json> ParseJsonObject(absl::string_view body) {
-  if (absl::Status depth = CheckDepth(body); !depth.ok()) return depth;
-  Json root = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    // Re-run with exceptions to learn the position; caught here, never escapes.
-    try {
-      Json discarded = Json::parse(body.begin(), body.end());
-      (void)discarded;
-    } catch (const Json::parse_error& e) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid JSON at byte ", e.byte, ": ", e.what()));
-    } catch (...) {
-    }
-    return absl::InvalidArgumentError("invalid JSON");
-  }
-  if (!root.is_object()) return absl::InvalidArgumentError("expected a JSON object");
-  return root;
-}
 
 const CandidateNodes& ExtenderArgs::candidate_nodes() const { return candidates ? *candidates : NoCandidates(); }
 

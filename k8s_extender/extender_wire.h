@@ -15,11 +15,9 @@
 #include "absl/status/statusor.h"
 #include "candidate_nodes.h"
 #include "json_fields.h"
+#include "pod_binder.h"
 
 namespace rackwise::k8s {
-
-// Parses a request body into a DOM, refusing syntax errors, nesting deeper than kMaxJsonDepth and non-objects.
-absl::StatusOr<Json> ParseJsonObject(absl::string_view body);
 
 // ExtenderArgs: {"Pod": {...}, "Nodes": NodeList|null, "NodeNames": [..]|null}.
 struct ExtenderArgs {
@@ -63,13 +61,7 @@ std::vector<std::string> FeasibleNames(const FilterResult& result, const Extende
 inline constexpr int64_t kMaxExtenderPriority = 10;
 std::string EncodeHostPriorityList(const CandidateNodes& candidates, const std::vector<int>& scores);
 
-// ExtenderBindingArgs / ExtenderBindingResult.
-struct BindingArgs {
-  std::string pod_name;
-  std::string pod_namespace;
-  std::string pod_uid;
-  std::string node;
-};
+// ExtenderBindingArgs (BindingArgs, pod_binder.h) / ExtenderBindingResult.
 absl::StatusOr<BindingArgs> ParseBindingArgs(absl::string_view body);
 std::string EncodeBindingResult(absl::string_view error);
 

@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "base64.h"
 #include "daemon_support.h"
 #include "loopback.h"
 
@@ -50,11 +50,20 @@ absl::StatusOr<json> ParseJson(absl::string_view where, const std::string& body)
   return parsed;
 }
 
+// etcd's JSON gateway carries every key and value as base64 (RFC 4648).
+std::string Base64Encode(absl::string_view bytes) { return absl::Base64Escape(bytes); }
+absl::StatusOr<std::string> Base64Decode(const json& kv, const char* name) {
+  std::string out;
+  if (!absl::Base64Unescape(StringField(kv, name), &out))
+    return absl::InternalError(absl::StrCat("etcd answered a '", name, "' that is not base64"));
+  return out;
+}
+
 absl::StatusOr<EtcdKeyValue> KeyValueFromJson(const json& kv) {
   EtcdKeyValue out;
   if (!kv.is_object()) return absl::InternalError(absl::StrCat("etcd answered a key-value that is not an object"));
-  absl::StatusOr<std::string> key = Base64Decode(StringField(kv, "key"));
-  absl::StatusOr<std::string> value = Base64Decode(StringField(kv, "value"));
+  absl::StatusOr<std::string> key = Base64Decode(kv, "key");
+  absl::StatusOr<std::string> value = Base64Decode(kv, "value");
   if (!key.ok()) return key.status();
   if (!value.ok()) return value.status();
   out.key = std::move(*key);

@@ -21,8 +21,8 @@
 #include "ledger_grpc_service.h"
 #include "nlohmann/json.hpp"
 #include "rackwise/cluster_description.h"
+#include "rackwise/testing/child_process.h"
 #include "shared_ledger.h"
-#include "test_process.h"
 #include "test_support.h"
 
 namespace rackwise::ledger {

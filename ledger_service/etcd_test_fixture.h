@@ -21,9 +21,13 @@
 #include "etcd_ledger_store.h"
 #include "leader_election.h"
 #include "ledger_client.h"
-#include "test_process.h"
+#include "rackwise/testing/child_process.h"
 
 namespace rackwise::ledger::testing {
+
+using rackwise::testing::ChildProcess;
+using rackwise::testing::FreeLoopbackPort;
+using rackwise::testing::WaitFor;
 
 using std::chrono::milliseconds;
 
@@ -46,7 +50,7 @@ class Etcd {
     char tmpl[] = "/tmp/rackwise-ledger-etcd-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) return "mkdtemp failed";
     dir_ = tmpl;
-    const int client_port = testing::FreeLoopbackPort(), peer_port = testing::FreeLoopbackPort();
+    const int client_port = FreeLoopbackPort(), peer_port = FreeLoopbackPort();
     endpoint_ = absl::StrCat(tls ? "https" : "http", "://127.0.0.1:", client_port);
     const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port);
     process_ = std::make_unique<ChildProcess>("etcd", dir_ + "/etcd.log");

@@ -141,6 +141,21 @@ std::optional<PlacementRequest> MakeRequest(const job_record_t* job, const GpuAs
   return request;
 }
 
+std::optional<std::vector<NodeId>> NodesToWaitFor(const job_record_t* job, const PlacementRequest& request,
+                                                  const ClusterModel& model) {
+  const JobDetails* details = job->details;
+  if (details && details->req_node_bitmap &&
+      static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
+    std::vector<NodeId> named;
+    for (int i : BitmapIndices(details->req_node_bitmap)) {
+      if (NodeId n = model.ToNode(i); n != kNoId) named.push_back(n);
+    }
+    if (named.empty()) return std::nullopt;
+    return named;
+  }
+  return request.eligible_nodes.empty() ? request.allowed_nodes : request.eligible_nodes;
+}
+
 std::optional<Allocation> SelectedGpus(const job_record_t* job, const bitstr_t* nodes, const ClusterModel& model,
                                        uint32_t gpu_plugin_id) {
   Allocation allocation;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <ctime>
 #include <optional>
+#include <vector>
 
 #include "cluster_model.h"
 #include "rackwise/allocation.h"
@@ -46,6 +47,14 @@ Milliwatts JobWatts(const job_record_t* job);
 std::optional<PlacementRequest> MakeRequest(const job_record_t* job, const GpuAsk& ask, const bitstr_t* bitmap,
                                             const ClusterModel& model, time_t now,
                                             const bitstr_t* every_usable = nullptr);
+
+// The nodes a `preferred` job's wait for its fewest domains is estimated over: every node it may ever use, busy
+// or not, where Slurm's offer holds only the nodes usable now. The job's own restrictions stay: the nodes it
+// names with -w when they are enough, else its partition less the nodes it excludes (the request's
+// eligible_nodes); with node features, which only slurmctld evaluates, the offered nodes. Empty: every node;
+// nullopt: the nodes it names are none of the described ones (nothing to wait for).
+std::optional<std::vector<NodeId>> NodesToWaitFor(const job_record_t* job, const PlacementRequest& request,
+                                                  const ClusterModel& model);
 
 // The GPUs a RUN_NOW job test selected on `nodes` (gres_bit_select, or gres_cnt_node_select counted onto the
 // lowest GPUs the ledger has free). nullopt: none on a described node.

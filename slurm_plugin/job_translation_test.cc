@@ -271,6 +271,37 @@ TEST_F(JobTranslationTest, RequiredCountsItsFewestDomainsOverThePartitionNotTheF
   j.details().features = nullptr;
 }
 
+TEST_F(JobTranslationTest, WaitIsEstimatedOverEveryNodeTheJobMayUseBusyOrNot) {
+  SlurmJob j;
+  j.SetPartition(kNodeCount, {0, 1, 2, 3, 4, 5});
+  // Only g1 and g2 are offered now (the trays are busy): the wait counts the busy trays too.
+  const bitstr_t* offered = j.Bits(kNodeCount, {1, 2});
+  PlacementRequest r = MakeRequest(j.job(), GpuAsk{8, 0, true}, offered, *model_, 0).value();
+  EXPECT_EQ(NodesToWaitFor(j.job(), r, *model_),
+            (std::vector<NodeId>{Node("g1"), Node("g2"), Node("t1"), Node("t2"), Node("t3")}));
+  // Excluded nodes are never waited for.
+  j.details().exc_node_bitmap = j.Bits(kNodeCount, {3, 4});
+  r = MakeRequest(j.job(), GpuAsk{8, 0, true}, offered, *model_, 0).value();
+  EXPECT_EQ(NodesToWaitFor(j.job(), r, *model_), (std::vector<NodeId>{Node("g1"), Node("g2"), Node("t3")}));
+  j.details().exc_node_bitmap = nullptr;
+  // -w g2,t2 with -N 2: only those two, though t2 is busy now and g1 is free.
+  j.details().req_node_bitmap = j.Bits(kNodeCount, {2, 4});
+  j.details().min_nodes = 2;
+  r = MakeRequest(j.job(), GpuAsk{8, 4, true}, offered, *model_, 0).value();
+  EXPECT_EQ(NodesToWaitFor(j.job(), r, *model_), (std::vector<NodeId>{Node("g2"), Node("t2")}));
+  // -w naming only an undescribed node: nothing to wait for, never "every node".
+  j.details().req_node_bitmap = j.Bits(kNodeCount, {0});
+  j.details().min_nodes = 1;
+  EXPECT_FALSE(NodesToWaitFor(j.job(), r, *model_).has_value());
+  j.details().req_node_bitmap = nullptr;
+  // Node features narrow the partition as only slurmctld knows: the offered nodes.
+  std::string features = "hgx";
+  j.details().features = features.data();
+  r = MakeRequest(j.job(), GpuAsk{8, 0, true}, offered, *model_, 0).value();
+  EXPECT_EQ(NodesToWaitFor(j.job(), r, *model_), (std::vector<NodeId>{Node("g1"), Node("g2")}));
+  j.details().features = nullptr;
+}
+
 TEST_F(JobTranslationTest, SelectedGpusReadBitsOrCountOntoFreeGpus) {
   SlurmJob j;
   j.SetEnv({"RACKWISE_GPU_WATTS=500"});

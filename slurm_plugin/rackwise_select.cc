@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld, first half: job_test. Has the job record, its candidate node bitmap
+// select/rackwise_cons_tres inside slurmctld: job_test. Has the job record, its candidate node bitmap
 // and its GRES selection translated into a PlacementRequest (job_translation.h), asks the Placer, and narrows
 // cons_tres's candidates to the decision (rackwise_select_ledger.cc has loading and the ledger hooks).
 #include <chrono>

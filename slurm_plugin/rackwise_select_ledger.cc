@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld, second half: node health and the ledger hooks that charge and
+// select/rackwise_cons_tres inside slurmctld: node health and the ledger hooks that charge and
 // release the GPUs Slurm actually gave each job (rackwise_select_description.cc loads rackwise.yaml).
 #include <algorithm>
 #include <ctime>
@@ -67,12 +67,14 @@ void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, Placem
   long long free = 0;
   for (NodeId n = 0; n < static_cast<NodeId>(model_->topology().nodes().size()); ++n)
     free += model_->ledger().free_gpu_count(n);
-  // The nodes offered now leave out busy ones that free up later: the estimate looks at every described node.
+  // Slurm offers only the nodes usable now; the wait is about every node the job may use, busy ones included.
+  std::optional<std::vector<NodeId>> nodes = NodesToWaitFor(job, *request, *model_);
+  if (!nodes) return;
   PlacementRequest whole = *request;
-  whole.allowed_nodes.clear();
+  whole.allowed_nodes = *std::move(nodes);
   absl::StatusOr<std::optional<double>> in = FewestDomainsIn(model_->ledger(), whole, ends, free);
-  // "Free now" from an estimate over every node, for a job that just failed to get them, means the free domains
-  // are ones it may not use (a node list, a constraint): no reason to wait, so no estimate.
+  // "Free now", for a job that has just failed to get them, means Slurm holds those nodes back for what the
+  // ledger does not count (CPUs, memory, a reservation): the estimate knows nothing then, so no reason to wait.
   if (in.ok() && *in && **in > 0) request->fewest_domains_in_seconds = **in;
 }
 

@@ -38,19 +38,13 @@ nlohmann::ordered_json ToJson(const Run& r) {
   const SimMetrics& m = r.metrics;
   nlohmann::ordered_json j;
   j["policy"] = SimPolicyName(r.policy);
-  j["jobs"] = m.jobs;
-  j["completed"] = m.completed;
-  j["makespan_s"] = m.makespan_s;
-  j["mean_wait_s"] = m.mean_wait_s;
-  j["p95_wait_s"] = m.p95_wait_s;
-  j["gpu_utilization"] = m.gpu_utilization;
+  j.update(QueueMetricsJson(m));
   j["min_domain_pct"] = m.min_domain_pct;
   j["mean_domains_per_job"] = m.mean_domains_per_job;
   j["rail_aligned_pct"] = m.rail_aligned_pct;
   j["power_violation_kws"] = m.power_violation_kws;
   j["peak_rack_kw"] = m.peak_rack_kw;
   j["gpu_hours_per_mwh"] = m.gpu_hours_per_mwh;
-  j["rejected"] = m.rejected;
   j["gpu_utilization_arrivals"] = m.gpu_utilization_arrivals;
   j["goodput"] = m.goodput;
   j["power_ceiling"] = m.power_ceiling;
@@ -60,7 +54,6 @@ nlohmann::ordered_json ToJson(const Run& r) {
   j["cap_excursions"] = m.cap_excursions;
   j["telemetry"] = r.telemetry;
   j["reclaim_pct"] = r.telemetry ? 100 * r.reclaim_fraction : 0.0;
-  j["gpu_hours"] = m.gpu_hours;
   j["energy_mwh"] = m.energy_mwh;
   j["replay_s"] = r.seconds;
   j["jobs_per_s"] = r.seconds > 0 ? m.jobs / r.seconds : 0.0;

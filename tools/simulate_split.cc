@@ -20,7 +20,9 @@ struct SplitRun {
   double seconds = 0;
 };
 
-nlohmann::ordered_json MetricsJson(const SimMetrics& m) {
+}  // namespace
+
+nlohmann::ordered_json QueueMetricsJson(const SimMetrics& m) {
   nlohmann::ordered_json j;
   j["jobs"] = m.jobs;
   j["completed"] = m.completed;
@@ -33,6 +35,8 @@ nlohmann::ordered_json MetricsJson(const SimMetrics& m) {
   return j;
 }
 
+namespace {
+
 nlohmann::ordered_json RunJson(const SplitRun& run) {
   const SplitResult& r = run.result;
   nlohmann::ordered_json j;
@@ -41,14 +45,14 @@ nlohmann::ordered_json RunJson(const SplitRun& run) {
   j["gpu_hours_by_horizon"] = r.gpu_hours_by_horizon;
   nlohmann::ordered_json owners = nlohmann::ordered_json::object();
   for (int o = 0; o < 2; ++o) {
-    nlohmann::ordered_json owner = MetricsJson(r.owners[o].metrics);
+    nlohmann::ordered_json owner = QueueMetricsJson(r.owners[o].metrics);
     owner["gpus"] = r.owners[o].gpus;
     owner["gpu_hours_by_horizon"] = r.owners[o].gpu_hours_by_horizon;
     owner["utilization_by_horizon"] = r.owners[o].utilization_by_horizon;
     owners[SplitOwnerName(o)] = owner;
   }
   j["owners"] = owners;
-  nlohmann::ordered_json all = MetricsJson(r.overall);
+  nlohmann::ordered_json all = QueueMetricsJson(r.overall);
   all["power_violation_kws"] = r.overall.power_violation_kws;
   all["cap_excursions"] = r.overall.cap_excursions;
   all["peak_rack_kw"] = r.overall.peak_rack_kw;

@@ -3,6 +3,7 @@
 // gains as a ratio (rackwise/split_simulator.h has the model).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@
 #include "rackwise/trace.h"
 
 namespace rackwise::cli {
+
+// The queue's figures of one replay (jobs, completed, rejected, GPU-hours, makespan, waits, utilisation), the
+// keys every `simulate --json` answer starts with.
+nlohmann::ordered_json QueueMetricsJson(const SimMetrics& m);
 
 struct SplitFlags {
   std::string mode;          // "shared", "static" or "compare"; empty: no split

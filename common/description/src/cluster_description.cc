@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "description_validator.h"
@@ -91,25 +92,38 @@ void TidyDiagnostics(Diagnostics* diagnostics, size_t from, std::string_view fil
   diagnostics->push_back({std::string(file), 0, absl::StrCat("... and ", dropped, " more problems")});
 }
 
-}  // namespace
-
-absl::StatusOr<v1::ClusterDescription> ParseClusterDescription(std::string_view yaml, std::string_view file,
-                                                               Diagnostics* diagnostics) {
+// Reads and checks a message with `parse_and_check`, which appends every problem to the list it is given
+// (`diagnostics`, or a local one when that is null): the message when it appended none, else the first problem,
+// the new diagnostics sorted by line and capped. Never throws: an exception from below (an allocation, yaml-cpp)
+// is one more diagnostic.
+template <typename Message>
+absl::StatusOr<Message> ParseChecked(std::string_view file, Diagnostics* diagnostics,
+                                     absl::FunctionRef<void(Message*, Diagnostics*)> parse_and_check) {
   Diagnostics local;
   if (diagnostics == nullptr) diagnostics = &local;
-  size_t before = diagnostics->size();
+  const size_t before = diagnostics->size();
   try {
-    v1::ClusterDescription description;
-    SourceLines lines;
-    if (ParseInto(yaml, file, false, "description", &description, &lines, diagnostics)) {
-      CheckDescription(description, lines, file, diagnostics);
-    }
-    if (diagnostics->size() == before) return description;
+    Message message;
+    parse_and_check(&message, diagnostics);
+    if (diagnostics->size() == before) return message;
     TidyDiagnostics(diagnostics, before, file);
   } catch (const std::exception& e) {
     diagnostics->push_back({std::string(file), 0, absl::StrCat("internal error while reading: ", e.what())});
   }
   return FirstProblem(*diagnostics, before);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ClusterDescription> ParseClusterDescription(std::string_view yaml, std::string_view file,
+                                                               Diagnostics* diagnostics) {
+  return ParseChecked<v1::ClusterDescription>(
+      file, diagnostics, [&](v1::ClusterDescription* description, Diagnostics* found) {
+        SourceLines lines;
+        if (ParseInto(yaml, file, false, "description", description, &lines, found)) {
+          CheckDescription(*description, lines, file, found);
+        }
+      });
 }
 
 absl::StatusOr<v1::ClusterDescription> LoadClusterDescription(const std::string& path, Diagnostics* diagnostics) {
@@ -136,23 +150,14 @@ bool ValidateClusterDescription(const v1::ClusterDescription& description, std::
 absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::string_view file,
                                                    const v1::ClusterDescription& description,
                                                    Diagnostics* diagnostics) {
-  Diagnostics local;
-  if (diagnostics == nullptr) diagnostics = &local;
-  size_t before = diagnostics->size();
-  try {
+  return ParseChecked<v1::ClusterState>(file, diagnostics, [&](v1::ClusterState* state, Diagnostics* found) {
     // libyaml's event stream straight into the message, lines as integers: a state file can hold 100k
     // allocations, too many for a yaml-cpp node tree and a string path per field.
-    v1::ClusterState state;
     LineTable lines;
-    if (StreamYamlToProto(yaml, file, "state file", &state, &lines, diagnostics, MaxYamlVisits(yaml))) {
-      CheckState(state, description, lines, file, diagnostics);
+    if (StreamYamlToProto(yaml, file, "state file", state, &lines, found, MaxYamlVisits(yaml))) {
+      CheckState(*state, description, lines, file, found);
     }
-    if (diagnostics->size() == before) return state;
-    TidyDiagnostics(diagnostics, before, file);
-  } catch (const std::exception& e) {
-    diagnostics->push_back({std::string(file), 0, absl::StrCat("internal error while reading: ", e.what())});
-  }
-  return FirstProblem(*diagnostics, before);
+  });
 }
 
 absl::StatusOr<v1::ClusterState> LoadClusterState(const std::string& path, const v1::ClusterDescription& description,

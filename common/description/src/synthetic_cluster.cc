@@ -6,33 +6,27 @@
 namespace rackwise {
 
 v1::NodeType ReferenceNodeType(ReferenceSystem system) {
+  struct Reference {
+    const char* name;
+    int gpus;
+    v1::NvlinkScope nvlink;
+    double gpu_watts, node_watts, idle_watts;
+  };
+  // The published systems (nameplate watts): an 8-GPU HGX node is one NVLink domain, a GB200 tray of 4 GPUs a
+  // part of its rack's.
+  static constexpr Reference kHgxH100{"hgx-h100", 8, v1::NVLINK_SCOPE_NODE, 700, 10200, 2500};
+  static constexpr Reference kHgxB200{"hgx-b200", 8, v1::NVLINK_SCOPE_NODE, 1000, 14300, 3600};
+  static constexpr Reference kGb200Tray{"gb200-tray", 4, v1::NVLINK_SCOPE_RACK, 1200, 6600, 1500};
+  const Reference& r = system == ReferenceSystem::kHgxH100   ? kHgxH100
+                       : system == ReferenceSystem::kHgxB200 ? kHgxB200
+                                                             : kGb200Tray;
   v1::NodeType t;
-  switch (system) {
-    case ReferenceSystem::kHgxH100:
-      t.set_name("hgx-h100");
-      t.set_gpus(8);
-      t.set_nvlink(v1::NVLINK_SCOPE_NODE);
-      t.set_gpu_watts(700);
-      t.set_node_watts(10200);
-      t.set_idle_watts(2500);
-      break;
-    case ReferenceSystem::kHgxB200:
-      t.set_name("hgx-b200");
-      t.set_gpus(8);
-      t.set_nvlink(v1::NVLINK_SCOPE_NODE);
-      t.set_gpu_watts(1000);
-      t.set_node_watts(14300);
-      t.set_idle_watts(3600);
-      break;
-    case ReferenceSystem::kGb200Nvl72:
-      t.set_name("gb200-tray");
-      t.set_gpus(4);
-      t.set_nvlink(v1::NVLINK_SCOPE_RACK);
-      t.set_gpu_watts(1200);
-      t.set_node_watts(6600);
-      t.set_idle_watts(1500);
-      break;
-  }
+  t.set_name(r.name);
+  t.set_gpus(r.gpus);
+  t.set_nvlink(r.nvlink);
+  t.set_gpu_watts(r.gpu_watts);
+  t.set_node_watts(r.node_watts);
+  t.set_idle_watts(r.idle_watts);
   return t;
 }
 

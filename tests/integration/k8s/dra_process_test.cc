@@ -25,6 +25,7 @@
 
 #include "dra_test_objects.h"
 #include "extender_process.h"
+#include "rackwise/testing/child_process.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -116,12 +117,7 @@ class FakeApiServerProcess {
 };
 
 bool Eventually(const std::function<bool()>& done, int seconds = 30) {
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-       std::chrono::steady_clock::now() < until;) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
+  return rackwise::testing::WaitFor("the extender's state", done, std::chrono::seconds(seconds)).empty();
 }
 
 class DraProcessTest : public ::testing::Test {

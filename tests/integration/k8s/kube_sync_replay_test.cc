@@ -8,6 +8,7 @@
 #include "extender_fixture.h"
 #include "kube_client.h"
 #include "kube_sync.h"
+#include "rackwise/testing/child_process.h"
 
 namespace rackwise::k8s::testing {
 namespace {
@@ -141,13 +142,8 @@ class FakeApiServer {
   std::vector<std::string> eviction_paths_;
 };
 
-template <typename F>
-bool Eventually(F f) {
-  for (int i = 0; i < 500; ++i) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return f();
+bool Eventually(const std::function<bool()>& f) {
+  return rackwise::testing::WaitFor("the replay's state", f, std::chrono::seconds(5)).empty();
 }
 
 TEST(KubeSyncReplay, ListWatchResumeRelistOnGoneAndBackoff) {

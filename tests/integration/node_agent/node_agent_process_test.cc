@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "json_fields.h"
 #include "podresources/v1/api.grpc.pb.h"
+#include "rackwise/testing/child_process.h"
 
 namespace rackwise::node_agent {
 namespace {
@@ -240,21 +241,15 @@ class NodeAgentProcessTest : public ::testing::Test {
     pid_ = -1;
   }
   // Polls `done` for up to 20 s; fails at once (with the agent's log) if the agent exits.
-  template <typename F>
-  bool Eventually(F done) {
-    for (int i = 0; i < 2000; ++i) {
-      if (done()) return true;
-      if (pid_ > 0) {
-        int status = 0;
-        if (waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          ADD_FAILURE() << "rackwise-node-agent exited (status " << status << "):\n" << ReadAll(dir_ + "/agent.log");
-          return false;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return done();
+  bool Eventually(const std::function<bool()>& done) {
+    const std::string why = rackwise::testing::WaitFor("the agent's state", done, std::chrono::seconds(20), [&] {
+      int status = 0;
+      if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) != pid_) return std::string();
+      pid_ = -1;
+      return absl::StrCat("rackwise-node-agent exited (status ", status, "):\n", ReadAll(dir_ + "/agent.log"));
+    });
+    if (!why.empty() && absl::StrContains(why, "exited")) ADD_FAILURE() << why;
+    return why.empty();
   }
 
   // The limit in force on each board, from the fake NVML's state file.

@@ -401,36 +401,33 @@ rw_check_never() {
 rw_state() { rw_check_ctld; squeue -h -j "$1" -o %T 2>/dev/null; }
 rw_reason() { rw_check_ctld; squeue -h -j "$1" -o %r 2>/dev/null; }
 
-# rw_wait_state ID STATE SECONDS
-rw_wait_state() {
-  local id=$1 want=$2 limit=$3 t
-  for ((t = 0; t < limit * 5; t++)); do
-    [[ $(rw_state "$id") == "$want" ]] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-
-# rw_wait_log REGEX SECONDS [N]: waits until slurmctld.log has at least N (default 1) lines matching REGEX.
-rw_wait_log() {
-  local re=$1 limit=$2 want=${3:-1} t
+# rw_wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds (0), or 1 once SECONDS have passed.
+# Every poll first checks the daemons: slurmctld, and whatever the test's own rw_check_test_daemons checks when
+# it defines one, so that a daemon that dies fails the test at once with its log rather than at a timeout.
+rw_wait_for() {
+  local limit=$1 t
+  shift
   for ((t = 0; t < limit * 5; t++)); do
     rw_check_ctld
-    (($(grep -c -- "$re" "$RW_TMP/log/slurmctld.log" 2>/dev/null) >= want)) && return 0
+    if declare -F rw_check_test_daemons >/dev/null; then rw_check_test_daemons; fi
+    "$@" && return 0
     sleep 0.2
   done
   return 1
 }
 
+rw_state_is() { [[ $(rw_state "$1") == "$2" ]]; }
+rw_log_count_at_least() { (($(grep -c -- "$1" "$RW_TMP/log/slurmctld.log" 2>/dev/null) >= $2)); }
+rw_reason_matches() { rw_reason "$1" | grep -q -- "$2"; }
+
+# rw_wait_state ID STATE SECONDS
+rw_wait_state() { rw_wait_for "$3" rw_state_is "$1" "$2"; }
+
+# rw_wait_log REGEX SECONDS [N]: waits until slurmctld.log has at least N (default 1) lines matching REGEX.
+rw_wait_log() { rw_wait_for "$2" rw_log_count_at_least "$1" "${3:-1}"; }
+
 # rw_wait_reason ID REGEX SECONDS: waits until the job's pending reason (squeue -o %r) matches REGEX.
-rw_wait_reason() {
-  local id=$1 re=$2 limit=$3 t
-  for ((t = 0; t < limit * 5; t++)); do
-    rw_reason "$id" | grep -q -- "$re" && return 0
-    sleep 0.2
-  done
-  return 1
-}
+rw_wait_reason() { rw_wait_for "$3" rw_reason_matches "$1" "$2"; }
 
 # rw_backfill_cycles: how many cycles the backfill scheduler has run (sdiag's "Backfilling stats").
 rw_backfill_cycles() { sdiag 2>/dev/null | awk '/^Backfilling stats/ {b = 1} b && /Total cycles:/ {print $3; exit}'; }
@@ -438,17 +435,12 @@ rw_backfill_cycles() { sdiag 2>/dev/null | awk '/^Backfilling stats/ {b = 1} b &
 # rw_wait_backfill N SECONDS: waits until the backfill scheduler has completed N more cycles, so that every
 # pending job has been considered by it (a test that asserts a job is NOT started waits on this, not on a sleep).
 rw_wait_backfill() {
-  local want=$1 limit=$2 start t now
+  local want=$1 limit=$2 start
   start=$(rw_backfill_cycles)
   [[ -n $start ]] || { rw_log "sdiag shows no backfill cycles"; return 1; }
-  for ((t = 0; t < limit * 5; t++)); do
-    rw_check_ctld
-    now=$(rw_backfill_cycles)
-    ((${now:-0} >= start + want)) && return 0
-    sleep 0.2
-  done
-  return 1
+  rw_wait_for "$limit" rw_backfill_cycles_at_least $((start + want))
 }
+rw_backfill_cycles_at_least() { local now; now=$(rw_backfill_cycles); ((${now:-0} >= $1)); }
 
 # Nodes of a job, one per line.
 rw_job_nodes() { scontrol show hostnames "$(squeue -h -j "$1" -o %N)" 2>/dev/null; }

@@ -63,9 +63,8 @@ trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 # --- daemons ------------------------------------------------------------------------------------------------
 
 dump() { rw_log "--- last lines of $1:"; tail -n 20 "$1" >&2; }
-# Fails the test at once when a daemon we did not mean to stop has died (each wait calls it).
-check_daemons() {
-  rw_check_ctld
+# Fails the test at once when a daemon we did not mean to stop has died (rw_wait_for calls it).
+rw_check_test_daemons() {
   local who
   for who in etcd api ext a b; do
     local pid log
@@ -77,17 +76,6 @@ check_daemons() {
     esac
     [[ -z $pid ]] || kill -0 "$pid" 2>/dev/null || { dump "$log"; rw_die "$who (pid $pid) has died"; }
   done
-}
-# wait_for SECONDS COMMAND...: until COMMAND succeeds.
-wait_for() {
-  local limit=$1 t
-  shift
-  for ((t = 0; t < limit * 5; t++)); do
-    check_daemons
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
 }
 client() { "$RACKWISE_LEDGER_CLIENT" --token-file "$RW_TMP/etc/observer.token" "${ledger_addr[a]},${ledger_addr[b]}" "$@"; }
 leader_key=$(printf '%s' /rackwise/ledger/onebudget/leader | base64 -w0)
@@ -108,7 +96,7 @@ start_extender() {
     --listen "${ext_url#http://}" --grpc-listen "" --state-file "$RW_TMP/state/extender.state.yaml" \
     >>"$LOG/extender.log" 2>&1 &
   ext_pid=$!
-  wait_for 30 curl -sf "$ext_url/readyz" -o /dev/null || { dump "$LOG/extender.log"; rw_fail "extender not ready"; exit 1; }
+  rw_wait_for 30 curl -sf "$ext_url/readyz" -o /dev/null || { dump "$LOG/extender.log"; rw_fail "extender not ready"; exit 1; }
 }
 # 1 (the value) when the Slurm face / the extender are in fallback, 0 when shared.
 slurm_fallback() { awk '$1 == "rackwise_ledger_fallback" {print $2}' "$RW_TMP/state/rackwise_ledger.prom" 2>/dev/null; }
@@ -120,21 +108,21 @@ faces_shared() { [[ $(slurm_fallback) == 0 && $(ext_fallback) == 0 ]]; }
   "http://127.0.0.1:$((ports + 1))" --initial-cluster "default=http://127.0.0.1:$((ports + 1))" \
   >"$LOG/etcd.log" 2>&1 &
 etcd_pid=$!
-wait_for 30 curl -sf "$etcd_url/health" -o /dev/null || { rw_fail "etcd did not start"; exit 1; }
+rw_wait_for 30 curl -sf "$etcd_url/health" -o /dev/null || { rw_fail "etcd did not start"; exit 1; }
 start_ledger a
-wait_for 30 leads a || { dump "$LOG/ledger-a.log"; rw_fail "replica a did not lead"; exit 1; }
+rw_wait_for 30 leads a || { dump "$LOG/ledger-a.log"; rw_fail "replica a did not lead"; exit 1; }
 start_ledger b
-wait_for 30 grep -q "serving rackwise.v1.PowerLedger" "$LOG/ledger-b.log" || { rw_fail "replica b did not start"; exit 1; }
+rw_wait_for 30 grep -q "serving rackwise.v1.PowerLedger" "$LOG/ledger-b.log" || { rw_fail "replica b did not start"; exit 1; }
 "$RACKWISE_FAKE_APISERVER" --nodes "$(IFS=,; echo "${K8S_NODES[*]}")" >"$LOG/apiserver.log" 2>&1 &
 api_pid=$!
-wait_for 10 grep -q "^listening on " "$LOG/apiserver.log" || { rw_fail "the fake API server did not start"; exit 1; }
+rw_wait_for 10 grep -q "^listening on " "$LOG/apiserver.log" || { rw_fail "the fake API server did not start"; exit 1; }
 api_url=http://$(sed -n 's/^listening on //p' "$LOG/apiserver.log")
 printf '%s\n' "apiVersion: v1" "kind: Config" "clusters:" "- name: fake" "  cluster:" "    server: $api_url" \
   "contexts:" "- name: fake" "  context: {cluster: fake, user: test}" "current-context: fake" "users:" \
   "- name: test" "  user: {}" >"$RW_TMP/etc/kubeconfig"
 start_extender
 rw_start || exit 1
-wait_for 30 faces_shared || { rw_fail "faces not shared: slurm '$(slurm_fallback)' extender '$(ext_fallback)'"; exit 1; }
+rw_wait_for 30 faces_shared || { rw_fail "faces not shared: slurm '$(slurm_fallback)' extender '$(ext_fallback)'"; exit 1; }
 rw_ok "etcd, ledger replicas a (leader) and b, the API server, the extender, slurmctld and 4 slurmd; both faces shared"
 
 # --- what runs, and what the ledger holds -------------------------------------------------------------------
@@ -160,12 +148,12 @@ side_is_running() {
   want=$(running_owners) && have=$(client list "$1") && [[ $(grep "^$1" <<<"$want") == "$(sort <<<"$have")" ]]
 }
 check_side() {
-  if wait_for 20 side_is_running "$1"; then rw_ok "$2: the ledger's $1 owners are what runs: $(client list "$1" | awk '{print $1}' | xargs)"
+  if rw_wait_for 20 side_is_running "$1"; then rw_ok "$2: the ledger's $1 owners are what runs: $(client list "$1" | awk '{print $1}' | xargs)"
   else rw_fail "$2: the ledger's $1 owners '$(client list "$1" | xargs)', what runs '$(running_owners | xargs)'"; fi
 }
 # After a fault, with the streams stopped: the ledger holds exactly what runs, within the budget.
 check_ledger_equals_running() {
-  if wait_for 30 ledger_is_running; then
+  if rw_wait_for 30 ledger_is_running; then
     local held
     held=$(ledger_owners | awk '{s += $2} END {print s + 0}')
     if ((held <= BUDGET)); then
@@ -221,7 +209,7 @@ REFUSAL_TAG=main  # the pod stream has its own
 refusal() { cat "$RW_TMP/last-refusal.${1:-main}" 2>/dev/null; }
 # As kube-scheduler retries an unschedulable pod: the extender's mirror of the other owners is refreshed every
 # second, so room the other side has just given back may take that long to show.
-schedule_retrying() { wait_for 10 schedule "$1" >/dev/null; }
+schedule_retrying() { rw_wait_for 10 schedule "$1" >/dev/null; }
 # Whether the ledger answers and holds no owner under $1.
 ledger_empty() { local held; held=$(client list "${1:-}") && [[ -z $held ]]; }
 bound_pods() { curl -sf "$api_url/_test/bound" | wc -l; }
@@ -241,7 +229,7 @@ if schedule "$pod" >/dev/null; then rw_fail "a pod was bound while Slurm holds t
   rw_ok "a pod is refused while Slurm holds the budget: $(refusal | jq -c '.FailedNodes // .Error')"; fi
 delete_pod solo-0
 scancel "${jobs[@]}" "$j5"
-wait_for 30 ledger_empty slurm/rwtest/ || rw_fail "Slurm's owners not released: $(client list | xargs)"
+rw_wait_for 30 ledger_empty slurm/rwtest/ || rw_fail "Slurm's owners not released: $(client list | xargs)"
 
 for i in 1 2 3 4; do
   if ! pod=$(create_pod "solo-$i") || ! schedule_retrying "$pod"; then rw_fail "pod solo-$i not bound: $(refusal)"; fi
@@ -258,7 +246,7 @@ if rw_wait_reason "$j6" "power" 30; then rw_ok "job $j6 pends while Kubernetes h
 check_ledger_equals_running "Kubernetes alone"
 scancel "$j6"
 for i in 1 2 3 4; do delete_pod "solo-$i"; done
-wait_for 30 ledger_empty || rw_fail "owners left after both sides ended: $(client list | xargs)"
+rw_wait_for 30 ledger_empty || rw_fail "owners left after both sides ended: $(client list | xargs)"
 
 # --- 2. both at once: streams and the sampler ----------------------------------------------------------------
 
@@ -350,7 +338,7 @@ stop_streams() {
   touch "$RW_TMP/stop-streams"
   local p
   for p in $job_stream_pid $pod_stream_pid; do
-    wait_for 60 eval "! kill -0 $p 2>/dev/null" || rw_fail "a stream did not stop"
+    rw_wait_for 60 eval "! kill -0 $p 2>/dev/null" || rw_fail "a stream did not stop"
     wait "$p" 2>/dev/null
   done
   job_stream_pid="" pod_stream_pid=""
@@ -368,13 +356,13 @@ turned_over() { (($(ended_jobs) >= $1 + 3 && $(binds) >= $2 + 3)); }
 run_together() {
   local ended bound
   ended=$(ended_jobs) bound=$(binds)
-  wait_for 60 both_run || rw_fail "$1: Slurm jobs and pods never ran together"
-  wait_for 60 turned_over "$ended" "$bound" || rw_fail "$1: the streams did not turn over: $(ended_jobs) jobs ended, $(binds) pods bound"
+  rw_wait_for 60 both_run || rw_fail "$1: Slurm jobs and pods never ran together"
+  rw_wait_for 60 turned_over "$ended" "$bound" || rw_fail "$1: the streams did not turn over: $(ended_jobs) jobs ended, $(binds) pods bound"
 }
 progress_after() {
   local j=$1 p=$2
-  wait_for 60 job_started_after "$j" || rw_fail "$3: no Slurm job started after job $j: $(squeue -o '%i %T %r' | tail -n 3 | xargs)"
-  wait_for 60 pod_bound_after "$p" || rw_fail "$3: no pod bound after $p bindings: $(refusal stream)"
+  rw_wait_for 60 job_started_after "$j" || rw_fail "$3: no Slurm job started after job $j: $(squeue -o '%i %T %r' | tail -n 3 | xargs)"
+  rw_wait_for 60 pod_bound_after "$p" || rw_fail "$3: no pod bound after $p bindings: $(refusal stream)"
   run_together "$3"
 }
 : >"$RW_TMP/violations"
@@ -397,14 +385,14 @@ kill -KILL "${ledger_pid[$victim]}"
 wait "${ledger_pid[$victim]}" 2>/dev/null
 ledger_pid[$victim]=""
 marks=("$(last_job)" "$(binds)")
-if wait_for 30 leads "$other"; then rw_ok "leader $victim killed: replica $other leads"; else
+if rw_wait_for 30 leads "$other"; then rw_ok "leader $victim killed: replica $other leads"; else
   dump "$LOG/ledger-$other.log"; rw_fail "replica $other did not take over (leader: '$(leader)')"; fi
 start_ledger "$victim"
-wait_for 30 faces_shared || rw_fail "faces not back after the failover: slurm $(slurm_fallback), extender $(ext_fallback)"
+rw_wait_for 30 faces_shared || rw_fail "faces not back after the failover: slurm $(slurm_fallback), extender $(ext_fallback)"
 progress_after "${marks[@]}" "after the failover"
 stop_streams
 check_ledger_equals_running "after the leader's kill"
-wait_for 10 grep -q "serving rackwise.v1.PowerLedger" "$LOG/ledger-$victim.log" || rw_fail "replica $victim not back"
+rw_wait_for 10 grep -q "serving rackwise.v1.PowerLedger" "$LOG/ledger-$victim.log" || rw_fail "replica $victim not back"
 
 # slurmctld. kill -9 loses what slurmctld has not saved yet (it saves at most every 5 s): a job started since
 # comes back pending or unknown and its id is used again ("Duplicate jobid", the node drained), one ended since
@@ -417,12 +405,12 @@ run_together "before slurmctld's kill"
 paused_with_jobs() {
   rm -f "$RW_TMP/jobs-paused"
   touch "$RW_TMP/pause-jobs"
-  wait_for 30 test -e "$RW_TMP/jobs-paused" || return 1
+  rw_wait_for 30 test -e "$RW_TMP/jobs-paused" || return 1
   [[ -n $(squeue -h -t R -o %i) ]] && return 0
   rm -f "$RW_TMP/pause-jobs"  # every job ended before the pause: let another start
   return 1
 }
-wait_for 60 paused_with_jobs || rw_fail "no Slurm job ran when the job stream paused"
+rw_wait_for 60 paused_with_jobs || rw_fail "no Slurm job ran when the job stream paused"
 scancel -t PENDING --user=root
 # Nothing pending or completing, and no running job told to end.
 slurm_still() {
@@ -430,25 +418,25 @@ slurm_still() {
   [[ -z $(squeue -h -t PD,CG -o %i) ]] || return 1
   for id in $(squeue -h -t R -o %i); do [[ ! -e $RW_TMP/end/$id ]] || return 1; done
 }
-wait_for 30 slurm_still || rw_fail "Slurm's jobs did not settle: $(squeue -h -o '%i %T' | xargs)"
+rw_wait_for 30 slurm_still || rw_fail "Slurm's jobs did not settle: $(squeue -h -o '%i %T' | xargs)"
 running_at_kill=$(squeue -h -t R -o %i | xargs)
 touch "$RW_TMP/save-mark"
 scontrol update jobid="${running_at_kill%% *}" comment=saved-before-kill
 saved() { [[ $RW_TMP/state/job_state -nt $RW_TMP/save-mark ]]; }
-wait_for 20 saved || rw_fail "slurmctld did not save its job state"
+rw_wait_for 20 saved || rw_fail "slurmctld did not save its job state"
 kill -KILL "$RW_CTLD_PID"
 wait "$RW_CTLD_PID" 2>/dev/null
 RW_CTLD_PID=""
 ending=${running_at_kill%% *}
 touch "$RW_TMP/end/$ending"
-wait_for 20 test -e "$RW_TMP/ended/$ending" || rw_fail "job $ending did not end while slurmctld was down"
+rw_wait_for 20 test -e "$RW_TMP/ended/$ending" || rw_fail "job $ending did not end while slurmctld was down"
 marks=("$(last_job)" "$(binds)")
 rw_start_ctld || { rw_fail "slurmctld did not restart"; exit 1; }
 rw_ok "slurmctld killed while jobs $running_at_kill ran (job $ending ended meanwhile) and restarted"
 check_side slurm/rwtest/ "slurmctld restarted, its job stream still paused"
 rm -f "$RW_TMP/pause-jobs"
-wait_for 30 faces_shared || rw_fail "Slurm face not back after the restart: $(slurm_fallback)"
-wait_for 30 eval '! squeue -h -j '"$ending"' -t R | grep -q .' || rw_fail "job $ending still RUNNING after the restart"
+rw_wait_for 30 faces_shared || rw_fail "Slurm face not back after the restart: $(slurm_fallback)"
+rw_wait_for 30 eval '! squeue -h -j '"$ending"' -t R | grep -q .' || rw_fail "job $ending still RUNNING after the restart"
 progress_after "${marks[@]}" "after slurmctld's restart"
 stop_streams
 check_ledger_equals_running "after slurmctld's kill"
@@ -461,12 +449,12 @@ wait "$ext_pid" 2>/dev/null
 ext_pid=""
 gone_mark=$(curl -sf "$api_url/_test/bound" | awk '{print $1}' | xargs)
 one_deleted() { local k; for k in $gone_mark; do curl -sf "$api_url/_test/bound" | grep -q "^$k " || return 0; done; return 1; }
-[[ -n $gone_mark ]] && { wait_for 20 one_deleted || rw_fail "no bound pod was deleted while the extender was down"; }
+[[ -n $gone_mark ]] && { rw_wait_for 20 one_deleted || rw_fail "no bound pod was deleted while the extender was down"; }
 marks=("$(last_job)" "$(binds)")
 start_extender
 rw_ok "rackwise-extender killed while pods ran (one deleted meanwhile) and restarted"
 check_side k8s/ "the extender restarted (the pods still bound adopted)"
-wait_for 30 faces_shared || rw_fail "extender not back to the ledger: $(ext_fallback)"
+rw_wait_for 30 faces_shared || rw_fail "extender not back to the ledger: $(ext_fallback)"
 progress_after "${marks[@]}" "after the extender's restart"
 stop_streams
 check_ledger_equals_running "after the extender's kill"

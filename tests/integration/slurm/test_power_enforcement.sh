@@ -73,17 +73,6 @@ expected() {
   echo "${out% }"
 }
 sets() { grep -c 'nvmlDeviceSetPowerManagementLimit' "$RW_TMP/nvml/$1/fake_nvml.state.log" 2>/dev/null; }
-# wait_for SECONDS COMMAND...: until COMMAND succeeds; fails at once if slurmctld died.
-wait_for() {
-  local limit=$1 t
-  shift
-  for ((t = 0; t < limit * 5; t++)); do
-    "$@" && return 0
-    kill -0 "$RW_CTLD_PID" 2>/dev/null || { rw_fail "slurmctld died"; tail -20 "$RW_TMP/log/slurmctld.log" >&2; return 1; }
-    sleep 0.2
-  done
-  return 1
-}
 limits_are() { [[ $(limits "$1") == "$2" ]]; }
 gpus_on() { rw_job_gpus "$1" | awk -v node="$2" '$1 == node {print $2}'; }  # the job's GPU indices there: "1,3"
 node_state() { sinfo -h -n "$1" -o %t 2>/dev/null; }
@@ -100,7 +89,7 @@ runs_limited() {
     return 1
   fi
   gpus=$(gpus_on "$job" "$node")
-  wait_for 20 limits_are "$node" "$(expected "$node" "$gpus" 450000)" &&
+  rw_wait_for 20 limits_are "$node" "$(expected "$node" "$gpus" 450000)" &&
     rw_ok "$what job $job runs on $node with GPUs $gpus at 450 W" ||
     rw_fail "$what job $job on $node GPUs $gpus: limits $(limits "$node")"
 }
@@ -117,13 +106,13 @@ d=$(rw_submit -w gpu01 --gpus=2 --gpu-watts=450)
 rw_wait_state "$d" RUNNING 20 || rw_fail "declared job ${d:-?}: $(rw_state "$d") $(rw_reason "$d")"
 idx=$(gpus_on "$d" gpu01)
 [[ $idx == *,* && $idx != *0* ]] || rw_fail "declared job $d got GPUs '$idx' (the undeclared job holds 0)"
-if wait_for 20 limits_are gpu01 "$(expected gpu01 "$idx" 450000)"; then
+if rw_wait_for 20 limits_are gpu01 "$(expected gpu01 "$idx" 450000)"; then
   rw_ok "job $d (--gpu-watts=450) runs with exactly its GPUs $idx limited to 450 W: $(limits gpu01)"
 else
   rw_fail "job $d on GPUs $idx: limits $(limits gpu01)"
 fi
 scancel "$d"
-if wait_for 20 limits_are gpu01 "$(expected gpu01 "" 0)"; then
+if rw_wait_for 20 limits_are gpu01 "$(expected gpu01 "" 0)"; then
   rw_ok "job $d ended: its GPUs are back at 700 W ($(sets gpu01) limit changes in all)"
 else
   rw_fail "job $d ended, limits $(limits gpu01)"
@@ -133,7 +122,7 @@ scancel "$u"
 
 # --- a limit the board refuses: drained with the cause, job requeued, nothing left limited -------------
 f=$(rw_submit -w gpu02 --gpus=2 --gpu-watts=450)
-if wait_for 30 node_drained gpu02; then
+if rw_wait_for 30 node_drained gpu02; then
   reason=$(node_reason gpu02)
   [[ $reason == "rackwise: job $f: cannot limit 450 W per GPU on GPUs "*"Insufficient Permissions"* ]] &&
     rw_ok "gpu02 drained: $reason" || rw_fail "gpu02 drained with reason '$reason'"
@@ -141,7 +130,7 @@ else
   rw_fail "gpu02 not drained: $(node_state gpu02) $(node_reason gpu02)"
 fi
 # Slurm requeues a job whose prolog failed, held (unless SchedulerParameters=nohold_on_prolog_fail).
-wait_for 20 test "$(restarts "$f")" -ge 1 && [[ $(rw_state "$f") == PENDING ]] &&
+rw_wait_for 20 test "$(restarts "$f")" -ge 1 && [[ $(rw_state "$f") == PENDING ]] &&
   rw_ok "job $f requeued (Restarts=$(restarts "$f"), PENDING: $(rw_reason "$f"))" ||
   rw_fail "job $f not requeued: $(rw_state "$f") restarts=$(restarts "$f") $(rw_reason "$f")"
 [[ $(limits gpu02) == "$(expected gpu02 "" 0)" ]] && rw_ok "no GPU of gpu02 left limited" ||
@@ -156,7 +145,7 @@ scontrol update nodename=gpu02 state=resume
 scontrol release "$f"
 scontrol update jobid="$f" starttime=now
 skip_reason() { [[ $(rw_reason "$f") == *"skip its prolog"* ]]; }
-if wait_for 15 skip_reason; then
+if rw_wait_for 15 skip_reason; then
   rw_ok "requeued job $f held off gpu02 while slurmd would skip its prolog: $(rw_reason "$f")"
 else
   rw_fail "requeued job $f: $(rw_state "$f") '$(rw_reason "$f")', expected the skipped-prolog reason"
@@ -166,7 +155,7 @@ scancel "$f"
 
 # --- below the board's minimum (gpu03's boards: 500-700 W) ----------------------------------------------
 m=$(rw_submit -w gpu03 --gpus=1 --gpu-watts=450)
-if wait_for 30 node_drained gpu03; then
+if rw_wait_for 30 node_drained gpu03; then
   reason=$(node_reason gpu03)
   [[ $reason == *"450 W is outside the board's power limit range 500 W to 700 W"* ]] &&
     rw_ok "below the board minimum: gpu03 drained: $reason" || rw_fail "gpu03 drained with reason '$reason'"
@@ -176,23 +165,23 @@ fi
 [[ $(rw_state "$m") != RUNNING && $(sets gpu03) -eq 0 ]] && rw_ok "job $m did not run on gpu03, no limit changed" ||
   rw_fail "job $m: $(rw_state "$m"), $(sets gpu03) limit changes on gpu03"
 scancel "$m"
-wait_for 20 gone "$f" || rw_fail "job $f did not end"
-wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" || rw_fail "gpu02 not restored after job $f: $(limits gpu02)"
+rw_wait_for 20 gone "$f" || rw_fail "job $f did not end"
+rw_wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" || rw_fail "gpu02 not restored after job $f: $(limits gpu02)"
 
 # --- rackwise.yaml broken on the nodes while jobs run ---------------------------------------------------------
 scontrol update nodename=gpu03 state=resume  # drained on purpose above
-wait_for 20 eval '! node_drained gpu03' || rw_fail "gpu03 not resumed: $(node_state gpu03)"
+rw_wait_for 20 eval '! node_drained gpu03' || rw_fail "gpu03 not resumed: $(node_state gpu03)"
 copy=$RW_TMP/cache/gpu01/rackwise.last-accepted.yaml
 cmp -s "$copy" "$RW_TMP/etc/rackwise.yaml" && rw_ok "gpu01 kept the description it accepted in $copy" ||
   rw_fail "no accepted copy in $copy"
 b=$(rw_submit -w gpu01 --gpus=4 --gpu-watts=450)
 rw_wait_state "$b" RUNNING 20 || rw_fail "job ${b:-?}: $(rw_state "$b") $(rw_reason "$b")"
 bidx=$(gpus_on "$b" gpu01)
-wait_for 20 limits_are gpu01 "$(expected gpu01 "$bidx" 450000)" || rw_fail "job $b on GPUs $bidx: $(limits gpu01)"
+rw_wait_for 20 limits_are gpu01 "$(expected gpu01 "$bidx" 450000)" || rw_fail "job $b on GPUs $bidx: $(limits gpu01)"
 cp "$RW_TMP/etc/rackwise.yaml" "$RW_TMP/rackwise.yaml.good"
 head -c 150 "$RW_TMP/rackwise.yaml.good" >"$RW_TMP/etc/rackwise.yaml"  # cut mid-file, as an interrupted copy
 scancel "$b"
-if wait_for 20 gone "$b" && wait_for 20 limits_are gpu01 "$(expected gpu01 "" 0)"; then
+if rw_wait_for 20 gone "$b" && rw_wait_for 20 limits_are gpu01 "$(expected gpu01 "" 0)"; then
   rw_ok "rackwise.yaml broken: job $b's epilog still gave GPUs $bidx back (700 W)"
 else
   rw_fail "rackwise.yaml broken: job $b ended, gpu01 limits $(limits gpu01)"
@@ -209,8 +198,8 @@ drained=$(sinfo -h -t drain -o %N | paste -sd,)
 [[ -z $drained ]] && rw_ok "rackwise.yaml broken: no node drained" || rw_fail "drained while rackwise.yaml was broken: $drained"
 cmp -s "$copy" "$RW_TMP/rackwise.yaml.good" || rw_fail "the broken rackwise.yaml replaced the accepted copy $copy"
 scancel "$n" "$p"
-wait_for 20 gone "$p" && wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" ||
+rw_wait_for 20 gone "$p" && rw_wait_for 20 limits_are gpu02 "$(expected gpu02 "" 0)" ||
   rw_fail "probe job $p ended, gpu02 limits $(limits gpu02)"
 cp "$RW_TMP/rackwise.yaml.good" "$RW_TMP/etc/rackwise.yaml"
-wait_for 20 gone "$n" || rw_fail "job $n did not end"
+rw_wait_for 20 gone "$n" || rw_fail "job $n did not end"
 exit $((RW_FAILS != 0))

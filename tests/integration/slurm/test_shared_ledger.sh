@@ -40,17 +40,6 @@ stop_helpers() {
 # rw_teardown exits with the status it finds in $?: the script's, not stop_helpers'.
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds (slurmctld's death fails at once).
-wait_for() {
-  local limit=$1 t
-  shift
-  for ((t = 0; t < limit * 5; t++)); do
-    rw_check_ctld
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
-}
 client() { "$RACKWISE_LEDGER_CLIENT" --token-file "$RW_TMP/etc/kubernetes.token" "$ledger_addr" "$@"; }
 operator() { "$RACKWISE_LEDGER_CLIENT" --token-file "$RW_TMP/etc/operator.token" "$ledger_addr" "$@"; }
 anonymous() { "$RACKWISE_LEDGER_CLIENT" "$ledger_addr" "$@"; }
@@ -60,7 +49,7 @@ start_ledger() {
     --name rwtest --replica-id a --lease-ttl-s 2 --access-file "$RW_TMP/etc/ledger-access.yaml" \
     >>"$RW_TMP/log/ledger.log" 2>&1 &
   ledger_pid=$!
-  wait_for 30 client list >/dev/null 2>&1 || { rw_fail "rackwise-ledger did not serve"; tail "$RW_TMP/log/ledger.log" >&2; exit 1; }
+  rw_wait_for 30 client list >/dev/null 2>&1 || { rw_fail "rackwise-ledger did not serve"; tail "$RW_TMP/log/ledger.log" >&2; exit 1; }
 }
 
 /usr/bin/etcd --name default --data-dir "$RW_TMP/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls \
@@ -68,12 +57,12 @@ start_ledger() {
   "http://127.0.0.1:$((ports + 1))" --initial-cluster "default=http://127.0.0.1:$((ports + 1))" \
   >"$RW_TMP/log/etcd.log" 2>&1 &
 etcd_pid=$!
-wait_for 30 curl -sf "$etcd_url/health" -o /dev/null || { rw_fail "etcd did not start"; exit 1; }
+rw_wait_for 30 curl -sf "$etcd_url/health" -o /dev/null || { rw_fail "etcd did not start"; exit 1; }
 start_ledger
 rw_start || exit 1
 metrics=$RW_TMP/state/rackwise_ledger.prom
 metric() { grep -q "^$1\$" "$metrics" 2>/dev/null; }
-wait_for 30 metric "rackwise_ledger_fallback 0" || { rw_fail "the plugin never reached the ledger"; exit 1; }
+rw_wait_for 30 metric "rackwise_ledger_fallback 0" || { rw_fail "the plugin never reached the ledger"; exit 1; }
 rw_ok "the plugin reached the shared ledger (metrics: fallback 0)"
 
 # The ledger's slurm/rwtest/ owners as job ids, and the running jobs, each sorted on one line.
@@ -83,7 +72,7 @@ owners_are_running() { [[ $(slurm_owners) == "$(running)" ]]; }
 # Every owner of the ledger holds 2 GPUs (no job counted twice, none with another's GPUs).
 gpus_each_two() { [[ -z $(client list slurm/rwtest/ | awk '$2 != 2') ]]; }
 check_ledger_equals_running() {
-  if wait_for 20 owners_are_running && gpus_each_two; then
+  if rw_wait_for 20 owners_are_running && gpus_each_two; then
     rw_ok "$1: the ledger's slurm/rwtest/ owners are the running jobs: $(slurm_owners)"
   else
     rw_fail "$1: ledger owners '$(slurm_owners)' (GPUs: $(client list slurm/rwtest/ | xargs)), running '$(running)'"
@@ -125,7 +114,7 @@ check_ledger_equals_running "Kubernetes idle"
 kill -KILL "$ledger_pid"
 wait "$ledger_pid" 2>/dev/null
 ledger_pid=""
-wait_for 20 metric "rackwise_ledger_fallback 1" && rw_ok "fallback in the metrics file" || rw_fail "no fallback metric"
+rw_wait_for 20 metric "rackwise_ledger_fallback 1" && rw_ok "fallback in the metrics file" || rw_fail "no fallback metric"
 metric "rackwise_ledger_fallbacks_total 1" || rw_fail "fallbacks_total is not 1: $(cat "$metrics")"
 rw_wait_log "rackwise: power ledger unreachable" 10 || rw_fail "slurmctld.log does not say the ledger is unreachable"
 rw_wait_reason "$j4" "shared power ledger unreachable" 30 && rw_ok "job $j4 pends: $(rw_reason "$j4")" ||
@@ -140,7 +129,7 @@ n=$(grep -c "rackwise: power ledger unreachable" "$RW_TMP/log/slurmctld.log")
 
 # 4. The ledger is back: reconcile, then shared again.
 start_ledger
-wait_for 30 metric "rackwise_ledger_fallback 0" && rw_ok "back to the shared ledger" || rw_fail "still in fallback"
+rw_wait_for 30 metric "rackwise_ledger_fallback 0" && rw_ok "back to the shared ledger" || rw_fail "still in fallback"
 rw_wait_log "rackwise: power ledger back" 10 || rw_fail "slurmctld.log does not say the ledger is back"
 rw_wait_state "$j5" RUNNING 30 && rw_ok "job $j5 runs once the ledger is back" || rw_fail "job $j5 did not start"
 check_ledger_equals_running "after the ledger's return"

@@ -50,16 +50,9 @@ query() {
     sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
 }
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds; fails at once if prometheus died.
-wait_for() {
-  local limit=$1 t
-  shift
-  for ((t = 0; t < limit * 5; t++)); do
-    kill -0 "$prom_pid" 2>/dev/null || { rw_log "prometheus died:"; cat "$work/prometheus.log" >&2; return 1; }
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
+# Prometheus feeds every reading: a test without it would only time out.
+rw_check_test_daemons() {
+  [[ -z $prom_pid ]] || kill -0 "$prom_pid" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
 }
 
 idle_page=()
@@ -78,7 +71,7 @@ prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data"
 prom_pid=$!
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
-if ! wait_for 60 target_up; then
+if ! rw_wait_for 60 target_up; then
   rw_fail "prometheus target not up: $(curl -s "http://127.0.0.1:$prom_port/api/v1/targets" | head -c 800)"
   cat "$work/prometheus.log" "$work/page.log" >&2
   exit 1
@@ -106,7 +99,7 @@ for n in gpu01 gpu02 gpu03 gpu04; do hot+=("$n" 60); done
 for n in gpu05 gpu06 gpu07 gpu08; do hot+=("$n" 546.875); done
 write_page "${hot[@]}"
 h02_gpus_hot() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[5-8]"})') == 17500 ]]; }
-wait_for 30 h02_gpus_hot ||
+rw_wait_for 30 h02_gpus_hot ||
   rw_fail "prometheus does not show h02 at 17.5 kW of GPUs"
 # slurmctld polls once a second: wait until it has queried twice more (so at least one of its polls saw the hot
 # rack), counted on Prometheus's own /metrics, which the test's reads of /metrics do not add to.
@@ -116,11 +109,11 @@ query_count() {
 }
 seen=$(query_count)
 polled_twice() { [[ $(query_count) -ge $((seen + 2)) ]]; }
-wait_for 30 polled_twice || rw_fail "slurmctld did not poll prometheus (requests: $(query_count), before: $seen)"
+rw_wait_for 30 polled_twice || rw_fail "slurmctld did not poll prometheus (requests: $(query_count), before: $seen)"
 j=$(rw_submit -p h02 --gpus=8)
 [[ -n $j ]] || rw_fail "sbatch refused: $(cat "$RW_TMP/sbatch.err")"
 reason_names_watts() { [[ $(rw_state "$j") == PENDING ]] && rw_reason "$j" | grep -q 'measures 27.5 kW'; }
-if wait_for 40 reason_names_watts; then
+if rw_wait_for 40 reason_names_watts; then
   rw_ok "job $j for h02 pending: $(rw_reason "$j")"
 else
   rw_fail "job $j: $(rw_state "$j"), reason $(rw_reason "$j")"
@@ -134,7 +127,7 @@ h02_row() {
     awk '$1 == "h02"'
 }
 h02_measured() { [[ $(h02_row | awk '{print $3}') == 27.5 ]]; }
-wait_for 30 h02_measured && rw_ok "rackwise status on the published state: $(h02_row)" ||
+rw_wait_for 30 h02_measured && rw_ok "rackwise status on the published state: $(h02_row)" ||
   rw_fail "rackwise status does not show h02 measured at 27.5 kW: $(h02_row)"
 
 # The exporter goes away: its series go stale in Prometheus, the plugin falls back to estimates and says so.
@@ -156,7 +149,7 @@ stale=$(grep -c 'rackwise: telemetry: stale' "$RW_TMP/log/slurmctld.log")
 write_page "${idle_page[@]}"
 "$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
 page_pid=$!
-wait_for 60 target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
+rw_wait_for 60 target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
 k=$(rw_submit -p h02 --gpus=8)
 rw_wait_state "$k" RUNNING 60 && rw_ok "job $k runs on h02 beside job $j" ||
   rw_fail "job ${k:-?}: $(rw_state "$k") $(rw_reason "$k")"
@@ -166,7 +159,7 @@ for n in gpu05 gpu06 gpu07 gpu08; do over+=("$n" 700); done
 write_page "${over[@]}"
 restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 requeued() { [[ $(restarts "$k") -ge 1 ]]; }
-if wait_for 60 requeued; then
+if rw_wait_for 60 requeued; then
   rw_ok "rack h02 over its cap: the newest job $k was requeued ($(rw_state "$k"))"
 else
   rw_fail "job $k not requeued: $(rw_state "$k") restarts=$(restarts "$k")"
@@ -179,7 +172,7 @@ grep -q "rackwise: OVERDRAW: requeue_newest: requeued JobId=$k " "$RW_TMP/log/sl
 # Two more polls (and a publishing round) with h02 still over: the same overdraw acts once.
 seen=$(query_count)
 five_more() { [[ $(query_count) -ge $((seen + 5)) ]]; }
-wait_for 30 five_more || rw_fail "slurmctld stopped polling"
+rw_wait_for 30 five_more || rw_fail "slurmctld stopped polling"
 [[ $(rw_state "$j") == RUNNING && $(restarts "$j") == 0 ]] && rw_ok "job $j (older) still runs, never requeued" ||
   rw_fail "job $j: $(rw_state "$j") restarts=$(restarts "$j")"
 [[ $(grep -c 'requeue_newest: requeued' "$RW_TMP/log/slurmctld.log") -eq 1 ]] && rw_ok "one requeue for one overdraw" ||

@@ -1,5 +1,5 @@
-// A minimal Kubernetes API client for what the extender needs: paginated LIST, a streaming WATCH (chunked,
-// one JSON event per line), and POST of a pod's binding subresource. Plain HTTP is allowed for tests against
+// A minimal Kubernetes API client for what the extender and the node agent need: paginated LIST, a streaming WATCH
+// (chunked, one JSON event per line), and POST of a pod's binding subresource. Plain HTTP is allowed for tests against
 // a local replay server; real clusters use HTTPS with a CA and a bearer token or client certificate.
 // Thread-safe: every call opens (or, for binds, reuses under a mutex) its own connection; Stop() aborts
 // watches in progress.
@@ -16,9 +16,9 @@
 #include <httplib.h>
 
 #include "absl/status/statusor.h"
-#include "extender_service.h"
 #include "json_fields.h"
 #include "kube_config.h"
+#include "pod_binder.h"
 
 namespace rackwise::k8s {
 

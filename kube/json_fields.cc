@@ -1,7 +1,9 @@
-// Go-compatible JSON field lookup and a small, allocation-free JSON string writer.
+// Go-compatible JSON field lookup, a depth-bounded parse into a DOM, and a small, allocation-free JSON string writer.
 #include "json_fields.h"
 
 #include <cstdio>
+
+#include "absl/strings/str_cat.h"
 
 namespace rackwise::k8s {
 
@@ -57,6 +59,34 @@ size_t Utf8Length(absl::string_view s, size_t i) {
     if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
   }
   return n;
+}
+
+// Refuses nesting deeper than kMaxJsonDepth without recursion. Returns the offset where it gets too deep.
+absl::Status CheckDepth(absl::string_view body) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels at byte ", i));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -118,6 +148,24 @@ void AppendJsonString(absl::string_view text, std::string* out) {
     }
   }
   out->push_back('"');
+}
+
+absl::StatusOr<Json> ParseJsonObject(absl::string_view body) {
+  if (absl::Status depth = CheckDepth(body); !depth.ok()) return depth;
+  Json root = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    // Re-run with exceptions to learn the position; caught here, never escapes.
+    try {
+      Json discarded = Json::parse(body.begin(), body.end());
+      (void)discarded;
+    } catch (const Json::parse_error& e) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid JSON at byte ", e.byte, ": ", e.what()));
+    } catch (...) {
+    }
+    return absl::InvalidArgumentError("invalid JSON");
+  }
+  if (!root.is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  return root;
 }
 
 }  // namespace rackwise::k8s

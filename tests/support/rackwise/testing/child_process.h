@@ -1,6 +1,7 @@
-// Child processes for the ledger's etcd tests: etcd itself and rackwise-ledger replicas, each with its stderr
-// and stdout in a log file that a failing test prints. Waits are on states (a predicate polled every 10 ms
-// until a bound), never fixed sleeps; a child that dies while a test waits on it fails the wait at once.
+// Child processes for tests that start real daemons (etcd, rackwise-ledger, rackwise-extender, the node agent),
+// each with its stderr and stdout in a log file that a failing test prints, and the one way tests wait: on a
+// state (a predicate polled every 10 ms until a bound), never a fixed sleep; a child that dies while a test
+// waits on it ends the wait at once, with its log.
 #pragma once
 
 #include <netinet/in.h>
@@ -18,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-namespace rackwise::ledger::testing {
+namespace rackwise::testing {
 
 // A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0).
 inline int FreeLoopbackPort() {
@@ -93,23 +94,35 @@ class ChildProcess {
   pid_t pid_ = -1;
 };
 
-// Polls `ready` until it holds or `bound` passes; "" when it held, else why (with the log of any watched child
-// that died, which ends the wait at once).
-inline std::string WaitFor(const std::string& what, const std::function<bool()>& ready,
-                           const std::vector<ChildProcess*>& watched, std::chrono::milliseconds bound) {
+// Polls `ready` every 10 ms until it holds or `bound` passes: "" when it held, else why. `died`, asked between
+// polls, names what has died (with its log) when something the test needs has: that ends the wait at once.
+inline std::string WaitFor(const std::string& what, const std::function<bool()>& ready, std::chrono::milliseconds bound,
+                           const std::function<std::string()>& died = nullptr) {
   const auto until = std::chrono::steady_clock::now() + bound;
   while (true) {
     if (ready()) return "";
-    for (ChildProcess* child : watched) {
-      if (!child->Running()) return "waiting for " + what + ": " + child->name() + " died; its log:\n" + child->Log();
+    if (died) {
+      if (std::string why = died(); !why.empty()) return "waiting for " + what + ": " + why;
     }
     if (std::chrono::steady_clock::now() >= until) {
-      std::string out = "waiting for " + what + ": not within " + std::to_string(bound.count()) + " ms";
-      for (ChildProcess* child : watched) out += "\n--- " + child->name() + " log:\n" + child->Log();
-      return out;
+      return "waiting for " + what + ": not within " + std::to_string(bound.count()) + " ms";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
-}  // namespace rackwise::ledger::testing
+// The same, watching child processes: one that dies ends the wait with its log, and a timeout shows every log.
+inline std::string WaitFor(const std::string& what, const std::function<bool()>& ready,
+                           const std::vector<ChildProcess*>& watched, std::chrono::milliseconds bound) {
+  std::string why = WaitFor(what, ready, bound, [&]() -> std::string {
+    for (ChildProcess* child : watched) {
+      if (!child->Running()) return child->name() + " died; its log:\n" + child->Log();
+    }
+    return "";
+  });
+  if (why.empty() || why.find(" died; its log:") != std::string::npos) return why;
+  for (ChildProcess* child : watched) why += "\n--- " + child->name() + " log:\n" + child->Log();
+  return why;
+}
+
+}  // namespace rackwise::testing

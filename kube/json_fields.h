@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,9 @@ using Json = nlohmann::json;
 
 // Nesting deeper than this is refused before parsing (the parser recurses; a body of 10^6 '[' must not crash).
 inline constexpr int kMaxJsonDepth = 64;
+
+// Parses a body into a DOM, refusing syntax errors, nesting deeper than kMaxJsonDepth and non-objects.
+absl::StatusOr<Json> ParseJsonObject(absl::string_view body);
 
 // The value under `key` in `object`, or nullptr when `object` is not an object, the key is absent, or its value
 // is null. Exact matches win over case-insensitive ones, as in Go.
