@@ -46,7 +46,7 @@ v1::ClusterDescription MixedCluster(std::mt19937_64& rng) {
     if (pick(0, 1)) block.rack_cap_kw = std::uniform_real_distribution<double>(idle_kw + 0.5, full_kw)(rng);
     spec.blocks.push_back(block);
   }
-  // Description order decides nothing: half the clusters list the HGX block first.
+  // What is checked does not depend on the description's order: half the clusters list the HGX block first.
   if (pick(0, 1)) std::swap(spec.blocks[0], spec.blocks[1]);
   return BuildSyntheticCluster(spec);
 }
