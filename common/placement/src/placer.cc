@@ -69,6 +69,18 @@ PowerScratch& ThreadScratch(const Topology& t) {
   return scratch;
 }
 
+// Of two one-domain plans (of different node types), whether `a` fits tighter: fewer GPUs left free in the domain
+// it takes, then the smaller domain, else the first type (description order) stays. Why: a job that a small domain
+// holds whole should leave the large ones to the jobs that only they hold in their fewest domains (a 4-GPU job
+// on an idle HGX node, not in the NVL72 rack a 64-GPU `required` job waits for), while a fragment that already
+// exists, in either type, is the best home of all (objective 5, across types as within one).
+bool TighterSingleDomain(const Ledger& ledger, const DomainPlan& a, const DomainPlan& b) {
+  const DomainId da = a.takes.front().domain, db = b.takes.front().domain;
+  const int free_a = ledger.domain_free_gpus(da), free_b = ledger.domain_free_gpus(db);
+  if (free_a != free_b) return free_a < free_b;
+  return ledger.topology().domains()[da].gpus < ledger.topology().domains()[db].gpus;
+}
+
 // Fewest domains, then scalable units, then racks.
 bool Better(const PlacementDecision& a, const PlacementDecision& b) {
   if (a.domains != b.domains) return a.domains < b.domains;
@@ -87,14 +99,17 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
                             setup->allowed);
   };
   // One domain, of any type, is the fewest there is. Locality none keeps whole domains free: the tightest partly
-  // used domain that holds the job whole (no needless NVLink crossing), else the smallest fragments.
+  // used domain that holds the job whole (no needless NVLink crossing), else the smallest fragments. Across types
+  // too the tightest fit wins (TighterSingleDomain).
+  std::optional<std::pair<NodeTypeId, DomainPlan>> one;
   for (NodeTypeId type : setup->types) {
     if (ShareGranule(request) > t.node_types()[type].gpus) continue;
     const PlacementContext ctx = context(type);
     if (ctx.EffectiveDomainSize() <= 0 || !ctx.SomeRackPowersAShare()) continue;
-    if (std::optional<DomainPlan> plan = internal::PlanSingleDomain(ctx, setup->locality == Locality::kNone))
-      return PlacementOutcome{Assemble(ctx, *plan, 1)};
+    std::optional<DomainPlan> plan = internal::PlanSingleDomain(ctx, setup->locality == Locality::kNone);
+    if (plan && (!one || TighterSingleDomain(ledger, *plan, one->second))) one.emplace(type, std::move(*plan));
   }
+  if (one) return PlacementOutcome{Assemble(context(one->first), one->second, 1)};
   // Several domains. `required` waits for the fewest the cluster can give over every type the job may use;
   // preferred and none take the fewest they can get now.
   const internal::TypeMinimum fewest = internal::FewestDomainsOverTypes(ledger, request, *setup);

@@ -8,7 +8,8 @@
 //     node type it may use (FewestDomains);
 //  3. fewest scalable units, then fewest racks;
 //  4. rail alignment (the same GPU indices on every node of a partial-node multi-node job);
-//  5. best fit, so that whole domains stay free for large jobs.
+//  5. best fit, so that whole domains stay free for large jobs; across node types too (a job one domain holds
+//     takes the domain, of any type, with the fewest GPUs left free, then the smaller domain).
 #pragma once
 
 #include <optional>
