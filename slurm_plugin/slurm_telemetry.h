@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,13 @@ class SlurmTelemetry {
   std::vector<std::string> ApplyLatest(Ledger* ledger);
   // Forgets what was logged (after the ledger was rebuilt: the next readings are applied and logged afresh).
   void Reset();
+  // Called (from the poller's thread) each time readings are delivered: the plugin wakes its publisher, so that a
+  // steering decision reaches the nodes without waiting for the next publishing round.
+  void SetOnDelivered(std::function<void()> hook);
+  // What the steered limits file lists now: with on_overdraw: lower_limits, the jobs held below their declared
+  // watts; otherwise none. nullopt while steering has not run since the ledger was rebuilt (a reload): the limits
+  // are not known yet, and listing none would send every steered job back up for a round.
+  std::optional<std::vector<LimitChange>> LimitsToPublish() const;
 
  private:
   TelemetrySettings settings_;
@@ -50,6 +58,8 @@ class SlurmTelemetry {
   std::mutex mu_;  // guards latest_ and fetched_ (the poller's thread writes them)
   std::optional<PowerReadings> latest_;
   std::chrono::steady_clock::time_point fetched_;
+  std::function<void()> on_delivered_;  // guarded by mu_
+  bool steered_ = false;                // a steering round ran since the last Reset
   TelemetryTracker tracker_;  // touched only by the scheduling thread (under the plugin's mutex)
 };
 
