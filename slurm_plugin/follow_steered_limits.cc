@@ -105,8 +105,8 @@ int FollowSteeredLimits(JobScriptEnvironment env, const std::string& cache_dir, 
   std::string library;  // the one `control` was opened from
   Once problem, nvml_problem;
   const auto interval = std::chrono::duration<double>(options.interval_s);
-  for (auto next = std::chrono::steady_clock::now(); !g_stop; next += std::chrono::duration_cast<
-                                                                  std::chrono::steady_clock::duration>(interval)) {
+  for (auto next = std::chrono::steady_clock::now(); !g_stop;
+       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval)) {
     // Read each round: a reloaded description (another NVML library or lease file) holds from the next one.
     const NodeDescription description = LoadNodeDescription(env, cache_dir);
     std::optional<std::vector<SteeredLimit>> limits = ReadLimits(limits_path, &problem);

@@ -54,11 +54,13 @@ std::optional<CommandLine> Parse(int argc, char** argv) {
   out.mode = argv[1];
   if (out.mode != "prolog" && out.mode != "epilog" && out.mode != "accept" && out.mode != "follow") return std::nullopt;
   std::string interval;
-  const std::pair<const char*, std::string*> flags[] = {
-      {"--cache-dir=", &out.cache_dir},      {"--node=", &out.node},
-      {"--slurm-conf=", &out.slurm_conf},    {"--limits=", &out.follow.limits_path},
-      {"--metrics=", &out.follow.metrics_path}, {"--scontrol=", &out.follow.scontrol},
-      {"--interval=", &interval}};
+  const std::pair<const char*, std::string*> flags[] = {{"--cache-dir=", &out.cache_dir},
+                                                        {"--node=", &out.node},
+                                                        {"--slurm-conf=", &out.slurm_conf},
+                                                        {"--limits=", &out.follow.limits_path},
+                                                        {"--metrics=", &out.follow.metrics_path},
+                                                        {"--scontrol=", &out.follow.scontrol},
+                                                        {"--interval=", &interval}};
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     bool known = false;

@@ -179,7 +179,7 @@ class RackwiseSelect {
   std::unique_ptr<SlurmLedgerFace> shared_;
   UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
   std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
-  SteeredLimitsBook steered_book_;                   // the steered limits file's generations (publisher's snapshot)
+  SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
   SlurmTelemetry telemetry_;
 };

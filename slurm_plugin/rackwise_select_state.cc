@@ -30,8 +30,8 @@ std::string RackwiseSelect::SteeredLimitsPathLocked() const {
 std::chrono::milliseconds RackwiseSelect::PublishIntervalLocked() const {
   const TelemetrySettings& t = telemetry_.settings();
   if (!t.enabled) return kStateInterval;
-  return std::min<std::chrono::milliseconds>(kStateInterval, std::chrono::milliseconds(static_cast<int64_t>(
-                                                                 std::max(0.1, t.interval_s) * 1000)));
+  return std::min<std::chrono::milliseconds>(
+      kStateInterval, std::chrono::milliseconds(static_cast<int64_t>(std::max(0.1, t.interval_s) * 1000)));
 }
 
 void RackwiseSelect::StartStatePublisherLocked() {

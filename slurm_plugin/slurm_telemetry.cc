@@ -64,8 +64,7 @@ void SlurmTelemetry::Reset() {
 }
 
 std::optional<std::vector<LimitChange>> SlurmTelemetry::LimitsToPublish() const {
-  if (!settings_.enabled || settings_.on_overdraw != OverdrawAction::kLowerLimits)
-    return std::vector<LimitChange>();
+  if (!settings_.enabled || settings_.on_overdraw != OverdrawAction::kLowerLimits) return std::vector<LimitChange>();
   if (!steered_) return std::nullopt;
   return tracker_.lowered_limits();
 }

@@ -60,7 +60,7 @@ class SlurmTelemetry {
   std::chrono::steady_clock::time_point fetched_;
   std::function<void()> on_delivered_;  // guarded by mu_
   bool steered_ = false;                // a steering round ran since the last Reset
-  TelemetryTracker tracker_;  // touched only by the scheduling thread (under the plugin's mutex)
+  TelemetryTracker tracker_;            // touched only by the scheduling thread (under the plugin's mutex)
 };
 
 }  // namespace rackwise::slurm

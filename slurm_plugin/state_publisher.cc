@@ -12,12 +12,13 @@
 namespace rackwise::slurm {
 
 StatePublisher::StatePublisher(std::string path, std::chrono::milliseconds interval, Snapshot snapshot, Log log)
-    : StatePublisher(std::vector<std::string>{std::move(path)}, interval,
-                     [snapshot = std::move(snapshot)] { return std::vector<std::optional<std::string>>{snapshot()}; },
-                     std::move(log)) {}
+    : StatePublisher(
+          std::vector<std::string>{std::move(path)}, interval,
+          [snapshot = std::move(snapshot)] { return std::vector<std::optional<std::string>>{snapshot()}; },
+          std::move(log)) {}
 
-StatePublisher::StatePublisher(std::vector<std::string> paths, std::chrono::milliseconds interval,
-                               Snapshots snapshots, Log log)
+StatePublisher::StatePublisher(std::vector<std::string> paths, std::chrono::milliseconds interval, Snapshots snapshots,
+                               Log log)
     : outputs_([&paths] {
         std::vector<Output> out;
         for (std::string& p : paths) out.push_back({std::move(p), "", ""});

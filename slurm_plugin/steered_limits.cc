@@ -119,8 +119,8 @@ std::vector<SteeredLimit> SteeredLimitsBook::Lines(const Ledger& ledger, const s
     const Allocation* a = ledger.Find(change.allocation);
     if (a == nullptr || !absl::SimpleAtoi(change.allocation, &line.job_id) || line.job_id == 0) continue;
     auto last = last_.find(change.allocation);
-    line.generation = last != last_.end() && last->second.first == change.to_per_gpu ? last->second.second
-                                                                                      : next_generation_++;
+    line.generation =
+        last != last_.end() && last->second.first == change.to_per_gpu ? last->second.second : next_generation_++;
     line.limit_mw = change.to_per_gpu;
     line.declared_mw = change.from_per_gpu;
     for (const NodeGpus& n : a->nodes) line.gpus.emplace_back(topology.nodes()[n.node].name, GpuIndices(n.gpus));

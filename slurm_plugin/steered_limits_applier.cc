@@ -79,8 +79,8 @@ SteeredLimitsApplier::Round SteeredLimitsApplier::Apply(const std::vector<Steere
     if (!leased.contains(LeaseOwner(absl::StrCat(line.job_id)))) {
       // Before its prolog, after its epilog, or a prolog that needed no limit: nothing here to steer safely.
       if (reported_.insert(absl::StrCat(line.job_id, " unleased")).second)
-        round.log.push_back(absl::StrCat(JobName(line.job_id),
-                                         ": listed, but no GPU of it holds a rackwise limit on this node; not steered"));
+        round.log.push_back(absl::StrCat(
+            JobName(line.job_id), ": listed, but no GPU of it holds a rackwise limit on this node; not steered"));
       held_.erase(line.job_id);
       continue;
     }

@@ -48,8 +48,8 @@ class SteeredLimitsApplier {
             Round* round);
 
   std::string node_;
-  absl::flat_hash_map<uint32_t, Held> held_;          // jobs steered here (below or back at their declared watts)
-  absl::flat_hash_set<std::string> reported_;         // problems already logged (job and target)
+  absl::flat_hash_map<uint32_t, Held> held_;   // jobs steered here (below or back at their declared watts)
+  absl::flat_hash_set<std::string> reported_;  // problems already logged (job and target)
   uint64_t changes_ = 0, failures_ = 0;
 };
 

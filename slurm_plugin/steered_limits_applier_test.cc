@@ -29,8 +29,8 @@ class SteeredLimitsApplierTest : public node_power::FakeNvmlTest {
   }
   // What a job's prolog does: its GPUs held to its declared watts under its lease.
   void Prolog(uint32_t job, const std::vector<int>& gpus, int64_t mw) {
-    ASSERT_TRUE(node_power::PowerLimitLeases(control_.get(), leases_).Acquire(LeaseOwner(std::to_string(job)), gpus, mw)
-                    .ok());
+    ASSERT_TRUE(
+        node_power::PowerLimitLeases(control_.get(), leases_).Acquire(LeaseOwner(std::to_string(job)), gpus, mw).ok());
   }
   void Epilog(uint32_t job) {
     ASSERT_TRUE(node_power::PowerLimitLeases(control_.get(), leases_).Release(LeaseOwner(std::to_string(job))).ok());
@@ -53,7 +53,7 @@ TEST_F(SteeredLimitsApplierTest, LowersThenRestoresThenTheEpilogGivesBack) {
   EXPECT_THAT(round.log[0], HasSubstr("job 5 (generation 3): GPUs 1,2 to 450.000 W per GPU (declared 600.000 W)"));
   EXPECT_THAT(applier_.Metrics(),
               HasSubstr("rackwise_slurm_gpu_steered_limit_watts{node=\"n1\",job=\"5\",gpu=\"1\"} 450.000\n"));
-  EXPECT_THAT(Apply({line}).log, IsEmpty());  // nothing to change
+  EXPECT_THAT(Apply({line}).log, IsEmpty());                                    // nothing to change
   EXPECT_THAT(Calls("nvmlDeviceSetPowerManagementLimit"), testing::SizeIs(4));  // 2 prolog + 2 steering
   round = Apply({});  // the line disappeared: back to the declared watts
   EXPECT_THAT(CurrentLimits(), ElementsAre(700'000, 600'000, 600'000, 700'000));

@@ -68,8 +68,8 @@ TEST(SteeredLimitsBook, ListsLedgerJobsWithTheirGpusAndCountsChanges) {
   ASSERT_TRUE(ledger.Commit({"7", {{0, 0b11}, {1, 0b100}}, 600'000}).ok());
   ASSERT_TRUE(ledger.Commit({"pod-a", {{1, 0b1}}, 600'000}).ok());
   SteeredLimitsBook book;
-  std::vector<SteeredLimit> first = book.Lines(ledger, {{"7", 600'000, 450'000}, {"pod-a", 600'000, 450'000},
-                                                        {"8", 600'000, 450'000}});  // not a job id; gone
+  std::vector<SteeredLimit> first = book.Lines(
+      ledger, {{"7", 600'000, 450'000}, {"pod-a", 600'000, 450'000}, {"8", 600'000, 450'000}});  // not a job id; gone
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0], (SteeredLimit{7, 450'000, 600'000, 1, {{"g1", {0, 1}}, {"g2", {2}}}}));
   EXPECT_EQ(book.Lines(ledger, {{"7", 600'000, 450'000}})[0].generation, 1u);  // unchanged: same generation
