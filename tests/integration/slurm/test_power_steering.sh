@@ -60,7 +60,7 @@ wait_for() {
 
 # The GPUs' demand per node (watts per GPU); the mirror below turns it into the page, capped by each limit.
 set_demand() { printf '%s %s\n' "$@" >"$work/demand.tmp" && mv "$work/demand.tmp" "$work/demand"; }
-set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60
+set_demand gpu01 60 gpu02 60 gpu03 60 gpu04 60  # idle until the jobs run
 mkdir -p "$work/nvml"
 for n in "${nodes[@]}"; do
   mkdir -p "$work/nvml/$n"
@@ -104,9 +104,17 @@ yaml=$work/cluster.yaml
 cat >"$yaml" <<YML
 cluster: steering
 node_types:
-  - {name: hgx-h100, gpus: 8, nvlink: node, gpu_watts: 700, node_watts: 10200, idle_watts: 2500}
+  - name: hgx-h100
+    gpus: 8
+    nvlink: node
+    gpu_watts: 700
+    node_watts: 10200
+    idle_watts: 2500
 racks:
-  - {name: h01, type: hgx-h100, nodes: 'gpu[01-04]', power_cap_kw: 24}
+  - name: h01
+    type: hgx-h100
+    nodes: gpu[01-04]
+    power_cap_kw: 24
 power_enforcement:
   mode: enforce
   nvml_library: $work/nvml/%n/libnvidia-ml.so.1
@@ -168,6 +176,9 @@ rw_wait_state "$j1" RUNNING 30 && rw_wait_state "$j2" RUNNING 30 ||
   rw_fail "jobs: $j1 $(rw_state "$j1") $(rw_reason "$j1"), $j2 $(rw_state "$j2") $(rw_reason "$j2")"
 wait_for 30 all_at 600 && rw_ok "jobs $j1, $j2 run with their 16 GPUs at 600 W (prolog)" ||
   rw_fail "prolog limits: $(job_limits | paste -sd'|')"
+set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60  # the jobs draw all their limit allows
+busy() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') == 10560 ]]; }
+wait_for 30 busy || rw_fail "prometheus does not show the jobs drawing 9.6 kW"
 wait_for 30 test -f "$limits_file" && rw_ok "the plugin publishes $limits_file" || rw_fail "no $limits_file"
 
 # --- the cap lowered by 30% ---------------------------------------------------------------------------------
@@ -180,6 +191,10 @@ wait_for 30 fits && rw_ok "rack counted at the steered limits: $(rack_counted) W
 [[ $(job_limits | tr ' ' '\n' | sort -u | wc -l) -eq 1 ]] && rw_ok "one fair limit for both jobs" ||
   rw_fail "unequal limits: $(job_limits | paste -sd'|')"
 jobs_untouched && rw_ok "no job requeued (floors allow the cap)" || rw_fail "a job was requeued or stopped"
+# Straight to the fair limit: the jobs the reload recommitted are not taken for new draw on top of the reading
+# (which would cut them to their floors for a round, then raise them again).
+[[ $(grep -c "job $j1 (generation" "$work/follow-gpu01.log") -eq 1 ]] && rw_ok "one change on gpu01, no detour" ||
+  rw_fail "gpu01's limits moved more than once: $(grep "job $j1 (generation" "$work/follow-gpu01.log")"
 grep -q "rackwise: steer: $j1: 600 W per GPU -> " "$RW_TMP/log/slurmctld.log" && rw_ok "slurmctld logged the steer" ||
   rw_fail "no steer line for $j1 in slurmctld.log"
 grep -q "job $j1 (generation [0-9]*): GPUs 0,1,2,3,4,5,6,7 to " "$work/follow-gpu01.log" &&
