@@ -6,8 +6,8 @@
 //   1234 475.000 600.000 7 gpu01:0,1,2,3 gpu02:0,1
 // The GPUs are carried per node (the numbers of SLURM_JOB_GPUS, as the prolog applies them) so that a node needs
 // nothing else to find a job's GPUs, including boards whose prolog needed no limit. `declared` is what the node
-// sets back when the job's line disappears. `generation` counts the job's limit changes (it rises with each),
-// for the logs on both sides. Slurm-free, so that it is unit-tested without a daemon.
+// sets back when the job's line disappears. `generation` is the number of the change that set the job's limit (one
+// counter for all jobs, rising with each change), to match a node's log line with slurmctld's. Slurm-free, so that it is unit-tested without a daemon.
 #pragma once
 
 #include <cstdint>
