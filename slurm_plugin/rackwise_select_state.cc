@@ -48,8 +48,8 @@ void RackwiseSelect::StartStatePublisherLocked() {
         [](const std::string& why) { error("rackwise: cannot publish the ledger: %s", why.c_str()); });
     StatePublisher* publisher = state_publisher_.get();  // outlives telemetry_ (declared before it)
     telemetry_.SetOnDelivered([publisher] { publisher->Wake(); });
-    info("rackwise: publishing the ledger to %s and the steered GPU limits to %s every %llds", path.c_str(),
-         limits_path.c_str(), static_cast<long long>(kStateInterval.count()));
+    info("rackwise: publishing the ledger to %s and the steered GPU limits to %s every %.1fs", path.c_str(),
+         limits_path.c_str(), PublishIntervalLocked().count() / 1000.0);
   } catch (const std::exception& e) {  // std::system_error: no thread; the plugin works without the file
     error("rackwise: not publishing the ledger: %s", e.what());
   }

@@ -34,7 +34,9 @@ void RackwiseSelect::ApplyTelemetryLocked() {
       info("rackwise: %s", line.c_str());
     }
   }
-  if (telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest) RequeueForOverdrawLocked();
+  // Only on a new round: the overdraws of an older one were acted on, and may name jobs requeued since.
+  if (telemetry_.applied_round() && telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest)
+    RequeueForOverdrawLocked();
 }
 
 JobRequeuer* RackwiseSelect::RequeuerLocked() {

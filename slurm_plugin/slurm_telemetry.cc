@@ -61,6 +61,7 @@ void SlurmTelemetry::SetOnDelivered(std::function<void()> hook) {
 void SlurmTelemetry::Reset() {
   tracker_.Reset();
   steered_ = false;
+  applied_round_ = false;
 }
 
 std::optional<std::vector<LimitChange>> SlurmTelemetry::LimitsToPublish() const {
@@ -77,7 +78,8 @@ std::vector<std::string> SlurmTelemetry::ApplyLatest(Ledger* ledger) {
     readings.swap(latest_);
     waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - fetched_).count();
   }
-  if (!readings || !settings_.enabled) return {};
+  applied_round_ = readings && settings_.enabled;
+  if (!applied_round_) return {};
   // Ages were taken when fetched; the readings have aged while parked.
   for (PowerReading& r : readings->nodes) r.age_s += waited;
   for (PowerReading& r : readings->racks) r.age_s += waited;

@@ -42,6 +42,9 @@ class SlurmTelemetry {
   // the log lines for what changed. Without new readings, nothing changes (the ledger keeps the last reading
   // until one arrives that says otherwise; the poller delivers a failure as readings too).
   std::vector<std::string> ApplyLatest(Ledger* ledger);
+  // Whether the last ApplyLatest applied a round (tracker() then describes it; otherwise it describes an older
+  // round, whose overdraws were already acted on and may name jobs gone since).
+  bool applied_round() const { return applied_round_; }
   // Forgets what was logged (after the ledger was rebuilt: the next readings are applied and logged afresh).
   void Reset();
   // Called (from the poller's thread) each time readings are delivered: the plugin wakes its publisher, so that a
@@ -60,7 +63,8 @@ class SlurmTelemetry {
   std::chrono::steady_clock::time_point fetched_;
   std::function<void()> on_delivered_;  // guarded by mu_
   bool steered_ = false;                // a steering round ran since the last Reset
-  TelemetryTracker tracker_;            // touched only by the scheduling thread (under the plugin's mutex)
+  bool applied_round_ = false;
+  TelemetryTracker tracker_;  // touched only by the scheduling thread (under the plugin's mutex)
 };
 
 }  // namespace rackwise::slurm

@@ -266,7 +266,11 @@ TEST(OverdrawTest, RequeueNewestTakesTheLatestStartedUntilTheExcessIsGone) {
   EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-a", "job-b"}));
   starts.erase("job-b");  // unknown start: counted as newest
   l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);
-  EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-b"}));
+  const Overdraw kept = FindOverdraws(l)[0];
+  EXPECT_EQ(PlanRequeueNewest(l, kept, started), (std::vector<std::string>{"job-b"}));
+  // An overdraw kept while the ledger changed: a job gone since is skipped, not dereferenced.
+  ASSERT_TRUE(l.Release("job-b"));
+  EXPECT_EQ(PlanRequeueNewest(l, kept, started), (std::vector<std::string>{"job-a"}));
 }
 
 // Against an independent statement of the rule on random racks: the plan is the shortest prefix of the
