@@ -13,6 +13,7 @@
 // and released at job end (rackwise_select_shared.cc).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,7 @@
 #include "slurm_ledger_face.h"
 #include "slurm_telemetry.h"
 #include "state_publisher.h"
+#include "steered_limits.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_headers.h"
 
@@ -109,9 +111,12 @@ class RackwiseSelect {
   static int64_t PrologSkipWindow();  // from slurm.conf's AuthInfo and KillWait
   void SetPendingReason(job_record_t* job, const std::string& why);
   void CommitJobLocked(job_record_t* job, bool starting);
-  // The live ledger as a state file in StateSaveLocation (rackwise_select_state.cc).
+  // The live ledger as a state file in StateSaveLocation, and the steered GPU limits beside it
+  // (rackwise_select_state.cc). Start: once; later calls only follow a change of the telemetry interval.
   void StartStatePublisherLocked();
-  std::optional<std::string> StateSnapshot();
+  std::vector<std::optional<std::string>> StateSnapshot();
+  std::string SteeredLimitsPathLocked() const;
+  std::chrono::milliseconds PublishIntervalLocked() const;
   // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
   // and applies the readings parked since the last decision, logging what changed.
   void ConfigureTelemetryLocked(const std::string& yaml, const std::string& path);
@@ -174,6 +179,7 @@ class RackwiseSelect {
   std::unique_ptr<SlurmLedgerFace> shared_;
   UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
   std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
+  SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
   std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
   SlurmTelemetry telemetry_;
 };

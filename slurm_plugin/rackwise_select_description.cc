@@ -122,7 +122,7 @@ int RackwiseSelect::NodeInit() {
   absl::Status status = LoadModel(/*force=*/true);
   if (status.ok()) {
     RebuildLedgerLocked();
-    if (!state_publisher_) StartStatePublisherLocked();
+    StartStatePublisherLocked();
     return SLURM_SUCCESS;
   }
   error("rackwise: rejected the cluster description: %s", std::string(status.message()).c_str());
@@ -147,7 +147,7 @@ int RackwiseSelect::NodeInit() {
         "scontrol reconfigure",
         previous_file == DescriptionPath() ? "the one in force" : previous_file.c_str(), DescriptionPath().c_str());
     RebuildLedgerLocked();
-    if (!state_publisher_) StartStatePublisherLocked();
+    StartStatePublisherLocked();
     return SLURM_SUCCESS;
   }
   if (!model_) {
@@ -171,6 +171,7 @@ void RackwiseSelect::Reconfigure() {
           std::string(status.message()).c_str());
   }
   RebuildLedgerLocked();
+  StartStatePublisherLocked();  // a new telemetry interval sets the publishing interval
 }
 
 }  // namespace rackwise::slurm

@@ -41,6 +41,14 @@ void RackwiseSelect::RebuildLedgerLocked() {
     }
   }
   list_iterator_destroy(it);
+  // Every job just recommitted was already running (and drawing) when the last reading was taken: none of them is
+  // "placed since the reading", which the ledger would count on top of it (and steering would take for an
+  // overdraw, cutting every job to its floor for a round after each reconfigure).
+  Ledger& ledger = model_->ledger();
+  std::vector<std::optional<Milliwatts>> readings;
+  for (RackId r = 0; r < static_cast<RackId>(model_->topology().racks().size()); ++r)
+    readings.push_back(ledger.measured_rack_draw(r));
+  ledger.SetMeasuredDraw(readings, ledger.reclaim_fraction(), /*count_recent=*/false);
   debug("rackwise: ledger rebuilt from %d running jobs, %zu hold GPUs", recovered, model_->ledger().allocation_count());
   // The whole slurm/<ClusterName>/ list is now known: the shared ledger is made to hold exactly it.
   if (shared_) shared_->ReconcileSoon();

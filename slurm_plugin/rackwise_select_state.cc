@@ -1,46 +1,72 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // select/rackwise_cons_tres publishes its live ledger to StateSaveLocation/rackwise_state.yaml (every
-// kStateInterval, when it changed) for `rackwise status --cluster rackwise.yaml --state ...`. The publisher's
-// own thread takes the snapshot with a try-lock: when slurmctld is busy in the plugin it skips a round rather
-// than wait, and the YAML and the disk write happen outside the lock.
+// kStateInterval, when it changed) for `rackwise status --cluster rackwise.yaml --state ...`, and beside it the
+// steered GPU limits (steered_limits.h) for the nodes' `rackwise-slurm-gpu-power follow`. The publisher's own
+// thread takes the snapshot with a try-lock: when slurmctld is busy in the plugin it skips a round rather than
+// wait, and the YAML and the disk writes happen outside the lock; no slurmctld lock ever waits on a node. With
+// telemetry on, the publisher runs at least every telemetry interval and is woken when readings arrive, so that a
+// steering decision is on disk a moment after the readings that made it.
+#include <algorithm>
 #include <chrono>
 
 #include "rackwise/cluster_state.h"
 #include "rackwise_select.h"
+#include "steered_limits.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_records.h"
 
 namespace rackwise::slurm {
 namespace {
 
-constexpr std::chrono::seconds kStateInterval{5};
+constexpr std::chrono::milliseconds kStateInterval{5000};
 constexpr char kStateFileName[] = "rackwise_state.yaml";
 
 }  // namespace
 
+std::string RackwiseSelect::SteeredLimitsPathLocked() const {
+  return std::string(slurm_conf.state_save_location) + "/" + kSteeredLimitsFileName;
+}
+
+std::chrono::milliseconds RackwiseSelect::PublishIntervalLocked() const {
+  const TelemetrySettings& t = telemetry_.settings();
+  if (!t.enabled) return kStateInterval;
+  return std::min<std::chrono::milliseconds>(
+      kStateInterval, std::chrono::milliseconds(static_cast<int64_t>(std::max(0.1, t.interval_s) * 1000)));
+}
+
 void RackwiseSelect::StartStatePublisherLocked() {
+  if (state_publisher_) {
+    state_publisher_->SetInterval(PublishIntervalLocked());  // telemetry may have been reconfigured
+    return;
+  }
   if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return;
   std::string path = std::string(slurm_conf.state_save_location) + "/" + kStateFileName;
+  const std::string limits_path = SteeredLimitsPathLocked();
   try {
     state_publisher_ = std::make_unique<StatePublisher>(
-        path, kStateInterval, [this] { return StateSnapshot(); },
+        std::vector<std::string>{path, limits_path}, PublishIntervalLocked(), [this] { return StateSnapshot(); },
         [](const std::string& why) { error("rackwise: cannot publish the ledger: %s", why.c_str()); });
-    info("rackwise: publishing the ledger to %s every %llds", path.c_str(),
-         static_cast<long long>(kStateInterval.count()));
+    StatePublisher* publisher = state_publisher_.get();  // outlives telemetry_ (declared before it)
+    telemetry_.SetOnDelivered([publisher] { publisher->Wake(); });
+    info("rackwise: publishing the ledger to %s and the steered GPU limits to %s every %.1fs", path.c_str(),
+         limits_path.c_str(), PublishIntervalLocked().count() / 1000.0);
   } catch (const std::exception& e) {  // std::system_error: no thread; the plugin works without the file
     error("rackwise: not publishing the ledger: %s", e.what());
   }
 }
 
-std::optional<std::string> RackwiseSelect::StateSnapshot() {
+std::vector<std::optional<std::string>> RackwiseSelect::StateSnapshot() {
   std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock() || !model_) return std::nullopt;
+  if (!lock.owns_lock() || !model_) return {};
   // Readings are otherwise applied at the next decision: applying them here too raises an overdraw alarm (and
   // acts on it) within one publishing round even when nothing is pending.
   ApplyTelemetryLocked();
   v1::ClusterState state = CaptureClusterState(model_->ledger());
+  std::optional<std::string> limits;
+  if (std::optional<std::vector<LimitChange>> lowered = telemetry_.LimitsToPublish())
+    limits = SteeredLimitsToText(steered_book_.Lines(model_->ledger(), *lowered));
   lock.unlock();
-  return ClusterStateToYaml(state);
+  return {ClusterStateToYaml(state), std::move(limits)};
 }
 
 }  // namespace rackwise::slurm

@@ -5,8 +5,8 @@
 // is logged once with Slurm's logger. on_overdraw in this face: every action raises the alarm (an error line
 // naming the rack and its job ids) and the rack takes nothing more; requeue_newest also requeues the newest jobs
 // on the rack (the core's PlanRequeueNewest) through slurmctld's RPC from a thread of its own (job_requeuer.h),
-// once per overdraw; lower_limits steers (the core's PlanSteering) and logs each limit change, not yet carried
-// to the nodes (a running job's limits are set by its node's prolog; docs/design.md, "Power steering").
+// once per overdraw; lower_limits steers (the core's PlanSteering) and logs each limit change; the publisher
+// writes the limits for the nodes (rackwise_select_state.cc, steered_limits.h; docs/design.md, "Power steering").
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -34,7 +34,9 @@ void RackwiseSelect::ApplyTelemetryLocked() {
       info("rackwise: %s", line.c_str());
     }
   }
-  if (telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest) RequeueForOverdrawLocked();
+  // Only on a new round: the overdraws of an older one were acted on, and may name jobs requeued since.
+  if (telemetry_.applied_round() && telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest)
+    RequeueForOverdrawLocked();
 }
 
 JobRequeuer* RackwiseSelect::RequeuerLocked() {

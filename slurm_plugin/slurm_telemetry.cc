@@ -50,9 +50,25 @@ void SlurmTelemetry::Deliver(const PowerReadings& readings) {
   std::lock_guard<std::mutex> lock(mu_);
   latest_ = readings;
   fetched_ = std::chrono::steady_clock::now();
+  if (on_delivered_) on_delivered_();
 }
 
-void SlurmTelemetry::Reset() { tracker_.Reset(); }
+void SlurmTelemetry::SetOnDelivered(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_delivered_ = std::move(hook);
+}
+
+void SlurmTelemetry::Reset() {
+  tracker_.Reset();
+  steered_ = false;
+  applied_round_ = false;
+}
+
+std::optional<std::vector<LimitChange>> SlurmTelemetry::LimitsToPublish() const {
+  if (!settings_.enabled || settings_.on_overdraw != OverdrawAction::kLowerLimits) return std::vector<LimitChange>();
+  if (!steered_) return std::nullopt;
+  return tracker_.lowered_limits();
+}
 
 std::vector<std::string> SlurmTelemetry::ApplyLatest(Ledger* ledger) {
   std::optional<PowerReadings> readings;
@@ -62,11 +78,14 @@ std::vector<std::string> SlurmTelemetry::ApplyLatest(Ledger* ledger) {
     readings.swap(latest_);
     waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - fetched_).count();
   }
-  if (!readings || !settings_.enabled) return {};
+  applied_round_ = readings && settings_.enabled;
+  if (!applied_round_) return {};
   // Ages were taken when fetched; the readings have aged while parked.
   for (PowerReading& r : readings->nodes) r.age_s += waited;
   for (PowerReading& r : readings->racks) r.age_s += waited;
-  return tracker_.Apply(settings_, *readings, ledger);
+  std::vector<std::string> log = tracker_.Apply(settings_, *readings, ledger);
+  steered_ = settings_.on_overdraw == OverdrawAction::kLowerLimits;
+  return log;
 }
 
 }  // namespace rackwise::slurm

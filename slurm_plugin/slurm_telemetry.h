@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,8 +42,18 @@ class SlurmTelemetry {
   // the log lines for what changed. Without new readings, nothing changes (the ledger keeps the last reading
   // until one arrives that says otherwise; the poller delivers a failure as readings too).
   std::vector<std::string> ApplyLatest(Ledger* ledger);
+  // Whether the last ApplyLatest applied a round (tracker() then describes it; otherwise it describes an older
+  // round, whose overdraws were already acted on and may name jobs gone since).
+  bool applied_round() const { return applied_round_; }
   // Forgets what was logged (after the ledger was rebuilt: the next readings are applied and logged afresh).
   void Reset();
+  // Called (from the poller's thread) each time readings are delivered: the plugin wakes its publisher, so that a
+  // steering decision reaches the nodes without waiting for the next publishing round.
+  void SetOnDelivered(std::function<void()> hook);
+  // What the steered limits file lists now: with on_overdraw: lower_limits, the jobs held below their declared
+  // watts; otherwise none. nullopt while steering has not run since the ledger was rebuilt (a reload): the limits
+  // are not known yet, and listing none would send every steered job back up for a round.
+  std::optional<std::vector<LimitChange>> LimitsToPublish() const;
 
  private:
   TelemetrySettings settings_;
@@ -50,6 +61,9 @@ class SlurmTelemetry {
   std::mutex mu_;  // guards latest_ and fetched_ (the poller's thread writes them)
   std::optional<PowerReadings> latest_;
   std::chrono::steady_clock::time_point fetched_;
+  std::function<void()> on_delivered_;  // guarded by mu_
+  bool steered_ = false;                // a steering round ran since the last Reset
+  bool applied_round_ = false;
   TelemetryTracker tracker_;  // touched only by the scheduling thread (under the plugin's mutex)
 };
 

@@ -55,7 +55,11 @@ TEST(SlurmTelemetryTest, AppliesParkedReadingsOnceAndReportsChangesOnce) {
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "telemetry: fresh (1 of 1 racks measured)");
   EXPECT_EQ(l.counted_rack_draw(0), 2 * 2'500'000 + 2 * 1'000'000);
+  EXPECT_TRUE(telemetry.applied_round());
   EXPECT_TRUE(telemetry.ApplyLatest(&l).empty());  // nothing new parked
+  EXPECT_FALSE(telemetry.applied_round());         // the tracker still describes the last round: not to act on again
+  ASSERT_TRUE(telemetry.LimitsToPublish().has_value());  // not steering: the file lists no job
+  EXPECT_TRUE(telemetry.LimitsToPublish()->empty());
   telemetry.Deliver(Nodes(t, 1000, 2));
   EXPECT_TRUE(telemetry.ApplyLatest(&l).empty());  // same state: not reported again
   // 16 kW of GPUs on a 20 kW rack with 5 kW idle: overdraw, reported once with the jobs on it.
@@ -79,6 +83,35 @@ TEST(SlurmTelemetryTest, AppliesParkedReadingsOnceAndReportsChangesOnce) {
   EXPECT_EQ(l.counted_rack_draw(0), l.rack_draw(0));
   TelemetrySettings off;
   EXPECT_EQ(telemetry.Configure(off), "telemetry: off");
+}
+
+// With steering on, the limits file is left alone until a round ran on the ledger (after a reload, an empty list
+// would send every steered job back to its declared watts for a round); then it lists the jobs held below.
+TEST(SlurmTelemetryTest, LimitsToPublishWaitForASteeringRound) {
+  Topology t = OneRack();
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"4242", {{0, 0b11}}, 0}).ok());
+  SlurmTelemetry telemetry;
+  TelemetrySettings s;
+  s.enabled = true;
+  s.prometheus_url = "http://127.0.0.1:1";
+  s.interval_s = 3600;
+  s.on_overdraw = OverdrawAction::kLowerLimits;
+  telemetry.Configure(s);
+  EXPECT_FALSE(telemetry.LimitsToPublish().has_value());
+  for (int round = 0; round < 3; ++round) {  // two rounds count the job placed before the first reading on top
+    telemetry.Deliver(Nodes(t, 1000, 1));
+    telemetry.ApplyLatest(&l);
+  }
+  ASSERT_TRUE(telemetry.LimitsToPublish().has_value());
+  EXPECT_TRUE(telemetry.LimitsToPublish()->empty());  // under the cap: nobody held
+  telemetry.Deliver(Nodes(t, 8000, 1));               // 21 kW on a 20 kW rack: job 4242 is held below its watts
+  telemetry.ApplyLatest(&l);
+  ASSERT_TRUE(telemetry.LimitsToPublish().has_value());
+  ASSERT_EQ(telemetry.LimitsToPublish()->size(), 1u);
+  EXPECT_EQ(telemetry.LimitsToPublish()->front().allocation, "4242");
+  telemetry.Reset();  // a reload
+  EXPECT_FALSE(telemetry.LimitsToPublish().has_value());
 }
 
 }  // namespace

@@ -93,5 +93,36 @@ TEST(StatePublisher, ItsThreadPublishesAndStops) {
   EXPECT_EQ(calls, after_stop);  // the destructor joined the thread
 }
 
+TEST(StatePublisher, WritesEachFileOfOneSnapshotAndLeavesAnUnsetOneAlone) {
+  TempDir dir;
+  fs::path state = dir.path / "state.yaml", limits = dir.path / "limits";
+  std::vector<std::optional<std::string>> texts = {"s1", "l1"};
+  StatePublisher publisher(
+      std::vector<std::string>{state.string(), limits.string()}, kNever, [&] { return texts; },
+      [](const std::string&) {});
+  publisher.PublishOnce();
+  EXPECT_EQ(Read(state), "s1");
+  EXPECT_EQ(Read(limits), "l1");
+  texts = {"s2", std::nullopt};  // the limits are not known this round: the file keeps the last ones
+  publisher.PublishOnce();
+  EXPECT_EQ(Read(state), "s2");
+  EXPECT_EQ(Read(limits), "l1");
+  texts = {};  // busy: nothing written
+  publisher.PublishOnce();
+  EXPECT_EQ(Read(state), "s2");
+}
+
+TEST(StatePublisher, WakeRunsARoundBeforeTheInterval) {
+  TempDir dir;
+  fs::path file = dir.path / "state.yaml";
+  std::atomic<int> calls = 0;
+  StatePublisher publisher(
+      file.string(), kNever, [&] { return "n: " + std::to_string(++calls); }, [](const std::string&) {});
+  publisher.Wake();
+  for (int i = 0; i < 1000 && !fs::exists(file); ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_TRUE(fs::exists(file)) << "not woken within 10 s";
+  EXPECT_EQ(calls, 1);
+}
+
 }  // namespace
 }  // namespace rackwise::slurm

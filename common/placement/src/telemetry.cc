@@ -219,7 +219,9 @@ std::vector<std::string> PlanRequeueNewest(
   Milliwatts excess = o.measured - o.cap;
   for (const Candidate& c : candidates) {
     if (excess <= 0) break;
-    const InRack in = AllocationInRack(l, *l.Find(*c.id), o.rack);
+    const Allocation* a = l.Find(*c.id);
+    if (a == nullptr) continue;  // gone since the reading (an overdraw kept by a caller across ledger changes)
+    const InRack in = AllocationInRack(l, *a, o.rack);
     out.push_back(*c.id);
     excess -= in.per_gpu * in.gpus;
   }

@@ -266,7 +266,11 @@ TEST(OverdrawTest, RequeueNewestTakesTheLatestStartedUntilTheExcessIsGone) {
   EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-a", "job-b"}));
   starts.erase("job-b");  // unknown start: counted as newest
   l.SetMeasuredDraw({Milliwatts{31'200'000}, std::nullopt}, 0);
-  EXPECT_EQ(PlanRequeueNewest(l, FindOverdraws(l)[0], started), (std::vector<std::string>{"job-b"}));
+  const Overdraw kept = FindOverdraws(l)[0];
+  EXPECT_EQ(PlanRequeueNewest(l, kept, started), (std::vector<std::string>{"job-b"}));
+  // An overdraw kept while the ledger changed: a job gone since is skipped, not dereferenced.
+  ASSERT_TRUE(l.Release("job-b"));
+  EXPECT_EQ(PlanRequeueNewest(l, kept, started), (std::vector<std::string>{"job-a"}));
 }
 
 // Against an independent statement of the rule on random racks: the plan is the shortest prefix of the
@@ -358,6 +362,37 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[1], "steer: job-a: 812 W per GPU -> 962 W (declared 962 W)");
   EXPECT_TRUE(tracker.lowered_limits().empty());
+}
+
+// The round after a cut, the reading may still show the jobs at their old limit, or (as here) at the new one while
+// it is judged against the old: what they stopped drawing then looks like headroom. It must not raise the limit
+// (job-a's GPUs at 775 W would put the rack at 31.2 kW, over its 30 kW cap); the round after, it is judged right.
+TEST(TelemetryTrackerTest, ARoundAfterACutDoesNotRaiseTheLimit) {
+  Topology t = TwoRacks();
+  Ledger l(t);
+  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
+  TelemetrySettings s = On();
+  s.on_overdraw = OverdrawAction::kLowerLimits;
+  TelemetryTracker tracker;
+  PowerReadings r = NodesAt(t, 0, 100);
+  const PowerReadings r1 = NodesAt(t, 1, 100);
+  r.nodes.insert(r.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  r.nodes[0].watts = 7700;  // job-a's 8 GPUs at its 962.5 W
+  tracker.Apply(s, r, &l);  // job-a placed before the first reading counts on top of it for two rounds
+  tracker.Apply(s, r, &l);
+  ASSERT_TRUE(tracker.lowered_limits().empty());
+  for (int i = 1; i < 4; ++i) r.nodes[i].watts = 5000;  // nodes 1-3: 15 kW of GPUs no job explains
+  // 10 kW idle + 15 kW fixed leave 5 kW: 625 W per GPU.
+  std::vector<std::string> log = tracker.Apply(s, r, &l);
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back(), "steer: job-a: 962 W per GPU -> 625 W (declared 962 W)");
+  r.nodes[0].watts = 5000;  // the GPUs now draw their 625 W: the rack measures 30 kW, at its cap
+  log = tracker.Apply(s, r, &l);
+  EXPECT_EQ(log, std::vector<std::string>{"overdraw cleared: rack b0-r0000 is back under its cap"});
+  ASSERT_EQ(tracker.lowered_limits().size(), 1u);
+  EXPECT_EQ(tracker.lowered_limits()[0].to_per_gpu, 625'000);
+  EXPECT_TRUE(tracker.Apply(s, r, &l).empty());  // judged against 625 W: the same cut, steady
+  EXPECT_EQ(tracker.lowered_limits()[0].to_per_gpu, 625'000);
 }
 
 TEST(TelemetrySettingsTest, DefaultsAndMapping) {

@@ -30,13 +30,17 @@ void TelemetryTracker::Steer(const Ledger& ledger, const SteeringFacts& given, s
     facts.reading_limits.try_emplace(a->id, before == previous_limits_.end() ? std::numeric_limits<Milliwatts>::max()
                                                                              : std::max(before->second, now->second));
   }
+  const bool changed_last_round = previous_limits_ != limits_;
   LedgerSteering in;
   const SteeringPlan plan = PlanLedgerSteering(ledger, facts, &in);
   absl::flat_hash_map<std::string, Milliwatts> next;
   for (size_t a = 0; a < in.allocations.size(); ++a) {
     const SteeredAllocation& al = in.allocations[a];
-    // Without fresh readings everywhere, headroom is not known to have returned: limits only go down.
-    const Milliwatts to = state_ == TelemetryState::kFresh ? plan.limits[a] : std::min(plan.limits[a], al.current);
+    // Without fresh readings everywhere, headroom is not known to have returned: limits only go down. Nor right
+    // after a change: a reading judged against the higher, older limit understates the draw the jobs do not
+    // explain (what they stopped drawing is taken for headroom), so it may show a cap met, never headroom back.
+    const bool rise = state_ == TelemetryState::kFresh && !changed_last_round;
+    const Milliwatts to = rise ? plan.limits[a] : std::min(plan.limits[a], al.current);
     if (to != al.current)
       log->push_back(absl::StrFormat("steer: %s: %.0f W per GPU -> %.0f W (declared %.0f W)", al.id,
                                      MilliwattsToWatts(al.current), MilliwattsToWatts(to),

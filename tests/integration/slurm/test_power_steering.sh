@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Power steering delivered to the GPUs on the Slurm face, with real daemons: slurmctld (select/rackwise_cons_tres
+# with telemetry from Debian's real Prometheus, on_overdraw: lower_limits), 4 slurmd with the fake NVML
+# (tests/fake_nvml) and on every node `rackwise-slurm-gpu-power follow`, the node service that applies the steered
+# limits file the plugin writes in StateSaveLocation. The DCGM page Prometheus scrapes is kept by this script as
+# real GPUs would draw: each GPU draws its demand, but never above its limit in the fake NVML.
+# Rack h01 (4 nodes, 10 kW idle, cap 24 kW) runs two 8-GPU jobs declaring 600 W per GPU (19.6 kW counted).
+#  - The cap lowered by 30% (16.8 kW, rackwise.yaml + scontrol reconfigure) brings every GPU of both jobs below
+#    600 W within two telemetry intervals, the rack's counted draw under the new cap, no job requeued; the cap
+#    back at 24 kW brings every GPU back to 600 W within two intervals.
+#  - A measured overdraw (a load rackwise did not place draws 6.4 kW on the rack's other nodes: 26 kW measured)
+#    does the same, and its end gives the limits back.
+#  - Each change is in the node services' logs and metrics files; no node is drained.
+# Every wait is on a state, bounded; the two-interval bounds are timed from the moment the change is in force.
+# Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_FAKE_NVML=<build>/tests/fake_nvml/lib/libnvidia-ml.so.1 \
+#        RW_METRICS_PAGE=<build>/.../rackwise_test_metrics_page test_power_steering.sh   (exit 77: skipped)
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+rw_require
+[[ -f ${RW_FAKE_NVML:-} ]] || { echo "FAIL: RW_FAKE_NVML (the fake libnvidia-ml.so.1) not set or missing" >&2; exit 1; }
+if ! command -v prometheus >/dev/null || [[ ! -x ${RW_METRICS_PAGE:-} ]]; then
+  [[ -n ${CI:-} ]] && { echo "FAIL: needs prometheus and RW_METRICS_PAGE" >&2; exit 1; }
+  echo "SKIP: needs prometheus (scripts/install-deps.sh) and RW_METRICS_PAGE" >&2
+  exit 77
+fi
+follow_bin=$RW_PLUGIN_DIR/rackwise-slurm-gpu-power
+[[ -x $follow_bin ]] || { echo "FAIL: $follow_bin missing" >&2; exit 1; }
+
+interval=3  # telemetry.interval_s
+nodes=(gpu01 gpu02 gpu03 gpu04)
+ports=$(rw_pick_ports 2) || exit 1
+page_port=$ports prom_port=$((ports + 1))
+work=$(mktemp -d /tmp/rackwise-steering.XXXXXX)
+page_pid="" prom_pid="" mirror_pid="" follow_pids=()
+stop_helpers() {
+  local p
+  for p in $mirror_pid $page_pid $prom_pid "${follow_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in $mirror_pid $page_pid $prom_pid "${follow_pids[@]}"; do wait "$p" 2>/dev/null; done
+  ((RW_FAILS)) && for n in "${nodes[@]}"; do rw_log "--- follow log of $n:"; tail -15 "$work/follow-$n.log" >&2; done
+  rm -rf "$work"
+}
+trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
+
+# query PROMQL -> the first value of an instant query (empty when the vector is empty).
+query() {
+  curl -s --max-time 2 "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
+    sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
+}
+# wait_for SECONDS COMMAND...: until COMMAND succeeds; fails at once if a helper died.
+wait_for() {
+  local limit=$1 t
+  shift
+  for ((t = 0; t < limit * 5; t++)); do
+    kill -0 "$prom_pid" 2>/dev/null || { rw_log "prometheus died:"; cat "$work/prometheus.log" >&2; return 1; }
+    "$@" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# The GPUs' demand per node (watts per GPU); the mirror below turns it into the page, capped by each limit.
+set_demand() { printf '%s %s\n' "$@" >"$work/demand.tmp" && mv "$work/demand.tmp" "$work/demand"; }
+set_demand gpu01 60 gpu02 60 gpu03 60 gpu04 60  # idle until the jobs run
+mkdir -p "$work/nvml"
+for n in "${nodes[@]}"; do
+  mkdir -p "$work/nvml/$n"
+  cp "$RW_FAKE_NVML" "$work/nvml/$n/libnvidia-ml.so.1"
+  for g in 0 1 2 3 4 5 6 7; do echo "gpu GPU-$n-$g 200000 700000 700000 700000 80000"; done >"$work/nvml/$n/fake_nvml.state"
+done
+# The DCGM exporter's page, as the GPUs would draw: min(demand, limit) per GPU. Rewritten twice a second (a
+# model of the hardware, not a wait).
+mirror() {
+  while :; do
+    {
+      echo "# TYPE DCGM_FI_DEV_POWER_USAGE gauge"
+      for n in "${nodes[@]}"; do
+        awk -v node="$n" -v demand="$(awk -v n="$n" '$1 == n {print $2}' "$work/demand")" \
+          '$1 == "gpu" {w = $6 / 1000; if (demand < w) w = demand; printf "DCGM_FI_DEV_POWER_USAGE{gpu=\"%d\",Hostname=\"%s\"} %s\n", g++, node, w}' \
+          "$work/nvml/$n/fake_nvml.state"
+      done
+    } >"$work/dcgm.prom.tmp" && mv "$work/dcgm.prom.tmp" "$work/dcgm.prom"
+    sleep 0.5
+  done
+}
+mirror &
+mirror_pid=$!
+until [[ -s $work/dcgm.prom ]]; do sleep 0.1; done
+"$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
+page_pid=$!
+cat >"$work/prometheus.yml" <<YML
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: dcgm
+    static_configs: [{targets: ['127.0.0.1:$page_port']}]
+YML
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
+prom_pid=$!
+target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
+wait_for 60 target_up || { rw_fail "prometheus target not up"; cat "$work/prometheus.log" "$work/page.log" >&2; exit 1; }
+rw_ok "prometheus scrapes the page the fake GPUs draw"
+
+yaml=$work/cluster.yaml
+cat >"$yaml" <<YML
+cluster: steering
+node_types:
+  - name: hgx-h100
+    gpus: 8
+    nvlink: node
+    gpu_watts: 700
+    node_watts: 10200
+    idle_watts: 2500
+racks:
+  - name: h01
+    type: hgx-h100
+    nodes: gpu[01-04]
+    power_cap_kw: 24
+power_enforcement:
+  mode: enforce
+  nvml_library: $work/nvml/%n/libnvidia-ml.so.1
+  state_dir: $work/nvml/%n
+telemetry:
+  prometheus_url: http://127.0.0.1:$prom_port
+  node_power_query: sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)
+  node_label: Hostname
+  interval_s: $interval
+  stale_after_s: 15
+  on_overdraw: lower_limits
+YML
+RW_EXTRA_CONF=$'PrologFlags=Alloc' RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
+trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
+echo "required ${RW_PLUGIN_DIR}/spank_rackwise.so cache_dir=$RW_TMP/cache/%n" >"$RW_TMP/etc/plugstack.conf"
+rw_start || exit 1
+limits_file=$RW_TMP/state/rackwise_gpu_limits
+for n in "${nodes[@]}"; do
+  "$follow_bin" follow --limits="$limits_file" --node="$n" --interval=1 --metrics="$work/nvml/%n/steering.prom" \
+    --scontrol="$(command -v scontrol)" --cache-dir="$RW_TMP/cache/%n" >"$work/follow-$n.log" 2>&1 &
+  follow_pids+=($!)
+done
+
+# "l1 l2 ..." (watts) of a node's fake GPUs.
+limits_w() { awk '$1 == "gpu" {printf "%s%g", (n++ ? " " : ""), $6 / 1000} END {print ""}' "$work/nvml/$1/fake_nvml.state"; }
+job_limits() { limits_w gpu01; limits_w gpu02; }  # the jobs' 16 GPUs
+all_at() { [[ $(job_limits | tr ' ' '\n' | sort -u | paste -sd' ') == "$1" ]]; }
+all_below() { job_limits | tr ' ' '\n' | awk -v w="$1" '$1 >= w {bad = 1} END {exit bad || NR != 16}'; }
+# The rack counted at the jobs' limits (idle 10 kW + their GPUs), in watts.
+rack_counted() { job_limits | tr ' ' '\n' | awk '{s += $1} END {printf "%d", 10000 + s}'; }
+restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
+jobs_untouched() {
+  local j
+  for j in "$j1" "$j2"; do [[ $(rw_state "$j") == RUNNING && $(restarts "$j") == 0 ]] || return 1; done
+}
+# timed_wait WHAT BOUND COMMAND...: waits (up to 60 s) and fails when it took longer than BOUND seconds.
+timed_wait() {
+  local what=$1 bound=$2 start=$EPOCHREALTIME took
+  shift 2
+  if ! wait_for 60 "$@"; then
+    rw_fail "$what: not reached in 60 s; GPU limits: $(job_limits | paste -sd'|')"
+    return 1
+  fi
+  took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')
+  if awk -v t="$took" -v b="$bound" 'BEGIN {exit !(t <= b)}'; then
+    rw_ok "$what in $took s (bound $bound s): $(job_limits | paste -sd'|')"
+  else
+    rw_fail "$what took $took s, more than $bound s"
+  fi
+}
+set_cap() {
+  sed -i "s/power_cap_kw: [0-9.]*/power_cap_kw: $1/" "$RW_TMP/etc/rackwise.yaml"
+  scontrol reconfigure || rw_fail "scontrol reconfigure failed"
+}
+
+j1=$(rw_submit -w gpu01 --gpus=8 --gpu-watts=600)
+j2=$(rw_submit -w gpu02 --gpus=8 --gpu-watts=600)
+rw_wait_state "$j1" RUNNING 30 && rw_wait_state "$j2" RUNNING 30 ||
+  rw_fail "jobs: $j1 $(rw_state "$j1") $(rw_reason "$j1"), $j2 $(rw_state "$j2") $(rw_reason "$j2")"
+wait_for 30 all_at 600 && rw_ok "jobs $j1, $j2 run with their 16 GPUs at 600 W (prolog)" ||
+  rw_fail "prolog limits: $(job_limits | paste -sd'|')"
+set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60  # the jobs draw all their limit allows
+busy() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') == 10560 ]]; }
+wait_for 30 busy || rw_fail "prometheus does not show the jobs drawing 9.6 kW"
+wait_for 30 test -f "$limits_file" && rw_ok "the plugin publishes $limits_file" || rw_fail "no $limits_file"
+
+# --- the cap lowered by 30% ---------------------------------------------------------------------------------
+set_cap 16.8
+timed_wait "cap 24 -> 16.8 kW: every GPU of both jobs below 600 W" $((2 * interval)) all_below 600
+# Progressive filling cuts every job's headroom alike; once settled, the rack fits its new cap.
+fits() { (($(rack_counted) <= 16800)); }
+wait_for 30 fits && rw_ok "rack counted at the steered limits: $(rack_counted) W <= 16800 W" ||
+  rw_fail "rack counted at the steered limits: $(rack_counted) W > 16800 W"
+[[ $(job_limits | tr ' ' '\n' | sort -u | wc -l) -eq 1 ]] && rw_ok "one fair limit for both jobs" ||
+  rw_fail "unequal limits: $(job_limits | paste -sd'|')"
+jobs_untouched && rw_ok "no job requeued (floors allow the cap)" || rw_fail "a job was requeued or stopped"
+# Straight to the fair limit: the jobs the reload recommitted are not taken for new draw on top of the reading
+# (which would cut them to their floors for a round, then raise them again).
+[[ $(grep -c "job $j1 (generation" "$work/follow-gpu01.log") -eq 1 ]] && rw_ok "one change on gpu01, no detour" ||
+  rw_fail "gpu01's limits moved more than once: $(grep "job $j1 (generation" "$work/follow-gpu01.log")"
+grep -q "rackwise: steer: $j1: 600 W per GPU -> " "$RW_TMP/log/slurmctld.log" && rw_ok "slurmctld logged the steer" ||
+  rw_fail "no steer line for $j1 in slurmctld.log"
+grep -q "job $j1 (generation [0-9]*): GPUs 0,1,2,3,4,5,6,7 to " "$work/follow-gpu01.log" &&
+  rw_ok "gpu01's service logged: $(grep "job $j1 (generation" "$work/follow-gpu01.log" | tail -1)" ||
+  rw_fail "no change logged by gpu01's service"
+grep -q "rackwise_slurm_gpu_steered_limit_watts{node=\"gpu02\",job=\"$j2\",gpu=\"7\"} " "$work/nvml/gpu02/steering.prom" &&
+  rw_ok "gpu02's metrics file exports the steered limits" || rw_fail "no steered limit in gpu02's metrics file"
+
+# --- the cap back ---------------------------------------------------------------------------------------------
+set_cap 24
+timed_wait "cap back at 24 kW: every GPU back at 600 W" $((2 * interval)) all_at 600
+jobs_untouched || rw_fail "a job was requeued or stopped"
+
+# --- a measured overdraw: 6.4 kW rackwise did not place, on gpu03 and gpu04 ------------------------------------
+set_demand gpu01 600 gpu02 600 gpu03 400 gpu04 400
+hot() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 6400 ]]; }
+wait_for 30 hot || rw_fail "prometheus does not show 6.4 kW on gpu03 and gpu04"
+timed_wait "rack measured at 26 kW (cap 24): every GPU of both jobs below 600 W" $((2 * interval)) all_below 600
+measured_fits() {
+  local m
+  m=$(query 'sum(DCGM_FI_DEV_POWER_USAGE)')
+  awk -v m="$m" 'BEGIN {exit !(m != "" && 10000 + m <= 24000.5)}'
+}
+wait_for 30 measured_fits && rw_ok "rack measured back under its cap: $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle" ||
+  rw_fail "rack measures $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle, over 24 kW"
+jobs_untouched && rw_ok "no job requeued in the overdraw" || rw_fail "a job was requeued or stopped in the overdraw"
+grep -q "rackwise: OVERDRAW: rack h01 measures" "$RW_TMP/log/slurmctld.log" && rw_ok "slurmctld raised the alarm" ||
+  rw_fail "no OVERDRAW line in slurmctld.log"
+set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60
+cool() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 960 ]]; }
+wait_for 30 cool || rw_fail "prometheus does not show gpu03 and gpu04 idle again"
+timed_wait "overdraw over: every GPU back at 600 W" $((2 * interval)) all_at 600
+
+drained=$(sinfo -h -t drain -o %N | paste -sd,)
+[[ -z $drained ]] && rw_ok "no node drained" || rw_fail "drained: $drained"
+scancel "$j1" "$j2"
+gone() { [[ -z $(rw_state "$j1") && -z $(rw_state "$j2") ]]; }
+wait_for 30 gone && wait_for 30 all_at 700 && rw_ok "jobs ended: the epilog gave every GPU back (700 W)" ||
+  rw_fail "after the jobs: $(job_limits | paste -sd'|')"
+exit $((RW_FAILS != 0))
