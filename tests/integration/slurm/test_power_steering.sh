@@ -46,16 +46,9 @@ query() {
   curl -s --max-time 2 "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
     sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
 }
-# wait_for SECONDS COMMAND...: until COMMAND succeeds; fails at once if a helper died.
-wait_for() {
-  local limit=$1 t
-  shift
-  for ((t = 0; t < limit * 5; t++)); do
-    kill -0 "$prom_pid" 2>/dev/null || { rw_log "prometheus died:"; cat "$work/prometheus.log" >&2; return 1; }
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
+# Prometheus carries every reading: a test without it would only time out (rw_wait_for calls this).
+rw_check_test_daemons() {
+  [[ -z $prom_pid ]] || kill -0 "$prom_pid" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
 }
 
 # The GPUs' demand per node (watts per GPU); the mirror below turns it into the page, capped by each limit.
@@ -97,7 +90,7 @@ prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data"
   --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
 prom_pid=$!
 target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
-wait_for 60 target_up || { rw_fail "prometheus target not up"; cat "$work/prometheus.log" "$work/page.log" >&2; exit 1; }
+rw_wait_for 60 target_up || { rw_fail "prometheus target not up"; cat "$work/prometheus.log" "$work/page.log" >&2; exit 1; }
 rw_ok "prometheus scrapes the page the fake GPUs draw"
 
 yaml=$work/cluster.yaml
@@ -154,7 +147,7 @@ jobs_untouched() {
 timed_wait() {
   local what=$1 bound=$2 start=$EPOCHREALTIME took
   shift 2
-  if ! wait_for 60 "$@"; then
+  if ! rw_wait_for 60 "$@"; then
     rw_fail "$what: not reached in 60 s; GPU limits: $(job_limits | paste -sd'|')"
     return 1
   fi
@@ -174,19 +167,19 @@ j1=$(rw_submit -w gpu01 --gpus=8 --gpu-watts=600)
 j2=$(rw_submit -w gpu02 --gpus=8 --gpu-watts=600)
 rw_wait_state "$j1" RUNNING 30 && rw_wait_state "$j2" RUNNING 30 ||
   rw_fail "jobs: $j1 $(rw_state "$j1") $(rw_reason "$j1"), $j2 $(rw_state "$j2") $(rw_reason "$j2")"
-wait_for 30 all_at 600 && rw_ok "jobs $j1, $j2 run with their 16 GPUs at 600 W (prolog)" ||
+rw_wait_for 30 all_at 600 && rw_ok "jobs $j1, $j2 run with their 16 GPUs at 600 W (prolog)" ||
   rw_fail "prolog limits: $(job_limits | paste -sd'|')"
 set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60  # the jobs draw all their limit allows
 busy() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') == 10560 ]]; }
-wait_for 30 busy || rw_fail "prometheus does not show the jobs drawing 9.6 kW"
-wait_for 30 test -f "$limits_file" && rw_ok "the plugin publishes $limits_file" || rw_fail "no $limits_file"
+rw_wait_for 30 busy || rw_fail "prometheus does not show the jobs drawing 9.6 kW"
+rw_wait_for 30 test -f "$limits_file" && rw_ok "the plugin publishes $limits_file" || rw_fail "no $limits_file"
 
 # --- the cap lowered by 30% ---------------------------------------------------------------------------------
 set_cap 16.8
 timed_wait "cap 24 -> 16.8 kW: every GPU of both jobs below 600 W" $((2 * interval)) all_below 600
 # Progressive filling cuts every job's headroom alike; once settled, the rack fits its new cap.
 fits() { (($(rack_counted) <= 16800)); }
-wait_for 30 fits && rw_ok "rack counted at the steered limits: $(rack_counted) W <= 16800 W" ||
+rw_wait_for 30 fits && rw_ok "rack counted at the steered limits: $(rack_counted) W <= 16800 W" ||
   rw_fail "rack counted at the steered limits: $(rack_counted) W > 16800 W"
 [[ $(job_limits | tr ' ' '\n' | sort -u | wc -l) -eq 1 ]] && rw_ok "one fair limit for both jobs" ||
   rw_fail "unequal limits: $(job_limits | paste -sd'|')"
@@ -211,27 +204,27 @@ jobs_untouched || rw_fail "a job was requeued or stopped"
 # --- a measured overdraw: 6.4 kW rackwise did not place, on gpu03 and gpu04 ------------------------------------
 set_demand gpu01 600 gpu02 600 gpu03 400 gpu04 400
 hot() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 6400 ]]; }
-wait_for 30 hot || rw_fail "prometheus does not show 6.4 kW on gpu03 and gpu04"
+rw_wait_for 30 hot || rw_fail "prometheus does not show 6.4 kW on gpu03 and gpu04"
 timed_wait "rack measured at 26 kW (cap 24): every GPU of both jobs below 600 W" $((2 * interval)) all_below 600
 measured_fits() {
   local m
   m=$(query 'sum(DCGM_FI_DEV_POWER_USAGE)')
   awk -v m="$m" 'BEGIN {exit !(m != "" && 10000 + m <= 24000.5)}'
 }
-wait_for 30 measured_fits && rw_ok "rack measured back under its cap: $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle" ||
+rw_wait_for 30 measured_fits && rw_ok "rack measured back under its cap: $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle" ||
   rw_fail "rack measures $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle, over 24 kW"
 jobs_untouched && rw_ok "no job requeued in the overdraw" || rw_fail "a job was requeued or stopped in the overdraw"
 grep -q "rackwise: OVERDRAW: rack h01 measures" "$RW_TMP/log/slurmctld.log" && rw_ok "slurmctld raised the alarm" ||
   rw_fail "no OVERDRAW line in slurmctld.log"
 set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60
 cool() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 960 ]]; }
-wait_for 30 cool || rw_fail "prometheus does not show gpu03 and gpu04 idle again"
+rw_wait_for 30 cool || rw_fail "prometheus does not show gpu03 and gpu04 idle again"
 timed_wait "overdraw over: every GPU back at 600 W" $((2 * interval)) all_at 600
 
 drained=$(sinfo -h -t drain -o %N | paste -sd,)
 [[ -z $drained ]] && rw_ok "no node drained" || rw_fail "drained: $drained"
 scancel "$j1" "$j2"
 gone() { [[ -z $(rw_state "$j1") && -z $(rw_state "$j2") ]]; }
-wait_for 30 gone && wait_for 30 all_at 700 && rw_ok "jobs ended: the epilog gave every GPU back (700 W)" ||
+rw_wait_for 30 gone && rw_wait_for 30 all_at 700 && rw_ok "jobs ended: the epilog gave every GPU back (700 W)" ||
   rw_fail "after the jobs: $(job_limits | paste -sd'|')"
 exit $((RW_FAILS != 0))
