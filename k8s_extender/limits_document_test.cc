@@ -91,7 +91,9 @@ TEST(LimitsDocumentTest, SurvivesCorruptedBodies) {
       bad[seed % bad.size()] = static_cast<char>(seed >> 24);
     }
     absl::StatusOr<LimitsDocument> d = ParseLimitsDocument(bad);
-    if (!d.ok()) EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << d.status();
+    if (!d.ok()) {
+      EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << d.status();
+    }
   }
 }
 

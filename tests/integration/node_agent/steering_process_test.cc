@@ -4,10 +4,11 @@
 //    served by the test (instant queries over HTTP, one answer per node), its cap changed over gRPC;
 //  - rackwise-node-agent on gpu001, following GET /limits, with a stand-in kubelet (PodResources over gRPC on a
 //    unix socket) and the fake libnvidia-ml.so.1, whose state file holds each board's limit.
-// Checked: a cap lowered by 30% brings every pod's GPU limits down (to the extender's targets, below what the
-// pods declared) within two telemetry rounds, no pod is evicted, and the declared limits come back when the cap
-// returns; a measured overdraw does the same. Every wait is on a state; the round count is the Prometheus
-// queries the extender made, so a slow machine stretches rounds but not the count.
+// Checked: a cap lowered by 30% brings every pod's GPU limits down to the extender's targets, below what the pods
+// declared (the extender publishes them within two telemetry rounds, the agent applies them within three of its
+// own), no pod is evicted, and the declared limits come back when the cap returns; a measured overdraw does the
+// same. Every wait is on a state, and each hop is counted in the rounds that drive it (the Prometheus queries the
+// extender made, the agent's rounds_total), so a slow machine stretches rounds but not the count.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -278,16 +279,34 @@ class SteeringProcessTest : public ::testing::Test {
   }
   std::vector<int64_t> Declared() { return PerBoard({{"a", 600'000}, {"b", 500'000}}); }
   bool LimitsAre(const std::vector<int64_t>& want) { return Limits() == want; }
-  // Every pod's boards at the extender's target, and every target below what the pod declared.
-  bool SteeredDown() {
-    std::map<std::string, std::pair<int64_t, int64_t>> t = Targets();
-    if (t.size() != 2) return false;
+  // The extender's targets when every one is below what its pod declared (and at or above the floor), else {}.
+  std::map<std::string, int64_t> HeldTargets() {
     std::map<std::string, int64_t> target;
-    for (const auto& [name, limit] : t) {
-      if (limit.first >= limit.second || limit.first < 312'500) return false;
+    for (const auto& [name, limit] : Targets()) {
+      if (limit.first >= limit.second || limit.first < 312'500) return {};
       target[name] = limit.first;
     }
-    return LimitsAre(PerBoard(target));
+    return target.size() == 2 ? target : std::map<std::string, int64_t>{};
+  }
+  bool TargetsDeclared() {
+    std::map<std::string, std::pair<int64_t, int64_t>> t = Targets();
+    return t.size() == 2 && t["a"].first == 600'000 && t["b"].first == 500'000;
+  }
+  // Every pod's boards at the extender's target, and every target below what the pod declared.
+  bool SteeredDown() {
+    std::map<std::string, int64_t> target = HeldTargets();
+    return !target.empty() && LimitsAre(PerBoard(target));
+  }
+  int64_t AgentRounds() {
+    httplib::Client cli("127.0.0.1", agent_.port());
+    auto m = cli.Get("/metrics");
+    const std::string name = "\nrackwise_node_agent_rounds_total ";
+    int64_t n = -1;
+    if (m && m->body.find(name) != std::string::npos) {
+      const size_t at = m->body.find(name) + name.size();
+      absl::SimpleAtoi(m->body.substr(at, m->body.find('\n', at) - at), &n);
+    }
+    return n;
   }
   void SetCap(double kw) {
     grpc::ClientContext ctx;
@@ -310,15 +329,22 @@ class SteeringProcessTest : public ::testing::Test {
     for (int64_t l : Limits()) absl::StrAppend(&limits, l, " ");
     return absl::StrCat("NVML limits: ", limits, "\n--- extender:\n", extender_.Log(), "\n--- agent:\n", agent_.Log());
   }
-  // Runs `change`, then waits for `reached`; returns the extender's telemetry rounds it took (-1: never), also
-  // recorded as the property `name` (--gtest_output).
-  int RoundsUntil(const std::string& name, const std::function<void()>& change, const std::function<bool()>& reached) {
+  // Runs `change`, waits until the extender publishes targets that satisfy `published`, then until the boards
+  // satisfy `applied`. Checks each hop in the rounds that drive it, so a slow machine stretches rounds but
+  // does not change the count: the extender within two telemetry rounds (the change may land just after a
+  // round read the cap), the agent within three of its rounds (one may be under way with the old document);
+  // with --interval a fifth of interval_s that is within two telemetry intervals end to end. The telemetry
+  // rounds from the change to the boards are recorded as the property `name` (--gtest_output).
+  void ReachesWithinRounds(const std::string& name, const std::function<void()>& change,
+                           const std::function<bool()>& published, const std::function<bool()>& applied) {
     const int before = prometheus_.queries();
     change();
-    if (!Eventually(reached)) return -1;
-    const int rounds = prometheus_.queries() - before;
-    RecordProperty(name, rounds);
-    return rounds;
+    ASSERT_TRUE(Eventually(published)) << Diagnose();
+    EXPECT_LE(prometheus_.queries() - before, 2) << "telemetry rounds until the extender published\n" << Diagnose();
+    const int64_t agent_before = AgentRounds();
+    ASSERT_TRUE(Eventually(applied)) << Diagnose();
+    EXPECT_LE(AgentRounds() - agent_before, 3) << "agent rounds until the boards followed\n" << Diagnose();
+    RecordProperty(name, prometheus_.queries() - before);
   }
 
   std::string dir_, nvml_state_;
@@ -332,41 +358,38 @@ class SteeringProcessTest : public ::testing::Test {
 TEST_F(SteeringProcessTest, CapLoweredBy30PercentLowersEveryGpuAndItsReturnRestoresThem) {
   SetCap(12);
   ASSERT_TRUE(Eventually([&] { return LimitsAre(Declared()); })) << Diagnose();
-  const int down = RoundsUntil(
-      "rounds_down", [&] { SetCap(12 * 0.7); }, [&] { return SteeredDown(); });
-  ASSERT_GE(down, 0) << Diagnose();
-  EXPECT_LE(down, 2) << "rounds until every GPU was lowered\n" << Diagnose();
+  ReachesWithinRounds(
+      "rounds_down", [&] { SetCap(12 * 0.7); }, [&] { return !HeldTargets().empty(); }, [&] { return SteeredDown(); });
   // The steered limits hold the rack under its cap: idle 5 kW plus 4 GPUs of each pod at their target.
   std::map<std::string, std::pair<int64_t, int64_t>> t = Targets();
   EXPECT_LE(5'000'000 + 4 * t["a"].first + 4 * t["b"].first, 8'400'000) << Diagnose();
-  const int up = RoundsUntil(
-      "rounds_up", [&] { SetCap(12); }, [&] { return LimitsAre(Declared()); });
-  ASSERT_GE(up, 0) << Diagnose();
-  EXPECT_LE(up, 2) << "rounds until every GPU was restored\n" << Diagnose();
+  ReachesWithinRounds(
+      "rounds_up", [&] { SetCap(12); }, [&] { return TargetsDeclared(); }, [&] { return LimitsAre(Declared()); });
   EXPECT_EQ(Bound(), "ml/a u-a gpu001 4\nml/b u-b gpu001 4\n");  // nobody evicted
   EXPECT_FALSE(absl::StrContains(extender_.Log(), "evict")) << extender_.Log();
   const std::string agent_log = agent_.Log();
   EXPECT_TRUE(absl::StrContains(agent_log, "steered limits (generation ")) << agent_log;
+  // The metrics are read back from NVML at the end of the round that set the limits: wait for it.
   httplib::Client metrics("127.0.0.1", agent_.port());
-  auto m = metrics.Get("/metrics");
-  ASSERT_TRUE(m);
-  EXPECT_TRUE(absl::StrContains(m->body, "rackwise_node_agent_limits_fetch_failures_total 0")) << m->body;
-  EXPECT_TRUE(absl::StrContains(m->body, "rackwise_node_agent_gpu_power_limit_watts{gpu=\"0\",pod=\"ml/a\"} 600.000"))
-      << m->body;
+  std::string body;
+  EXPECT_TRUE(Eventually([&] {
+    auto m = metrics.Get("/metrics");
+    body = m ? m->body : "";
+    return absl::StrContains(body, "rackwise_node_agent_gpu_power_limit_watts{gpu=\"0\",pod=\"ml/a\"} 600.000");
+  })) << body;
+  EXPECT_TRUE(absl::StrContains(body, "rackwise_node_agent_limits_fetch_failures_total 0")) << body;
 }
 
 TEST_F(SteeringProcessTest, MeasuredOverdrawLowersEveryGpuAndItsEndRestoresThem) {
   SetCap(12);
   ASSERT_TRUE(Eventually([&] { return LimitsAre(Declared()); })) << Diagnose();
   // Something outside rackwise's ledger starts drawing 5 kW on gpu002: the rack measures 13 kW.
-  const int down = RoundsUntil(
-      "rounds_down", [&] { prometheus_.Set("gpu002", 5000); }, [&] { return SteeredDown(); });
-  ASSERT_GE(down, 0) << Diagnose();
-  EXPECT_LE(down, 2) << "rounds until every GPU was lowered\n" << Diagnose();
-  const int up = RoundsUntil(
-      "rounds_up", [&] { prometheus_.Set("gpu002", 0); }, [&] { return LimitsAre(Declared()); });
-  ASSERT_GE(up, 0) << Diagnose();
-  EXPECT_LE(up, 2) << "rounds until every GPU was restored\n" << Diagnose();
+  ReachesWithinRounds(
+      "rounds_down", [&] { prometheus_.Set("gpu002", 5000); }, [&] { return !HeldTargets().empty(); },
+      [&] { return SteeredDown(); });
+  ReachesWithinRounds(
+      "rounds_up", [&] { prometheus_.Set("gpu002", 0); }, [&] { return TargetsDeclared(); },
+      [&] { return LimitsAre(Declared()); });
   EXPECT_EQ(Bound(), "ml/a u-a gpu001 4\nml/b u-b gpu001 4\n");
 }
 
