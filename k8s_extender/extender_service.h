@@ -24,6 +24,7 @@
 #include "gang_reservations.h"
 #include "ledger_booking.h"
 #include "ledger_owners.h"
+#include "limits_document.h"
 #include "metrics.h"
 #include "pod_binder.h"
 #include "pod_spec.h"
@@ -160,6 +161,9 @@ class ExtenderService {
   TelemetryState telemetry_state() const;
   // Gauges: estimated, measured and counted draw per rack, telemetry freshness, overdraw alarms.
   void RenderTelemetryMetrics(std::string* out) const;
+  // GET /limits (extender_limits.cc): every held allocation with pods and the watts per GPU its GPUs should
+  // have now (steered, else declared); the generation moves when any of it changes.
+  LimitsDocument SteeredLimits();
 
   StateSnapshot Snapshot() const;
   // Gauges in the Prometheus text format: rack draw/cap/headroom, free GPUs per domain, reservations.
@@ -279,7 +283,8 @@ class ExtenderService {
   absl::flat_hash_map<std::string, bool> operator_ids_;  // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
   StateSink state_sink_;
-  TelemetryTracker telemetry_;  // the last poll's outcome, for /metrics and for logging changes once
+  TelemetryTracker telemetry_;       // the last poll's outcome, for /metrics and for logging changes once
+  LimitsDocument published_limits_;  // what GET /limits last answered, to move its generation on changes
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
   ledger::LedgerBooking* gate_ = nullptr;

@@ -47,10 +47,9 @@ ExtenderRoutes::ExtenderRoutes(ExtenderService* service, std::string mode, std::
     : service_(service), mode_(std::move(mode)), now_ms_(std::move(now_ms)), serve_verbs_(serve_verbs) {}
 
 HttpAnswer ExtenderRoutes::Handle(absl::string_view method, absl::string_view target, absl::string_view body) {
-  absl::string_view path = target.substr(0, target.find('?'));
   HttpAnswer answer;
   try {
-    answer = Route(method, path, body);
+    answer = Route(method, target, body);
   } catch (const std::exception& e) {
     answer = JsonError(500, absl::StrCat("rackwise: internal error: ", e.what()));
   } catch (...) {
@@ -66,10 +65,13 @@ bool ExtenderRoutes::MayBlock(absl::string_view target) {
   return verb == "bind" || verb == "preempt";
 }
 
-HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view path, absl::string_view body) {
+HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view target, absl::string_view body) {
+  const size_t question = target.find('?');
+  absl::string_view path = target.substr(0, question);
   if (absl::string_view verb = VerbOf(path); !verb.empty()) {
     if (!serve_verbs_) {
-      return JsonError(404, absl::StrCat("rackwise: ", path, ": this port serves only /healthz, /readyz and /metrics"));
+      return JsonError(
+          404, absl::StrCat("rackwise: ", path, ": this port serves only /healthz, /readyz, /metrics and /limits"));
     }
     if (method != "POST") {
       HttpAnswer answer = JsonError(405, absl::StrCat("rackwise: ", path, " takes POST"));
@@ -82,7 +84,7 @@ HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view pat
     return Preempt(body);
   }
   const bool get = method == "GET";
-  if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
+  if (path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/limits") {
     if (!get) {
       HttpAnswer answer = JsonError(405, absl::StrCat("rackwise: ", path, " takes GET"));
       answer.allow = "GET";
@@ -90,6 +92,7 @@ HttpAnswer ExtenderRoutes::Route(absl::string_view method, absl::string_view pat
     }
     if (path == "/healthz") return HttpAnswer{200, kTextType, "ok\n"};
     if (path == "/readyz") return Ready();
+    if (path == "/limits") return Limits(question == absl::string_view::npos ? "" : target.substr(question + 1));
     return Metrics();
   }
   return JsonError(404, absl::StrCat("rackwise: no such endpoint: ", method, " ", path));
@@ -205,6 +208,16 @@ HttpAnswer ExtenderRoutes::Metrics() const {
   std::string out = service_->metrics().Render();
   service_->RenderStateMetrics(&out);
   return HttpAnswer{200, "text/plain; version=0.0.4; charset=utf-8", std::move(out)};
+}
+
+HttpAnswer ExtenderRoutes::Limits(absl::string_view query) const {
+  // One parameter, node=NAME (node names need no percent-decoding: DNS labels); anything else is refused.
+  if (query.empty()) return Json200(EncodeLimitsDocument(service_->SteeredLimits()));
+  if (!absl::StartsWith(query, "node=") || query.size() == 5 || absl::StrContains(query, "&") ||
+      absl::StrContains(query, "%")) {
+    return JsonError(400, absl::StrCat("rackwise: /limits takes no parameter but node=NAME, not \"", query, "\""));
+  }
+  return Json200(EncodeLimitsDocument(LimitsForNode(service_->SteeredLimits(), query.substr(5))));
 }
 
 }  // namespace rackwise::k8s

@@ -1,8 +1,8 @@
 // What the extender answers to one HTTP request, apart from any transport: the kube-scheduler verbs
 // (POST <prefix>/filter, /prioritize, /bind, /preempt in the upstream wire format) and GET /healthz, /readyz,
-// /metrics. The HTTP server (http_server.h) reads a request, hands it here, and writes the answer back; tests
-// call it directly. Every answer with a status of 400 or more is counted once in rackwise_http_errors_total,
-// here and nowhere else for routed requests.
+// /metrics, /limits (the steered GPU limits node agents follow). The HTTP server (http_server.h) reads a request, hands
+// it here, and writes the answer back; tests call it directly. Every answer with a status of 400 or more is counted
+// once in rackwise_http_errors_total, here and nowhere else for routed requests.
 #pragma once
 
 #include <cstdint>
@@ -52,13 +52,15 @@ class ExtenderRoutes {
   static std::string PreemptLine(const PreemptionArgs& args, const absl::StatusOr<ReducedPreemption>& kept);
 
  private:
-  HttpAnswer Route(absl::string_view method, absl::string_view path, absl::string_view body);
+  HttpAnswer Route(absl::string_view method, absl::string_view target, absl::string_view body);
   HttpAnswer Filter(absl::string_view body);
   HttpAnswer Prioritize(absl::string_view body);
   HttpAnswer Bind(absl::string_view body);
   HttpAnswer Preempt(absl::string_view body);
   HttpAnswer Ready() const;
   HttpAnswer Metrics() const;
+  // GET /limits[?node=NAME]: the steered GPU limits (limits_document.h), all or one node's.
+  HttpAnswer Limits(absl::string_view query) const;
 
   ExtenderService* service_;
   std::string mode_;

@@ -75,6 +75,15 @@ uint64_t AgentMetrics::apply_failed() const {
   return apply_failed_;
 }
 
+void AgentMetrics::SetSteering(uint64_t generation, uint64_t fetch_failures,
+                               std::vector<std::pair<std::string, int64_t>> steered) {
+  std::lock_guard<std::mutex> lock(mu_);
+  steering_ = true;
+  steering_generation_ = generation;
+  steering_fetch_failures_ = fetch_failures;
+  steered_ = std::move(steered);
+}
+
 std::string AgentMetrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
@@ -117,6 +126,19 @@ std::string AgentMetrics::Render() const {
     auto it = round_failures_.find(source);
     absl::StrAppend(&out, "rackwise_node_agent_round_failures_total{source=\"", source, "\"} ",
                     it == round_failures_.end() ? 0 : it->second, "\n");
+  }
+  if (steering_) {
+    family("rackwise_node_agent_limits_generation", "gauge", "Generation of the extender's /limits last received.");
+    absl::StrAppend(&out, "rackwise_node_agent_limits_generation ", steering_generation_, "\n");
+    family("rackwise_node_agent_limits_fetch_failures_total", "counter",
+           "Fetches of the extender's /limits that failed (the last limits received stay in force).");
+    absl::StrAppend(&out, "rackwise_node_agent_limits_fetch_failures_total ", steering_fetch_failures_, "\n");
+    family("rackwise_node_agent_steered_limit_watts", "gauge",
+           "The extender's steered GPU power limit for a pod held below its declared watts.");
+    for (const auto& [pod, mw] : steered_) {
+      absl::StrAppend(&out, "rackwise_node_agent_steered_limit_watts{pod=\"", EscapeLabel(pod), "\"} ",
+                      absl::StrFormat("%.3f", mw / 1000.0), "\n");
+    }
   }
   family("rackwise_node_agent_last_success_timestamp_seconds", "gauge", "End of the last complete round.");
   absl::StrAppend(&out, "rackwise_node_agent_last_success_timestamp_seconds ", absl::StrFormat("%.3f", last_success_),

@@ -31,6 +31,10 @@ class AgentMetrics {
   // The pods refused in the last round ("namespace", "name"), replacing the previous set.
   void SetRefused(std::vector<std::pair<std::string, std::string>> pods);
   void SetGpuLimits(std::vector<GpuLimitReading> gpus);
+  // The extender's steering as the agent last received it (limit_follower.h): the document's generation,
+  // fetches that failed so far, and the pods ("namespace/name") held below their declared watts, with the
+  // target in milliwatts per GPU. Rendered only once called (the agent follows an extender).
+  void SetSteering(uint64_t generation, uint64_t fetch_failures, std::vector<std::pair<std::string, int64_t>> steered);
 
   uint64_t applied() const;
   uint64_t restored() const;
@@ -46,6 +50,9 @@ class AgentMetrics {
   double last_success_ = 0;
   std::vector<std::pair<std::string, std::string>> refused_;
   std::vector<GpuLimitReading> gpus_;
+  bool steering_ = false;
+  uint64_t steering_generation_ = 0, steering_fetch_failures_ = 0;
+  std::vector<std::pair<std::string, int64_t>> steered_;
 };
 
 // Prometheus label value escaping (backslash, quote, newline).

@@ -124,8 +124,10 @@ LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDev
 
   for (const HeldLimit& h : held) {
     auto it = wanted.find(h.owner);
-    if (it != wanted.end() && it->second.gpus == h.gpus && it->second.milliwatts == h.milliwatts) {
-      wanted.erase(it);  // already in force
+    if (it != wanted.end() && it->second.gpus == h.gpus && h.milliwatts >= 0) {
+      // Already in force, or new watts on the same boards (steering moves a running pod's limit): set in place,
+      // never through the board's default, and the lease keeps the limit recorded before the first.
+      if (it->second.milliwatts == h.milliwatts) wanted.erase(it);
       continue;
     }
     plan.restore.push_back(h.owner);

@@ -8,7 +8,8 @@
 //    (StatefulSet) is restored and limited again rather than taken for the old one.
 //  - A pod is limited once the kubelet reports its GPUs; until then nothing is done (it is not running yet).
 //  - A held limit whose pod is gone, finished, no longer on the kubelet's list, or refused is restored;
-//    a held limit whose GPUs or watts changed is restored and applied again.
+//    a held limit whose GPUs changed is restored and applied again; one whose watts alone changed (steering,
+//    limit_follower.h) is set again in place, so that the boards never pass through their default.
 //  - Two pods on one board (time-slicing) cannot both own its limit: pods are served in increasing watts (then
 //    owner name), so the board gets the lowest limit asked for, and a later pod touching a taken board is
 //    refused, naming the pod that holds it. Power is never under-enforced because of sharing.

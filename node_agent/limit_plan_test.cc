@@ -37,14 +37,23 @@ TEST(PlanLimits, LimitsExactlyThePodsGpusByIndexOrUuid) {
   EXPECT_EQ(plan.apply[1].gpus, (std::vector<int>{1, 3}));
 }
 
-TEST(PlanLimits, HeldAndUnchangedIsLeftAloneGoneIsRestoredChangedIsRedone) {
+TEST(PlanLimits, HeldAndUnchangedIsLeftAloneGoneIsRestoredNewWattsAreSetInPlace) {
   std::vector<HeldLimit> held = {{"ml/a/u1", {0}, 450'000}, {"ml/gone/u9", {1}, 300'000}, {"ml/c/u1", {2}, 500'000}};
   LimitPlan plan =
       PlanLimits({Pod("a", 450'000), Pod("c", 400'000)}, {{"ml", "a", {"0"}}, {"ml", "c", {"2"}}}, held, FourGpus());
-  EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/gone/u9", "ml/c/u1"}));
+  EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/gone/u9"}));  // c is not restored to the default first
   ASSERT_EQ(plan.apply.size(), 1u);
   EXPECT_EQ(plan.apply[0].owner, "ml/c/u1");
+  EXPECT_EQ(plan.apply[0].gpus, (std::vector<int>{2}));
   EXPECT_EQ(plan.apply[0].milliwatts, 400'000);
+}
+
+TEST(PlanLimits, NewBoardsOrAMixedHoldingAreRestoredAndAppliedAgain) {
+  std::vector<HeldLimit> held = {{"ml/a/u1", {0}, 450'000}, {"ml/c/u1", {2}, -1}};
+  LimitPlan plan = PlanLimits({Pod("a", 450'000), Pod("c", 400'000)}, {{"ml", "a", {"0", "1"}}, {"ml", "c", {"2"}}},
+                              held, FourGpus());
+  EXPECT_EQ(plan.restore, (std::vector<std::string>{"ml/a/u1", "ml/c/u1"}));
+  ASSERT_EQ(plan.apply.size(), 2u);
 }
 
 TEST(PlanLimits, RecreatedPodIsANewOwner) {
@@ -149,19 +158,27 @@ TEST(PlanLimits, InvariantsOverEveryCombination) {
       ASSERT_GE(a.milliwatts, gpus.ranges[0].min_mw);
       ASSERT_LE(a.milliwatts, gpus.ranges[0].max_mw);
     }
-    // A held limit on a board now applied to someone else is restored first; every held limit is either
-    // kept as is (then not re-applied) or restored.
+    // A held limit on a board now applied to someone else is restored first; every held limit is kept as is
+    // (then not re-applied), set again in place (the same boards, other watts) or restored.
     std::set<int> kept_boards;
     for (const HeldLimit& h : held) {
       if (restored.count(h.owner)) continue;
-      ASSERT_EQ(applied.count(h.owner), 0u);
+      if (applied.count(h.owner)) {
+        for (const LimitToApply& a : plan.apply) {
+          if (a.owner != h.owner) continue;
+          ASSERT_EQ(a.gpus, h.gpus) << "case " << combo;
+          ASSERT_NE(a.milliwatts, h.milliwatts) << "case " << combo;
+        }
+        continue;
+      }
       for (int g : h.gpus) kept_boards.insert(g);
     }
     for (int g : kept_boards) ASSERT_EQ(boards.count(g), 0u) << "case " << combo;
     // Each pod is exactly one of: applied, kept, refused, waiting, unneeded.
     for (const PodWatts& pod : pods) {
       int roles = applied.count(pod.Owner());
-      for (const HeldLimit& h : held) roles += h.owner == pod.Owner() && !restored.count(h.owner);
+      for (const HeldLimit& h : held)
+        roles += h.owner == pod.Owner() && !restored.count(h.owner) && !applied.count(h.owner);
       for (const RefusedPod& r : plan.refused) roles += r.name == pod.name;
       for (const std::string& w : plan.waiting) roles += w == pod.Key();
       for (const std::string& u : plan.unneeded) roles += u == pod.Key();

@@ -3,6 +3,7 @@
 // limits when the pods are gone. This file parses flags and wires the parts; see node_agent.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent_http.h"
@@ -21,6 +23,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "lease_limits.h"
+#include "limit_follower.h"
 #include "node_agent.h"
 #include "node_pods.h"
 #include "node_power/nvml_library.h"
@@ -49,6 +52,7 @@ struct AgentFlags {
   std::string endpoint = kDefaultPodResourcesEndpoint, nvml_library = node_power::kDefaultNvmlLibrary;
   std::string state_file = "/var/lib/rackwise/node-agent/power-limits", resource = kNvidiaGpuResource;
   double interval_s = 10;
+  LimitsSource limits;  // the extender's steered limits; url empty: not followed
   // --listen split up, once the flags are checked.
   std::string host;
   int port = 0;
@@ -66,6 +70,10 @@ void AddFlags(CLI::App& app, AgentFlags* f) {
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();
   app.add_option("--listen", f->listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
+  app.add_option("--limits-url", f->limits.url,
+                 "the extender's base URL (http(s)://HOST:PORT): follow its steered limits (GET /limits) every round");
+  app.add_option("--limits-ca-file", f->limits.ca_file, "CA (PEM) to verify an https --limits-url with");
+  app.add_option("--limits-token-file", f->limits.token_file, "bearer token sent with GET /limits");
 }
 
 // What CLI11 cannot check: a node name from either source, and --listen's shape. An exit code: 0 when usable.
@@ -78,6 +86,13 @@ int CheckFlags(AgentFlags* f) {
     Log(absl::StrCat("--listen ", f->listen, ": expected HOST:PORT"));
     return 2;
   }
+  if (!f->limits.url.empty() && !absl::StartsWith(f->limits.url, "http://") &&
+      !absl::StartsWith(f->limits.url, "https://")) {
+    Log(absl::StrCat("--limits-url ", f->limits.url, ": expected http(s)://HOST:PORT"));
+    return 2;
+  }
+  // A round waits for the extender at most this long, so a silent extender does not stall the annotation path.
+  f->limits.timeout_s = std::min(5.0, std::max(0.5, f->interval_s));
   return 0;
 }
 
@@ -178,6 +193,18 @@ int RunAgent(int argc, char** argv) {
   AgentSources sources;
   sources.annotated_pods = [&] { return ListAnnotatedPods(deps.api_server.get(), flags.node); };
   sources.pod_devices = [&] { return deps.kubelet->ListDevices(flags.resource); };
+  std::unique_ptr<LimitFollower> follower;
+  if (!flags.limits.url.empty()) {
+    follower = std::make_unique<LimitFollower>(
+        flags.node, [&] { return FetchLimits(flags.limits, flags.node); }, Log);
+    sources.steer = [&](std::vector<PodWatts> pods) {
+      std::vector<PodWatts> steered = follower->Steer(std::move(pods));
+      const SteeringStatus s = follower->status();
+      metrics.SetSteering(s.generation, s.fetch_failures, s.steered);
+      return steered;
+    };
+    Log(absl::StrCat("following the steered limits of ", flags.limits.url, "/limits every round"));
+  }
   NodeAgent agent(std::move(sources), deps.nvml.get(), &limits, &metrics, Log);
 
   ReconcileUntilStopped(agent, http, flags.interval_s);

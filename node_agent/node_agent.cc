@@ -64,6 +64,7 @@ absl::Status NodeAgent::RunOnce() {
   if (!devices.ok()) return fail("kubelet", devices.status());
   absl::StatusOr<std::vector<PodWatts>> pods = sources_.annotated_pods();
   if (!pods.ok()) return fail("apiserver", pods.status());
+  if (sources_.steer) *pods = sources_.steer(std::move(*pods));
   absl::StatusOr<NodeGpus> boards = ReadBoards(*devices);
   if (!boards.ok()) return fail("nvml", boards.status());
   absl::StatusOr<std::vector<HeldLimit>> held = limits_->Held();

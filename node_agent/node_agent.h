@@ -36,6 +36,8 @@ class OwnerLimits {
 struct AgentSources {
   std::function<absl::StatusOr<std::vector<PodWatts>>()> annotated_pods;  // the API server
   std::function<absl::StatusOr<std::vector<PodDevices>>()> pod_devices;   // the kubelet
+  // Optional: folds the extender's steered limits into the pods to plan (LimitFollower::Steer).
+  std::function<std::vector<PodWatts>(std::vector<PodWatts>)> steer;
 };
 
 class NodeAgent {

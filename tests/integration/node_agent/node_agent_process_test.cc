@@ -26,7 +26,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "fake_kubelet.h"
+#include "fake_nvml_state.h"
 #include "json_fields.h"
+#include "loopback_server.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "rackwise/testing/child_process.h"
 
@@ -35,86 +38,11 @@ namespace {
 
 using k8s::Json;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The kubelet's side of the PodResources API: answers List with whatever the test set last.
-class FakeKubelet final : public ::v1::PodResourcesLister::Service {
- public:
-  explicit FakeKubelet(const std::string& socket) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("unix://" + socket, grpc::InsecureServerCredentials());
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
-  }
-  ~FakeKubelet() override { server_->Shutdown(); }
-  bool ok() const { return server_ != nullptr; }
-
-  // Pods as {namespace/name -> device ids}; each pod gets one container holding the GPUs and a NIC. An id
-  // "dra:<device>" is a GPU of NVIDIA's DRA driver (gpu.nvidia.com, pool gpu001) in the container's claim.
-  void SetPods(const std::map<std::string, std::vector<std::string>>& pods) {
-    std::lock_guard<std::mutex> lock(mu_);
-    response_.Clear();
-    for (const auto& [key, ids] : pods) {
-      std::vector<std::string> parts = absl::StrSplit(key, '/');
-      ::v1::PodResources* pod = response_.add_pod_resources();
-      pod->set_namespace_(parts[0]);
-      pod->set_name(parts[1]);
-      ::v1::ContainerResources* container = pod->add_containers();
-      container->set_name("main");
-      ::v1::ContainerDevices* gpus = container->add_devices();
-      gpus->set_resource_name("nvidia.com/gpu");
-      ::v1::DynamicResource* claim = nullptr;
-      for (const std::string& id : ids) {
-        if (!absl::StartsWith(id, "dra:")) {
-          gpus->add_device_ids(id);
-          continue;
-        }
-        if (claim == nullptr) {
-          claim = container->add_dynamic_resources();
-          claim->set_claim_name(parts[1] + "-gpus");
-          claim->set_claim_namespace(parts[0]);
-        }
-        ::v1::ClaimResource* device = claim->add_claim_resources();
-        device->set_driver_name("gpu.nvidia.com");
-        device->set_pool_name("gpu001");
-        device->set_device_name(id.substr(4));
-        device->add_cdi_devices()->set_name("k8s.gpu.nvidia.com/claim=" + parts[1] + "-" + id.substr(4));
-      }
-      ::v1::ContainerDevices* nic = container->add_devices();
-      nic->set_resource_name("rdma/hca_shared_devices_a");
-      nic->add_device_ids("0");
-    }
-  }
-  int lists() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return lists_;
-  }
-
-  grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
-                    ::v1::ListPodResourcesResponse* response) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++lists_;
-    *response = response_;
-    return grpc::Status::OK;
-  }
-
- private:
-  std::unique_ptr<grpc::Server> server_;
-  std::mutex mu_;
-  ::v1::ListPodResourcesResponse response_;
-  int lists_ = 0;
-};
-
 // The API server's pod list for the agent's node (paginated in pages of two, as a server may).
 class FakeApiServer {
  public:
   FakeApiServer() {
-    server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
+    http_.server().Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
       field_selector_ = req.get_param_value("fieldSelector");
       size_t start = 0;
@@ -125,13 +53,7 @@ class FakeApiServer {
       if (start + 2 < pods_.size()) page["metadata"]["continue"] = std::to_string(start + 2);
       res.set_content(page.dump(), "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~FakeApiServer() {
-    server_.stop();
-    thread_.join();
+    http_.Start();
   }
   void SetPods(std::vector<Json> pods) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -141,12 +63,10 @@ class FakeApiServer {
     std::lock_guard<std::mutex> lock(mu_);
     return field_selector_;
   }
-  int port() const { return port_; }
+  int port() const { return http_.port(); }
 
  private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
+  LoopbackServer http_;
   std::mutex mu_;
   std::vector<Json> pods_;
   std::string field_selector_;
@@ -253,15 +173,7 @@ class NodeAgentProcessTest : public ::testing::Test {
   }
 
   // The limit in force on each board, from the fake NVML's state file.
-  std::vector<int64_t> Limits() {
-    std::vector<int64_t> out;
-    for (absl::string_view line : absl::StrSplit(ReadAll(nvml_state_), '\n', absl::SkipEmpty())) {
-      std::vector<std::string> f = absl::StrSplit(line, ' ');
-      int64_t current = 0;
-      if (f.size() >= 6 && f[0] == "gpu" && absl::SimpleAtoi(f[5], &current)) out.push_back(current);
-    }
-    return out;
-  }
+  std::vector<int64_t> Limits() { return FakeNvmlLimits(nvml_state_); }
   // "gpu=<i> limit=<mw>" of every nvmlDeviceSetPowerManagementLimit call, in order.
   std::vector<std::string> SetCalls() {
     std::vector<std::string> out;
