@@ -81,7 +81,9 @@ TEST(CrossTypeFitPropertyTest, AOneDomainJobTakesTheTightestDomainOfAnyType) {
       const auto* decision = std::get_if<PlacementDecision>(&*out);
       if (tightest_free == 1 << 30) {
         // No one domain holds it: whatever the placer does, it is not one domain.
-        if (decision != nullptr) ASSERT_GT(decision->domains, 1);
+        if (decision != nullptr) {
+          ASSERT_GT(decision->domains, 1);
+        }
         continue;
       }
       ASSERT_NE(decision, nullptr) << "refused a job one domain holds";
