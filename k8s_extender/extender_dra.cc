@@ -57,7 +57,7 @@ ExtenderService::ResolvedPod ExtenderService::ResolveLocked(const PodInfo& raw, 
   r.allocated |= MaskOf(devices.extended_indices);
   ApplyComputeDomain(devices, &r.info);
   if (r.info.group.empty() && !raw.workload_pod_group.empty() && devices.workload_min_count > 1) {
-    r.info.group = absl::StrCat(raw.namespace_, "/workload/", raw.workload_pod_group.substr(raw.namespace_.size() + 1));
+    r.info.group = absl::StrCat(raw.namespace_, "/workload/", raw.workload_group);
     r.info.group_source = GroupSource::kWorkload;
     r.info.group_size = devices.workload_min_count;
   }

@@ -223,5 +223,26 @@ TEST(ExtenderDraTest, AComputeDomainStaysWithinOneLabelledClique) {
   }
 }
 
+// Kubernetes 1.35's Workload API: a pod's spec.workloadRef names a pod group inside a scheduling.k8s.io/v1alpha1
+// Workload, whose gang minCount sizes the group, and each podGroupReplicaKey is a gang of its own: two replicas
+// of one pod group are two reservations, not one group of pods from both.
+TEST(ExtenderDraTest, EachReplicaOfAWorkloadPodGroupIsItsOwnGang) {
+  ExtenderMetrics metrics;
+  auto s = NewService(&metrics);
+  const Json workload = {{"apiVersion", "scheduling.k8s.io/v1alpha1"},
+                         {"kind", "Workload"},
+                         {"metadata", {{"name", "trainer"}, {"namespace", "ml"}}},
+                         {"spec", {{"podGroups", {{{"name", "workers"}, {"policy", {{"gang", {{"minCount", 2}}}}}}}}}}};
+  ASSERT_TRUE(s->ApplyDraObject(DraKind::kWorkload, workload, false, 0).ok());
+  for (const char* replica : {"r0", "r1"}) {
+    Json pod = PluginPod(std::string("w-") + replica, 4);
+    pod["spec"]["workloadRef"] = {{"name", "trainer"}, {"podGroup", "workers"}, {"podGroupReplicaKey", replica}};
+    const FilterResult f = s->Filter(Args(pod, *s), 1);
+    ASSERT_FALSE(f.feasible.empty()) << replica << ": " << (f.reasons.empty() ? f.error : f.reasons[0]);
+  }
+  EXPECT_EQ(s->Snapshot().reservations, 2);
+  EXPECT_EQ(s->Snapshot().free_reserved_slots, 4);  // two pods per replica, none bound yet
+}
+
 }  // namespace
 }  // namespace rackwise::k8s

@@ -50,26 +50,34 @@ absl::StatusOr<ReducedPreemption> ExtenderService::ReduceLocked(const PodInfo& p
 
 absl::StatusOr<ReducedPreemption> ExtenderService::Preempt(const PreemptionArgs& args, int64_t now_ms,
                                                            int64_t wall_now_ms) {
-  absl::StatusOr<PodInfo> pod = ParsePod(args.pod);
-  if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
+  absl::StatusOr<PodInfo> raw = ParsePod(args.pod);
+  if (!raw.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", raw.status().message()));
   ReducedPreemption reduced;
-  if (pod->gpus == 0) {  // not ours: managedResources normally keeps these away
-    reduced.nodes = args.victims;
-    metrics_->CountDecision(Verb::kPreempt, "no_gpus");
-    return reduced;
-  }
+  PodInfo pod;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // GPUs from claims are the pod's GPUs as nvidia.com/gpu are (kube-scheduler's dry run counted neither in watts),
+    // and a ComputeDomain or Workload pod group makes it a group that preempts as one.
+    if (!synced_ && raw->HasDraReferences()) {  // its claims may not be listed yet: its GPUs are not known
+      metrics_->CountDecision(Verb::kPreempt, "not_synced");
+      return absl::UnavailableError("still rebuilding its ledger from the API server; retry shortly");
+    }
+    pod = raw->HasDraReferences() ? ResolveLocked(*raw, "").info : *raw;
+    if (pod.gpus == 0) {  // no GPU from any source: kube-scheduler's proposal stands
+      reduced.nodes = args.victims;
+      metrics_->CountDecision(Verb::kPreempt, "no_gpus");
+      return reduced;
+    }
     if (!synced_) {
       metrics_->CountDecision(Verb::kPreempt, "not_synced");
       return absl::UnavailableError("still rebuilding its ledger from the API server; retry shortly");
     }
-    if (absl::Status bad = Placer::CheckRequest(*topology_, SinglePodRequest(*pod)); !bad.ok()) {
+    if (absl::Status bad = Placer::CheckRequest(*topology_, SinglePodRequest(pod)); !bad.ok()) {
       reduced.why_none = absl::StrCat("the pod can never be placed: ", bad.message());
       metrics_->CountDecision(Verb::kPreempt, "no_candidates");
       return reduced;
     }
-    absl::StatusOr<ReducedPreemption> chosen = ReduceLocked(*pod, args, now_ms, wall_now_ms);
+    absl::StatusOr<ReducedPreemption> chosen = ReduceLocked(pod, args, now_ms, wall_now_ms);
     if (!chosen.ok()) return chosen.status();
     reduced = std::move(*chosen);
   }
@@ -86,7 +94,7 @@ absl::StatusOr<ReducedPreemption> ExtenderService::Preempt(const PreemptionArgs&
     metrics_->CountDecision(Verb::kPreempt, "eviction_refused");
     const char* why = absl::IsResourceExhausted(s) ? " (a PodDisruptionBudget forbids it now)" : "";
     return absl::FailedPreconditionError(absl::StrCat(
-        "group ", pod->group, ": evicting victim ", key, " refused", why, ": ", s.message(), "; ", i, " of ",
+        "group ", pod.group, ": evicting victim ", key, " refused", why, ": ", s.message(), "; ", i, " of ",
         reduced.evict.size(), " victims on other nodes evicted, nothing preempted on ", reduced.nodes.begin()->first));
   }
   metrics_->CountDecision(Verb::kPreempt, reduced.nodes.empty()   ? "no_candidates"

@@ -228,6 +228,11 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
     }
     per_pod.waited_seconds = static_cast<double>(now_ms - GroupFirstTry(pod.group, now_ms)) / 1000.0;
     absl::StatusOr<PlacementOutcome> outcome = EnsureGroupLocked(pod, size, per_pod, now_ms);
+    const auto* refused = outcome.ok() ? std::get_if<PlacementRefusal>(&*outcome) : nullptr;
+    if (refused != nullptr && !refused->unresolvable &&
+        gangs_.YieldStalled(pod.group, now_ms, ArrivalWindowMs() / 3) > 0) {
+      outcome = EnsureGroupLocked(pod, size, per_pod, now_ms);  // groups whose pods stopped coming made way
+    }
     if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kFailedPrecondition) {
       // The shared power ledger refused a slot (another owner holds the room): the group waits, not an error.
       const uint32_t why = result.AddReason(
@@ -259,6 +264,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
     r = gangs_.Find(pod.group);
     own = r ? r->SlotOf(key) : nullptr;
   }
+  gangs_.NoteArrival(pod.group, key, now_ms, ArrivalWindowMs());
   uint32_t elsewhere = UINT32_MAX;
   for (uint32_t i = 0; i < n; ++i) {
     if (ids[i] == kNoId) continue;

@@ -7,6 +7,7 @@
 // slot, and the caller's id for allocations made over gRPC.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,8 +41,11 @@ namespace rackwise::k8s {
 
 struct ExtenderOptions {
   int64_t reservation_ttl_ms = 120'000;  // free gang slots are released this long after the last progress
-  int64_t assume_ttl_ms = 30'000;        // a pod we bound survives a relist that does not show it yet
-  size_t max_pending_pods = 100'000;     // pods remembered between filter and bind
+  // A group still short of its pods loses its free slots when no new pod of it has been seen for this long (at
+  // most the TTL), and yields them to another group's plan after a third of it (gang_reservations.h).
+  int64_t gang_arrival_ms = 30'000;
+  int64_t assume_ttl_ms = 30'000;     // a pod we bound survives a relist that does not show it yet
+  size_t max_pending_pods = 100'000;  // pods remembered between filter and bind
   int64_t pending_ttl_ms = 900'000;
   // Candidate lists remembered by their bytes (see candidate_nodes.h); 0 turns the cache off.
   size_t candidate_cache_entries = 16;
@@ -203,6 +207,7 @@ class ExtenderService {
   };
 
   PlacementRequest SinglePodRequest(const PodInfo& pod) const;
+  int64_t ArrivalWindowMs() const { return std::min(options_.gang_arrival_ms, options_.reservation_ttl_ms); }
   // Preemption (extender_preemption.cc): the victims' facts, and the core's choice among the proposals.
   std::optional<KnownVictim> KnownVictimLocked(const std::string& uid, int64_t now_ms, int64_t wall_now_ms) const;
   absl::StatusOr<ReducedPreemption> ReduceLocked(const PodInfo& pod, const PreemptionArgs& args, int64_t now_ms,

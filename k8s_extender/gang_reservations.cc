@@ -127,6 +127,8 @@ std::optional<GangSlot> GangReservations::Assign(const std::string& group, const
     if (s.node == node && s.pod.empty()) {
       s.pod = pod;
       r.expires_ms = std::max(r.expires_ms, now_ms + ttl_ms);
+      r.arrived.insert(pod);
+      r.last_arrival_ms = now_ms;  // a bind is progress too: never released sooner than the TTL rule would
       return s;
     }
   }
@@ -149,6 +151,7 @@ absl::Status GangReservations::Adopt(const std::string& group, int size, const s
     r.pod_gpus = std::popcount(gpus);
   }
   r.size = std::max(r.size, size);
+  r.arrived.insert(pod);
   for (GangSlot& s : r.slots) {
     if (s.pod == pod && s.node == node) return absl::OkStatus();
   }
@@ -187,23 +190,49 @@ bool GangReservations::ReleasePod(const std::string& group, const std::string& p
   return true;
 }
 
+void GangReservations::NoteArrival(const std::string& group, const std::string& pod, int64_t now_ms,
+                                   int64_t window_ms) {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return;
+  GangReservation& r = it->second;
+  if (!r.arrived.insert(pod).second) return;
+  r.last_arrival_ms = now_ms;
+  r.arrival_window_ms = window_ms;
+}
+
+int GangReservations::YieldStalled(const std::string& except, int64_t now_ms, int64_t quiet_ms) {
+  int released = 0;
+  for (auto& [group, r] : groups_) {
+    if (group != except && r.AwaitingPods() && r.arrival_window_ms > 0 && now_ms - r.last_arrival_ms >= quiet_ms) {
+      released += ReleaseFreeSlots(r);
+    }
+  }
+  std::erase_if(groups_, [](const auto& g) { return g.second.slots.empty(); });
+  return released;
+}
+
+int GangReservations::ReleaseFreeSlots(GangReservation& r) {
+  int released = 0;
+  for (auto s = r.slots.begin(); s != r.slots.end();) {
+    if (s->pod.empty()) {
+      ReleaseSlot(s->allocation_id);
+      s = r.slots.erase(s);
+      ++released;
+    } else {
+      ++s;
+    }
+  }
+  return released;
+}
+
 int GangReservations::Expire(int64_t now_ms) {
   int released = 0;
   for (auto it = groups_.begin(); it != groups_.end();) {
     GangReservation& r = it->second;
-    if (r.expires_ms <= now_ms) {
-      auto& slots = r.slots;
-      for (auto s = slots.begin(); s != slots.end();) {
-        if (s->pod.empty()) {
-          ReleaseSlot(s->allocation_id);
-          s = slots.erase(s);
-          ++released;
-        } else {
-          ++s;
-        }
-      }
-    }
-    if (r.slots.empty() && r.expires_ms <= now_ms) {
+    const bool abandoned =
+        r.AwaitingPods() && r.arrival_window_ms > 0 && now_ms - r.last_arrival_ms >= r.arrival_window_ms;
+    if (r.expires_ms <= now_ms || abandoned) released += ReleaseFreeSlots(r);
+    if (r.slots.empty() && (r.expires_ms <= now_ms || abandoned)) {
       it = groups_.erase(it);
     } else {
       ++it;

@@ -5,11 +5,20 @@
 // holds GPUs for longer than the TTL. Each slot is its own ledger allocation ("<group>#<n>"), so a finished pod
 // frees exactly its GPUs. Time is passed in (milliseconds on any monotonic scale). Not thread-safe: the
 // extender service serialises calls.
+//
+// Gang schedulers hold no room for pods that do not come: kube-scheduler's own GangScheduling plugin lets no pod
+// of a gang into its queue before minCount of them exist (PreEnqueue) and places the group in one cycle. The
+// extender sees a group only through its pods' filter and bind calls, so arrivals stand in for existence: each
+// distinct pod of the group seen is an arrival; a group still short of its pods whose arrivals stop for the
+// arrival window loses its free slots, however long its TTL; and one whose arrivals have been quiet for a while
+// yields its free slots to another group whose whole plan needs them (YieldStalled). A later pod of the group
+// plans its missing slots again.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,11 +45,16 @@ struct GangReservation {
   int64_t expires_ms = 0;  // free slots are released after this
   int next_slot = 0;
   std::vector<GangSlot> slots;
+  std::set<std::string> arrived;  // distinct pods of the group seen (filtered, bound or found running)
+  int64_t last_arrival_ms = 0;    // when the last new one was seen, or one was bound
+  int64_t arrival_window_ms = 0;  // 0: not watched (a group rebuilt from running pods)
 
   int free_slots() const;
   int assigned_slots() const;
   bool HasFreeSlotOn(NodeId node) const;
   const GangSlot* SlotOf(const std::string& pod) const;
+  // Fewer of its pods seen than it has slots for: the rest may never come.
+  bool AwaitingPods() const { return static_cast<int>(arrived.size()) < size; }
 };
 
 // The request that plans `missing` pods of a group as one job (what Ensure places, and what preemption frees room
@@ -61,6 +75,12 @@ class GangReservations {
   absl::StatusOr<PlacementOutcome> Ensure(const std::string& group, int size, const PlacementRequest& per_pod,
                                           int64_t now_ms, int64_t ttl_ms);
 
+  // Records that `pod` of `group` was seen (filter): a pod not seen before restarts the group's arrival window
+  // (`window_ms`, 0: arrivals are not watched). No-op for a group without a reservation.
+  void NoteArrival(const std::string& group, const std::string& pod, int64_t now_ms, int64_t window_ms);
+  // Releases the free slots of every other group still awaiting pods whose last arrival is at least `quiet_ms`
+  // old: they make way for `except`'s plan. Returns the slots released.
+  int YieldStalled(const std::string& except, int64_t now_ms, int64_t quiet_ms);
   // Gives `pod` a free slot on `node` (or returns the one it holds there). nullopt: no free slot there.
   // Extends the deadline to now + ttl: a group that makes progress keeps its slots.
   std::optional<GangSlot> Assign(const std::string& group, const std::string& pod, NodeId node, int64_t now_ms,
@@ -73,7 +93,8 @@ class GangReservations {
                      Milliwatts per_gpu);
   // The pod ended: its slot and GPUs are released. Returns false if it held none.
   bool ReleasePod(const std::string& group, const std::string& pod);
-  // Releases free slots of reservations past their deadline; drops empty reservations. Returns slots released.
+  // Releases free slots of reservations past their deadline, and of groups still awaiting pods whose arrival
+  // window has passed; drops empty reservations. Returns slots released.
   int Expire(int64_t now_ms);
   // Releases everything (a relist rebuilds the state).
   void Clear();
@@ -84,6 +105,7 @@ class GangReservations {
 
  private:
   void DropIfEmpty(const std::string& group);
+  int ReleaseFreeSlots(GangReservation& r);
   // Commits a slot planned now (kEnforce), through the gate when there is one.
   absl::Status BookSlot(const Allocation& slot);
   void ReleaseSlot(const std::string& allocation_id);

@@ -39,6 +39,7 @@ struct ExtenderFlags {
   std::vector<std::string> admin_cns;
   std::string log_level = "info";
   double reservation_ttl_s = 120;
+  double gang_arrival_s = 30;
   size_t candidate_cache = ExtenderOptions{}.candidate_cache_entries;
   std::vector<std::string> gpu_device_classes = ExtenderOptions{}.gpu_device_classes;
   bool dra = true;
@@ -78,6 +79,9 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
       ->check(CLI::IsMember({"info", "debug"}));
   app.add_option("--reservation-ttl", f->reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
       ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--gang-arrival", f->gang_arrival_s,
+                 "seconds a group still short of its pods keeps unbound slots after its last new pod was seen")
+      ->check(CLI::Range(1.0, 86400.0));
   app.add_option("--candidate-cache", f->candidate_cache,
                  "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
       ->check(CLI::Range(0, 1024));
@@ -89,7 +93,9 @@ void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
                "read ResourceClaims, templates, ResourceSlices, DeviceClasses, ComputeDomains and Workload API pod "
                "groups from the API server (APIs it does not serve count as empty)");
   app.add_option("--pod-group-version", f->pod_group_version,
-                 "scheduling.k8s.io version whose PodGroup objects give Workload API gang sizes");
+                 "scheduling.k8s.io version whose PodGroup objects give Workload API gang sizes (Kubernetes 1.36: "
+                 "v1alpha2; 1.37: v1beta1 or v1alpha3)")
+      ->check(CLI::IsMember({"v1alpha2", "v1alpha3", "v1beta1"}));
   app.add_option("--max-body-bytes", http.max_body_bytes, "largest request body accepted (413 beyond)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 32));
   app.add_option("--body-budget-bytes", http.body_budget_bytes,
@@ -284,6 +290,7 @@ int RunExtender(int argc, char** argv) {
   ExtenderMetrics metrics;
   ExtenderOptions options;
   options.reservation_ttl_ms = static_cast<int64_t>(flags.reservation_ttl_s * 1000);
+  options.gang_arrival_ms = static_cast<int64_t>(flags.gang_arrival_s * 1000);
   options.candidate_cache_entries = flags.candidate_cache;
   options.gpu_device_classes = flags.gpu_device_classes;
   ExtenderService service(std::make_unique<Topology>(std::move(*topology)), options, client.get(), &metrics);

@@ -131,17 +131,24 @@ absl::StatusOr<std::string> JobSetGroupSize(const Json& meta) {
   return std::to_string(r * p);
 }
 
-// The Workload API pod group a pod names: spec.schedulingGroup.podGroupName (the PodGroup object, newest), else
-// spec.workloadRef {name, podGroup} (the first alpha, where pod groups lived inside the Workload). "" if none.
-std::string WorkloadPodGroup(const Json& spec) {
-  if (const Json* g = FindField(spec, "schedulingGroup")) {
-    if (std::string name = StringField(*g, "podGroupName"); !name.empty()) return name;
+// The Workload API pod group a pod names, as {the key its gang size is found under, the group's name}:
+// spec.schedulingGroup.podGroupName (a PodGroup object; Kubernetes 1.36 on), else 1.35's spec.workloadRef {name,
+// podGroup, podGroupReplicaKey} (a pod group inside the Workload; each replica key is a gang of its own). Both
+// empty if the pod names none; an error for a reference the API server's validation would have refused.
+absl::StatusOr<std::pair<std::string, std::string>> WorkloadPodGroup(const Json& spec) {
+  if (const Json* g = FindField(spec, "schedulingGroup"); g != nullptr && g->is_object()) {
+    std::string name = StringField(*g, "podGroupName");
+    return std::make_pair(name, name);
   }
-  if (const Json* w = FindField(spec, "workloadRef")) {
-    std::string name = StringField(*w, "name"), group = StringField(*w, "podGroup");
-    if (!name.empty()) return group.empty() ? name : absl::StrCat(name, "/", group);
+  const Json* w = FindField(spec, "workloadRef");
+  if (w == nullptr || !w->is_object()) return std::make_pair(std::string(), std::string());
+  const std::string name = StringField(*w, "name"), group = StringField(*w, "podGroup");
+  if (name.empty() || group.empty()) {
+    return absl::InvalidArgumentError("spec.workloadRef: needs both name and podGroup");
   }
-  return "";
+  const std::string replica = StringField(*w, "podGroupReplicaKey");
+  std::string key = absl::StrCat(name, "/", group);
+  return std::make_pair(key, replica.empty() ? key : absl::StrCat(key, "/", replica));
 }
 
 // The pod's group and its size, from the first source that names one (see pod_spec.h for the precedence).
@@ -153,8 +160,13 @@ absl::Status ReadGroup(const Json& meta, const Json& spec, PodInfo* info) {
     if (!size.ok()) return size.status();
     info->annotated_group_size = *size;
   }
-  const std::string workload = WorkloadPodGroup(spec);
-  if (!workload.empty()) info->workload_pod_group = absl::StrCat(info->namespace_, "/", workload);
+  absl::StatusOr<std::pair<std::string, std::string>> workload_ref = WorkloadPodGroup(spec);
+  if (!workload_ref.ok()) return workload_ref.status();
+  const std::string& workload = workload_ref->second;
+  if (!workload.empty()) {
+    info->workload_pod_group = absl::StrCat(info->namespace_, "/", workload_ref->first);
+    info->workload_group = workload;
+  }
   if (std::string g = MetaValue(meta, kGroupKey); !g.empty()) {
     if (size_text.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("metadata: ", kGroupKey, " \"", g, "\" needs ", kGroupSizeKey));

@@ -3,9 +3,10 @@
 //   1. rackwise.io/group + rackwise.io/group-size (annotations or labels);
 //   2. JobSet: label jobset.sigs.k8s.io/jobset-name (+ replicatedjob-name); size = the group-size annotation
 //      if given, else jobset.sigs.k8s.io/replicatedjob-replicas x rackwise.io/pods-per-job (default 1);
-//   3. the Workload API (scheduling.k8s.io): spec.schedulingGroup.podGroupName (the PodGroup object), or the
-//      older spec.workloadRef {name, podGroup}; size = group-size, else the PodGroup's gang minCount (read by
-//      the extender from the API server, see dra_objects.h);
+//   3. the Workload API (scheduling.k8s.io): spec.schedulingGroup.podGroupName (the PodGroup object; 1.36 on),
+//      or 1.35's spec.workloadRef {name, podGroup, podGroupReplicaKey} (each replica key its own gang); size =
+//      group-size, else the gang minCount of the PodGroup or of the Workload's pod group (read by the extender
+//      from the API server, see dra_objects.h);
 //   4. scheduler-plugins PodGroup: label scheduling.x-k8s.io/pod-group (or the older
 //      pod-group.scheduling.sigs.k8s.io); size = annotation scheduling.x-k8s.io/min-member, or group-size.
 // A ComputeDomain (NVIDIA's multi-node NVLink domain) found through the pod's claims outranks 2-4; the extender
@@ -77,6 +78,8 @@ struct PodInfo {
   // The Workload API pod group the pod names ("<namespace>/<name>"), kept even when its size is not known yet
   // (group stays empty until the PodGroup object gives minCount).
   std::string workload_pod_group;
+  // The group's name under "<namespace>/workload/": the pod group, with 1.35's replica key when set.
+  std::string workload_group;
 
   // "namespace/name", the key pods are booked under.
   std::string Key() const { return namespace_ + "/" + name; }

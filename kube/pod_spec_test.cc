@@ -149,6 +149,15 @@ TEST(PodSpec, ClaimsAndWorkloadPodGroup) {
   pod["spec"].erase("schedulingGroup");
   pod["spec"]["workloadRef"] = {{"name", "job"}, {"podGroup", "w"}};
   EXPECT_EQ(ParsePod(pod)->group, "ml/workload/job/w");
+  // Each podGroupReplicaKey is a gang of its own, sized by the Workload's pod group (1.35's WorkloadReference).
+  pod["spec"]["workloadRef"]["podGroupReplicaKey"] = "r1";
+  auto replica = ParsePod(pod);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  EXPECT_EQ(replica->group, "ml/workload/job/w/r1");
+  EXPECT_EQ(replica->workload_pod_group, "ml/job/w");
+  pod["spec"]["workloadRef"] = {{"name", "job"}};  // podGroup is required upstream: no guessing a group
+  EXPECT_EQ(ParsePod(pod).status().message(), "spec.workloadRef: needs both name and podGroup");
+  pod["spec"]["workloadRef"] = {{"name", "job"}, {"podGroup", "w"}};
   pod["spec"]["resourceClaims"] = {{{"name", "both"}, {"resourceClaimName", "a"}, {"resourceClaimTemplateName", "b"}}};
   auto bad = ParsePod(pod);
   ASSERT_FALSE(bad.ok());

@@ -62,9 +62,11 @@ LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDev
                      const std::vector<HeldLimit>& held, const NodeGpus& gpus) {
   LimitPlan plan;
   std::map<std::string, std::vector<std::string>> ids_by_pod;
+  std::map<std::string, std::string> unknown_board;  // by pod: why one of its devices names no known board
   for (const PodDevices& d : devices) {
     std::vector<std::string>& ids = ids_by_pod[d.Key()];
     ids.insert(ids.end(), d.device_ids.begin(), d.device_ids.end());
+    if (!d.error.empty()) unknown_board.emplace(d.Key(), d.error);
   }
 
   // Candidates: annotated, valid, running with GPUs the boards can be limited to.
@@ -72,6 +74,10 @@ LimitPlan PlanLimits(const std::vector<PodWatts>& pods, const std::vector<PodDev
   for (const PodWatts& pod : pods) {
     if (!pod.error.empty()) {
       plan.refused.push_back({pod.namespace_, pod.name, pod.error});
+      continue;
+    }
+    if (auto why = unknown_board.find(pod.Key()); why != unknown_board.end()) {
+      plan.refused.push_back({pod.namespace_, pod.name, why->second});
       continue;
     }
     auto ids = ids_by_pod.find(pod.Key());

@@ -41,6 +41,7 @@ struct PodWatts {
 struct PodDevices {
   std::string namespace_, name;
   std::vector<std::string> device_ids;
+  std::string error;  // a device whose board is unknown (dra_device_ids.h): the pod is refused with this
   std::string Key() const { return namespace_ + "/" + name; }
 };
 

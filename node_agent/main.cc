@@ -192,7 +192,11 @@ int RunAgent(int argc, char** argv) {
                    "; PodResources ", flags.endpoint, "; state ", flags.state_file));
   AgentSources sources;
   sources.annotated_pods = [&] { return ListAnnotatedPods(deps.api_server.get(), flags.node); };
-  sources.pod_devices = [&] { return deps.kubelet->ListDevices(flags.resource); };
+  sources.pod_devices = [&] {
+    // DRA GPUs are named by this node's ResourceSlices; unreadable slices leave NVIDIA's names (dra_device_ids.h).
+    absl::StatusOr<k8s::DeviceDirectory> slices = ListNodeSlices(deps.api_server.get(), flags.node);
+    return deps.kubelet->ListDevices(flags.resource, 10'000, kNvidiaDraGpuDriver, slices.ok() ? &*slices : nullptr);
+  };
   std::unique_ptr<LimitFollower> follower;
   if (!flags.limits.url.empty()) {
     follower = std::make_unique<LimitFollower>(

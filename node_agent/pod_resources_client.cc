@@ -6,9 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "podresources/v1/api.grpc.pb.h"
 
 namespace rackwise::node_agent {
@@ -17,17 +15,8 @@ struct PodResourcesClient::Stub {
   std::unique_ptr<::v1::PodResourcesLister::Stub> lister;
 };
 
-std::string DraGpuDeviceId(absl::string_view device_name) {
-  if (!absl::ConsumePrefix(&device_name, "gpu-")) return "";
-  const size_t dash = device_name.find('-');
-  int index = 0;
-  if (!absl::SimpleAtoi(device_name.substr(0, dash), &index) || index < 0) return "";
-  if (dash == absl::string_view::npos) return std::to_string(index);
-  return absl::StartsWith(device_name.substr(dash), "-mig-") ? absl::StrCat("MIG-dra-gpu-", device_name) : "";
-}
-
 std::vector<PodDevices> DevicesByPod(const ::v1::ListPodResourcesResponse& response, absl::string_view resource_name,
-                                     absl::string_view dra_driver) {
+                                     absl::string_view dra_driver, const k8s::DeviceDirectory* slices) {
   std::vector<PodDevices> out;
   for (const ::v1::PodResources& pod : response.pod_resources()) {
     PodDevices devices{pod.namespace_(), pod.name(), {}};
@@ -40,13 +29,16 @@ std::vector<PodDevices> DevicesByPod(const ::v1::ListPodResourcesResponse& respo
       for (const ::v1::DynamicResource& claim : container.dynamic_resources()) {
         for (const ::v1::ClaimResource& r : claim.claim_resources()) {
           if (r.driver_name() != dra_driver || !dra_seen.insert(r.pool_name() + "/" + r.device_name()).second) continue;
-          std::string id = DraGpuDeviceId(r.device_name());
-          // A name outside the driver's scheme is passed on as it is: ParseGpuDeviceId refuses it, naming it.
-          devices.device_ids.push_back(id.empty() ? r.device_name() : std::move(id));
+          absl::StatusOr<std::string> id = ResolveDraGpu(slices, r.driver_name(), r.pool_name(), r.device_name());
+          if (id.ok()) {
+            devices.device_ids.push_back(std::move(*id));
+          } else if (devices.error.empty()) {
+            devices.error = std::string(id.status().message());
+          }
         }
       }
     }
-    if (!devices.device_ids.empty()) out.push_back(std::move(devices));
+    if (!devices.device_ids.empty() || !devices.error.empty()) out.push_back(std::move(devices));
   }
   return out;
 }
@@ -72,7 +64,8 @@ PodResourcesClient::PodResourcesClient(std::string endpoint, std::unique_ptr<Stu
 PodResourcesClient::~PodResourcesClient() = default;
 
 absl::StatusOr<std::vector<PodDevices>> PodResourcesClient::ListDevices(absl::string_view resource_name, int timeout_ms,
-                                                                        absl::string_view dra_driver) {
+                                                                        absl::string_view dra_driver,
+                                                                        const k8s::DeviceDirectory* slices) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   ::v1::ListPodResourcesRequest request;
@@ -82,7 +75,7 @@ absl::StatusOr<std::vector<PodDevices>> PodResourcesClient::ListDevices(absl::st
     return absl::UnavailableError(absl::StrCat("PodResources List on ", endpoint_, ": ", status.error_message(),
                                                " (gRPC code ", static_cast<int>(status.error_code()), ")"));
   }
-  return DevicesByPod(response, resource_name, dra_driver);
+  return DevicesByPod(response, resource_name, dra_driver, slices);
 }
 
 }  // namespace rackwise::node_agent

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "dra_device_ids.h"
 #include "limit_plan.h"
 
 namespace v1 {
@@ -21,15 +22,13 @@ inline constexpr char kDefaultPodResourcesEndpoint[] = "unix:///var/lib/kubelet/
 inline constexpr char kNvidiaGpuResource[] = "nvidia.com/gpu";
 inline constexpr char kNvidiaDraGpuDriver[] = "gpu.nvidia.com";
 
-// The GPU a DRA device of `driver` names, as a device id the device plugin would give (see gpu_device_id.h):
-// NVIDIA's driver names a GPU "gpu-<index>" and a MIG slice "gpu-<index>-mig-...", so "gpu-3" is "3" and a MIG
-// slice is "MIG-..." (refused, as a power limit applies to a whole board). "" when the name is neither.
-std::string DraGpuDeviceId(absl::string_view device_name);
-
 // The devices of `resource_name` per pod, over all its containers, and the GPUs its containers got through DRA
-// from `dra_driver` (a claim two containers share counts once); pods without any are left out.
+// from `dra_driver` (a claim two containers share counts once), each named by ResolveDraGpu against `slices`
+// (this node's ResourceSlices; null: by NVIDIA's device names alone). A device whose board is unknown sets the
+// pod's error. Pods without any are left out.
 std::vector<PodDevices> DevicesByPod(const ::v1::ListPodResourcesResponse& response, absl::string_view resource_name,
-                                     absl::string_view dra_driver = kNvidiaDraGpuDriver);
+                                     absl::string_view dra_driver = kNvidiaDraGpuDriver,
+                                     const k8s::DeviceDirectory* slices = nullptr);
 
 class PodResourcesClient {
  public:
@@ -40,7 +39,8 @@ class PodResourcesClient {
 
   // One List call with a deadline; Unavailable (naming the endpoint) when the kubelet does not answer.
   absl::StatusOr<std::vector<PodDevices>> ListDevices(absl::string_view resource_name, int timeout_ms = 10'000,
-                                                      absl::string_view dra_driver = kNvidiaDraGpuDriver);
+                                                      absl::string_view dra_driver = kNvidiaDraGpuDriver,
+                                                      const k8s::DeviceDirectory* slices = nullptr);
 
  private:
   struct Stub;

@@ -2,7 +2,9 @@
 # deploy/k8s is a kustomize base and deploy/overlays/{second-scheduler,prometheus-operator} overlays: all render offline with
 # `kubectl kustomize`, every object validates against the Kubernetes schemas (npm kubernetes-models), references
 # between objects resolve, and every manifest in deploy/k8s is in the base's kustomization (scheduler-config.yaml
-# excepted: it is kube-scheduler's --config file, not an API object).
+# excepted: it is kube-scheduler's --config file, not an API object). The DRA scheduler configuration is the base's
+# without managedResources (kube-scheduler never sends an extender with managedResources a pod whose GPUs come
+# from claims), and the second scheduler's has none either.
 # Environment: RW_NPM_DIR (where node_modules is kept, outside the source tree; default a cache dir).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +35,7 @@ fails=0
 # Every API object file of the base is listed in its kustomization.
 for f in "$root"/deploy/k8s/*.yaml; do
   name=$(basename "$f")
-  [[ $name == kustomization.yaml || $name == scheduler-config.yaml ]] && continue
+  [[ $name == kustomization.yaml || $name == scheduler-config*.yaml ]] && continue
   grep -q '^kind:' "$f" || continue
   if ! grep -Eq "^  - $name\$" "$root/deploy/k8s/kustomization.yaml"; then
     echo "FAIL: deploy/k8s/$name is not under resources in deploy/k8s/kustomization.yaml" >&2
@@ -67,5 +69,25 @@ for metric in $(grep -o 'rackwise_[a-z_]*' "$dashboard" | sed 's/_bucket$//' | s
     fails=$((fails + 1))
   fi
 done
+if ! node --input-type=module - "$npm_dir/node_modules" "$root" <<'JS'; then
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [modules, root] = process.argv.slice(2);
+const YAML = await import(pathToFileURL(`${modules}/yaml/dist/index.js`).href);
+const read = (f) => YAML.parse(readFileSync(`${root}/${f}`, "utf8"));
+const base = read("deploy/k8s/scheduler-config.yaml"), dra = read("deploy/k8s/scheduler-config-dra.yaml");
+const overlay = read("deploy/overlays/second-scheduler/scheduler-config.yaml");
+const bad = [];
+if (!base.extenders[0].managedResources) bad.push("the base configuration lost managedResources");
+if (dra.extenders.some((e) => e.managedResources) || overlay.extenders.some((e) => e.managedResources)) {
+  bad.push("a DRA-capable configuration has managedResources: claim-only pods would never reach the extender");
+}
+delete base.extenders[0].managedResources;
+if (JSON.stringify(base) !== JSON.stringify(dra)) bad.push("scheduler-config-dra.yaml differs from the base beyond managedResources");
+for (const b of bad) console.error(`FAIL: ${b}`);
+process.exit(bad.length ? 1 : 0);
+JS
+  fails=$((fails + 1))
+fi
 ((fails == 0)) && echo "ok: kustomize base and overlays render and validate; the dashboard queries exported metrics"
 exit $((fails != 0))

@@ -13,9 +13,10 @@
 namespace rackwise::k8s {
 
 struct SliceDevice {
-  std::string slice;   // the ResourceSlice that published it
-  std::string node;    // spec.nodeName (or the device's own nodeName); "" when published for many nodes
-  int gpu_index = -1;  // -1: no index attribute
+  std::string slice;       // the ResourceSlice that published it
+  std::string node;        // spec.nodeName (or the device's own nodeName); "" when published for many nodes
+  int gpu_index = -1;      // -1: no index attribute
+  bool partition = false;  // a MIG slice (attribute parentIndex): gpu_index is its board's
   std::string uuid;
 };
 

@@ -60,6 +60,7 @@ void DeviceDirectory::ApplySlice(const Json& slice, bool deleted) {
     const Json* attributes = FindField(d, "attributes");
     const Json& attrs = attributes != nullptr ? *attributes : kEmpty;
     out.gpu_index = IntAttribute(attrs, driver, "parentIndex");
+    out.partition = out.gpu_index >= 0;
     if (out.gpu_index < 0) out.gpu_index = IntAttribute(attrs, driver, "index");
     if (const Json* uuid = Attribute(attrs, driver, "uuid")) out.uuid = StringField(*uuid, "string");
     std::string key = DeviceKey(driver, pool, StringField(d, "name"));
