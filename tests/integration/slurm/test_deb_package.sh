@@ -40,7 +40,8 @@ echo "ok: installed with apt-get"
 plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm
 for f in /usr/bin/rackwise /usr/bin/rackwise-extender $plugins/select_rackwise_cons_tres.so $plugins/spank_rackwise.so \
   $plugins/rackwise-slurm-gpu-power /usr/bin/rackwise-node-agent \
-  /usr/lib/systemd/system/rackwise-extender.service /usr/share/man/man1/rackwise.1 /usr/share/man/man5/rackwise.yaml.5 \
+  /usr/lib/systemd/system/rackwise-extender.service /usr/lib/systemd/system/rackwise-slurm-gpu-steer.service \
+  /usr/share/man/man1/rackwise.1 /usr/share/man/man5/rackwise.yaml.5 \
   /usr/share/man/man8/rackwise-spank.8 /usr/share/doc/rackwise/examples/demo.yaml \
   /usr/share/doc/rackwise/examples/slurm/slurm.conf; do
   [[ -e $f ]] || fail_now "$f not installed"
@@ -48,6 +49,9 @@ done
 exec_start=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' /usr/lib/systemd/system/rackwise-extender.service)
 [[ $exec_start == /usr/bin/rackwise-extender && -x $exec_start ]] ||
   fail_now "the systemd unit starts '$exec_start', not the installed /usr/bin/rackwise-extender"
+exec_start=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' /usr/lib/systemd/system/rackwise-slurm-gpu-steer.service)
+[[ $exec_start == $plugins/rackwise-slurm-gpu-power && -x $exec_start ]] ||
+  fail_now "the steering unit starts '$exec_start', not the installed $plugins/rackwise-slurm-gpu-power"
 for f in /usr/bin/rackwise $plugins/select_rackwise_cons_tres.so; do
   readelf -S "$f" | grep '\.debug_info' >/dev/null && fail_now "$f is not stripped"
   readelf -S "$f" | grep '\.gnu_debuglink' >/dev/null || fail_now "$f has no debug link"
