@@ -509,3 +509,35 @@ rw_start_sampler() {
   RW_SAMPLER=$!
   RW_PIDS+=("$RW_SAMPLER")
 }
+
+# --- measured power: a DCGM exporter's page and the real Prometheus scraping it ---------------------------------
+# rw_start_prometheus WORK PAGE_PORT PROM_PORT: serves WORK/dcgm.prom (the page the test writes) on PAGE_PORT with
+# RW_METRICS_PAGE and starts the real Prometheus on PROM_PORT scraping it every second (logs in WORK). Sets
+# RW_PAGE_PID and RW_PROM_PID; the test stops them. Waits until Prometheus has the target up; 1 (logs printed)
+# when it does not come up.
+rw_start_prometheus() {
+  local work=$1 page_port=$2 prom_port=$3
+  "$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
+  RW_PAGE_PID=$!
+  cat >"$work/prometheus.yml" <<YML
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: dcgm
+    static_configs: [{targets: ['127.0.0.1:$page_port']}]
+YML
+  prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+    --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
+  RW_PROM_PID=$!
+  RW_PROM_PORT=$prom_port
+  rw_prom_target_up() { [[ $(rw_prom_query 'up{job="dcgm"}') == 1 ]]; }
+  if ! rw_wait_for 60 rw_prom_target_up; then
+    rw_fail "prometheus target not up: $(curl -s "http://127.0.0.1:$prom_port/api/v1/targets" | head -c 800)"
+    cat "$work/prometheus.log" "$work/page.log" >&2
+    return 1
+  fi
+}
+# rw_prom_query PROMQL: the first value of an instant query (empty when the vector is empty).
+rw_prom_query() {
+  curl -s --max-time 2 "http://127.0.0.1:$RW_PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
+    sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
+}

@@ -41,11 +41,6 @@ stop_helpers() {
 }
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 
-# query PROMQL -> the first value of an instant query (empty when the vector is empty).
-query() {
-  curl -s --max-time 2 "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
-    sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
-}
 # Prometheus carries every reading: a test without it would only time out (rw_wait_for calls this).
 rw_check_test_daemons() {
   [[ -z $prom_pid ]] || kill -0 "$prom_pid" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
@@ -78,19 +73,10 @@ mirror() {
 mirror &
 mirror_pid=$!
 until [[ -s $work/dcgm.prom ]]; do sleep 0.1; done
-"$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
-page_pid=$!
-cat >"$work/prometheus.yml" <<YML
-global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
-scrape_configs:
-  - job_name: dcgm
-    static_configs: [{targets: ['127.0.0.1:$page_port']}]
-YML
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
-prom_pid=$!
-target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
-rw_wait_for 60 target_up || { rw_fail "prometheus target not up"; cat "$work/prometheus.log" "$work/page.log" >&2; exit 1; }
+rw_start_prometheus "$work" "$page_port" "$prom_port"
+started=$?
+page_pid=$RW_PAGE_PID prom_pid=$RW_PROM_PID
+((started == 0)) || exit 1
 rw_ok "prometheus scrapes the page the fake GPUs draw"
 
 yaml=$work/cluster.yaml
@@ -170,7 +156,7 @@ rw_wait_state "$j1" RUNNING 30 && rw_wait_state "$j2" RUNNING 30 ||
 rw_wait_for 30 all_at 600 && rw_ok "jobs $j1, $j2 run with their 16 GPUs at 600 W (prolog)" ||
   rw_fail "prolog limits: $(job_limits | paste -sd'|')"
 set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60  # the jobs draw all their limit allows
-busy() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') == 10560 ]]; }
+busy() { [[ $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE)') == 10560 ]]; }
 rw_wait_for 30 busy || rw_fail "prometheus does not show the jobs drawing 9.6 kW"
 rw_wait_for 30 test -f "$limits_file" && rw_ok "the plugin publishes $limits_file" || rw_fail "no $limits_file"
 
@@ -203,21 +189,21 @@ jobs_untouched || rw_fail "a job was requeued or stopped"
 
 # --- a measured overdraw: 6.4 kW rackwise did not place, on gpu03 and gpu04 ------------------------------------
 set_demand gpu01 600 gpu02 600 gpu03 400 gpu04 400
-hot() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 6400 ]]; }
+hot() { [[ $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 6400 ]]; }
 rw_wait_for 30 hot || rw_fail "prometheus does not show 6.4 kW on gpu03 and gpu04"
 timed_wait "rack measured at 26 kW (cap 24): every GPU of both jobs below 600 W" $((2 * interval)) all_below 600
 measured_fits() {
   local m
-  m=$(query 'sum(DCGM_FI_DEV_POWER_USAGE)')
+  m=$(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE)')
   awk -v m="$m" 'BEGIN {exit !(m != "" && 10000 + m <= 24000.5)}'
 }
-rw_wait_for 30 measured_fits && rw_ok "rack measured back under its cap: $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle" ||
-  rw_fail "rack measures $(query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle, over 24 kW"
+rw_wait_for 30 measured_fits && rw_ok "rack measured back under its cap: $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle" ||
+  rw_fail "rack measures $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE)') W + 10 kW idle, over 24 kW"
 jobs_untouched && rw_ok "no job requeued in the overdraw" || rw_fail "a job was requeued or stopped in the overdraw"
 grep -q "rackwise: OVERDRAW: rack h01 measures" "$RW_TMP/log/slurmctld.log" && rw_ok "slurmctld raised the alarm" ||
   rw_fail "no OVERDRAW line in slurmctld.log"
 set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60
-cool() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 960 ]]; }
+cool() { [[ $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 960 ]]; }
 rw_wait_for 30 cool || rw_fail "prometheus does not show gpu03 and gpu04 idle again"
 timed_wait "overdraw over: every GPU back at 600 W" $((2 * interval)) all_at 600
 

@@ -44,11 +44,6 @@ write_page() {
   } >"$work/dcgm.prom.tmp" && mv "$work/dcgm.prom.tmp" "$work/dcgm.prom"
 }
 
-# query PROMQL -> the first value of an instant query (empty when the vector is empty).
-query() {
-  curl -s --max-time 2 "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
-    sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
-}
 
 # Prometheus feeds every reading: a test without it would only time out.
 rw_check_test_daemons() {
@@ -58,24 +53,11 @@ rw_check_test_daemons() {
 idle_page=()
 for n in gpu01 gpu02 gpu03 gpu04 gpu05 gpu06 gpu07 gpu08; do idle_page+=("$n" 60); done
 write_page "${idle_page[@]}"
-"$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
-page_pid=$!
-cat >"$work/prometheus.yml" <<YML
-global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
-scrape_configs:
-  - job_name: dcgm
-    static_configs: [{targets: ['127.0.0.1:$page_port']}]
-YML
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
-prom_pid=$!
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
-target_up() { [[ $(query 'up{job="dcgm"}') == 1 ]]; }
-if ! rw_wait_for 60 target_up; then
-  rw_fail "prometheus target not up: $(curl -s "http://127.0.0.1:$prom_port/api/v1/targets" | head -c 800)"
-  cat "$work/prometheus.log" "$work/page.log" >&2
-  exit 1
-fi
+rw_start_prometheus "$work" "$page_port" "$prom_port"
+started=$?
+page_pid=$RW_PAGE_PID prom_pid=$RW_PROM_PID
+((started == 0)) || exit 1
 rw_ok "prometheus scrapes the DCGM page"
 
 yaml=$work/cluster.yaml
@@ -98,7 +80,7 @@ hot=()
 for n in gpu01 gpu02 gpu03 gpu04; do hot+=("$n" 60); done
 for n in gpu05 gpu06 gpu07 gpu08; do hot+=("$n" 546.875); done
 write_page "${hot[@]}"
-h02_gpus_hot() { [[ $(query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[5-8]"})') == 17500 ]]; }
+h02_gpus_hot() { [[ $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[5-8]"})') == 17500 ]]; }
 rw_wait_for 30 h02_gpus_hot ||
   rw_fail "prometheus does not show h02 at 17.5 kW of GPUs"
 # slurmctld polls once a second: wait until it has queried twice more (so at least one of its polls saw the hot
@@ -149,7 +131,7 @@ stale=$(grep -c 'rackwise: telemetry: stale' "$RW_TMP/log/slurmctld.log")
 write_page "${idle_page[@]}"
 "$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
 page_pid=$!
-rw_wait_for 60 target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
+rw_wait_for 60 rw_prom_target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
 k=$(rw_submit -p h02 --gpus=8)
 rw_wait_state "$k" RUNNING 60 && rw_ok "job $k runs on h02 beside job $j" ||
   rw_fail "job ${k:-?}: $(rw_state "$k") $(rw_reason "$k")"
