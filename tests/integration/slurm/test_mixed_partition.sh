@@ -73,9 +73,10 @@ wait_samples() {
 limits_of() {
   awk '$1 == "gpu" {printf "%s%d=%s", (i ? " " : ""), i, $6; i++}' "$RW_TMP/nvml/$1/fake_nvml.state"
 }
-# Every GPU of a running job declaring WATTS holds that limit (or needs none: a board whose maximum is below).
-check_job_limits() {
-  local id=$1 watts=$2 n idx g limit bad=""
+# The GPUs of a job declaring WATTS whose limit is not that (a board whose maximum is below needs none), e.g.
+# " nvl02-t17:0=1200000"; empty when every one holds it.
+job_limits_off() {
+  local id=$1 watts=$2 n idx g limit max bad=""
   while read -r n idx; do
     for g in ${idx//,/ }; do
       limit=$(awk -v g="$g" '$1 == "gpu" {if (i == g) print $6; i++}' "$RW_TMP/nvml/$n/fake_nvml.state")
@@ -83,7 +84,15 @@ check_job_limits() {
       ((max <= watts * 1000 || limit == watts * 1000)) || bad+=" $n:$g=$limit"
     done
   done < <(rw_job_gpus "$id")
-  [[ -z $bad ]] && rw_ok "job $id's GPUs are held to its $watts W" || rw_fail "job $id's GPUs not at $watts W:$bad"
+  echo "$bad"
+}
+job_limits_set() { [[ -z $(job_limits_off "$1" "$2") ]]; }
+# Every GPU of a running job declaring WATTS comes to hold that limit: RUNNING in slurmctld comes before slurmd
+# has run the job's prolog on the node, so this waits on the boards' state.
+check_job_limits() {
+  local id=$1 watts=$2
+  rw_wait_for 30 job_limits_set "$id" "$watts" && rw_ok "job $id's GPUs are held to its $watts W" ||
+    rw_fail "job $id's GPUs not at $watts W:$(job_limits_off "$id" "$watts")"
 }
 # scontrol reconfigure, then wait until slurmctld has said what it made of rackwise.yaml (REGEX).
 reconfigure_and_wait() {
