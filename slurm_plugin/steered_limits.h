@@ -7,7 +7,8 @@
 // The GPUs are carried per node (the numbers of SLURM_JOB_GPUS, as the prolog applies them) so that a node needs
 // nothing else to find a job's GPUs, including boards whose prolog needed no limit. `declared` is what the node
 // sets back when the job's line disappears. `generation` is the number of the change that set the job's limit (one
-// counter for all jobs, rising with each change), to match a node's log line with slurmctld's. Slurm-free, so that it is unit-tested without a daemon.
+// counter for all jobs, rising with each change), to match a node's log line with slurmctld's. Slurm-free, so that it
+// is unit-tested without a daemon.
 #pragma once
 
 #include <cstdint>
