@@ -44,6 +44,10 @@ class RackwiseSelect {
  public:
   // `inner` is cons_tres's operations table; it must outlive this object.
   explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) { reasons_.Start(); }
+  // Stops the publisher's thread before the members it reads go (telemetry_ among them).
+  ~RackwiseSelect();
+  RackwiseSelect(const RackwiseSelect&) = delete;
+  RackwiseSelect& operator=(const RackwiseSelect&) = delete;
 
   // After the inner node_init (startup, restart and every reconfigure that rebuilds the node table). A
   // missing, invalid or disagreeing rackwise.yaml is logged with FILE:LINE and the description in force, or
@@ -180,8 +184,10 @@ class RackwiseSelect {
   UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
   std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
   SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
-  std::unique_ptr<StatePublisher> state_publisher_;  // last: stopped before the members its thread reads
   SlurmTelemetry telemetry_;
+  // Its thread reads the members above (telemetry_ included), and telemetry's poller wakes it: the destructor
+  // unhooks the wake-up and stops it before any of them goes.
+  std::unique_ptr<StatePublisher> state_publisher_;
 };
 
 }  // namespace rackwise::slurm

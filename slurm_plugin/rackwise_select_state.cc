@@ -16,6 +16,14 @@
 #include "slurm_records.h"
 
 namespace rackwise::slurm {
+
+RackwiseSelect::~RackwiseSelect() {
+  // The poller calls the wake-up under the telemetry's lock, so none is in flight once the hook is cleared;
+  // then the publisher's thread is joined while everything it reads still exists.
+  telemetry_.SetOnDelivered(nullptr);
+  state_publisher_.reset();
+}
+
 namespace {
 
 constexpr std::chrono::milliseconds kStateInterval{5000};
@@ -46,7 +54,7 @@ void RackwiseSelect::StartStatePublisherLocked() {
     state_publisher_ = std::make_unique<StatePublisher>(
         std::vector<std::string>{path, limits_path}, PublishIntervalLocked(), [this] { return StateSnapshot(); },
         [](const std::string& why) { error("rackwise: cannot publish the ledger: %s", why.c_str()); });
-    StatePublisher* publisher = state_publisher_.get();  // outlives telemetry_ (declared before it)
+    StatePublisher* publisher = state_publisher_.get();  // the destructor clears this hook before it goes
     telemetry_.SetOnDelivered([publisher] { publisher->Wake(); });
     info("rackwise: publishing the ledger to %s and the steered GPU limits to %s every %.1fs", path.c_str(),
          limits_path.c_str(), PublishIntervalLocked().count() / 1000.0);
