@@ -74,6 +74,15 @@ Milliwatts JobWatts(const job_record_t* job) {
 
 namespace {
 
+// The nodes the job names with -w when they are as many as it needs (then it may use only those), else null.
+const bitstr_t* NamedNodesOnly(const JobDetails* details) {
+  if (details && details->req_node_bitmap &&
+      static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
+    return details->req_node_bitmap;
+  }
+  return nullptr;
+}
+
 // The described nodes of the job's partition, less those it excludes: what `required` counts its fewest domains
 // over, where Slurm offers only the nodes free now. Empty (counted over the offered nodes, as before) for a job
 // whose node features or named nodes narrow the partition in ways only slurmctld evaluates.
@@ -115,11 +124,8 @@ std::optional<PlacementRequest> MakeRequest(const job_record_t* job, const GpuAs
     if (since > 0 && now > since) request.waited_seconds = static_cast<double>(now - since);
   }
   // A job that names its nodes (-w) with exactly as many as it needs may only use those.
-  const bitstr_t* allowed = bitmap;
-  if (details && details->req_node_bitmap &&
-      static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
-    allowed = details->req_node_bitmap;
-  }
+  const bitstr_t* named = NamedNodesOnly(details);
+  const bitstr_t* allowed = named ? named : bitmap;
   auto* offered = const_cast<bitstr_t*>(bitmap);  // Slurm's bitmap calls take non-const pointers
   auto* usable = const_cast<bitstr_t*>(every_usable);
   if (allowed == bitmap && usable && bit_size(usable) == bit_size(offered) && bit_super_set(usable, offered)) {
@@ -143,15 +149,13 @@ std::optional<PlacementRequest> MakeRequest(const job_record_t* job, const GpuAs
 
 std::optional<std::vector<NodeId>> NodesToWaitFor(const job_record_t* job, const PlacementRequest& request,
                                                   const ClusterModel& model) {
-  const JobDetails* details = job->details;
-  if (details && details->req_node_bitmap &&
-      static_cast<uint32_t>(bit_set_count(details->req_node_bitmap)) >= details->min_nodes) {
-    std::vector<NodeId> named;
-    for (int i : BitmapIndices(details->req_node_bitmap)) {
-      if (NodeId n = model.ToNode(i); n != kNoId) named.push_back(n);
+  if (const bitstr_t* named = NamedNodesOnly(job->details)) {
+    std::vector<NodeId> nodes;
+    for (int i : BitmapIndices(named)) {
+      if (NodeId n = model.ToNode(i); n != kNoId) nodes.push_back(n);
     }
-    if (named.empty()) return std::nullopt;
-    return named;
+    if (nodes.empty()) return std::nullopt;
+    return nodes;
   }
   return request.eligible_nodes.empty() ? request.allowed_nodes : request.eligible_nodes;
 }

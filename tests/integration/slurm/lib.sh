@@ -529,13 +529,13 @@ YML
     --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
   RW_PROM_PID=$!
   RW_PROM_PORT=$prom_port
-  rw_prom_target_up() { [[ $(rw_prom_query 'up{job="dcgm"}') == 1 ]]; }
   if ! rw_wait_for 60 rw_prom_target_up; then
     rw_fail "prometheus target not up: $(curl -s "http://127.0.0.1:$prom_port/api/v1/targets" | head -c 800)"
     cat "$work/prometheus.log" "$work/page.log" >&2
     return 1
   fi
 }
+rw_prom_target_up() { [[ $(rw_prom_query 'up{job="dcgm"}') == 1 ]]; }
 # rw_prom_query PROMQL: the first value of an instant query (empty when the vector is empty).
 rw_prom_query() {
   curl -s --max-time 2 "http://127.0.0.1:$RW_PROM_PORT/api/v1/query" --data-urlencode "query=$1" |

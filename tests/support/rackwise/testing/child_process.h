@@ -114,13 +114,17 @@ inline std::string WaitFor(const std::string& what, const std::function<bool()>&
 // The same, watching child processes: one that dies ends the wait with its log, and a timeout shows every log.
 inline std::string WaitFor(const std::string& what, const std::function<bool()>& ready,
                            const std::vector<ChildProcess*>& watched, std::chrono::milliseconds bound) {
+  bool died = false;
   std::string why = WaitFor(what, ready, bound, [&]() -> std::string {
     for (ChildProcess* child : watched) {
-      if (!child->Running()) return child->name() + " died; its log:\n" + child->Log();
+      if (!child->Running()) {
+        died = true;
+        return child->name() + " died; its log:\n" + child->Log();
+      }
     }
     return "";
   });
-  if (why.empty() || why.find(" died; its log:") != std::string::npos) return why;
+  if (why.empty() || died) return why;
   for (ChildProcess* child : watched) why += "\n--- " + child->name() + " log:\n" + child->Log();
   return why;
 }
