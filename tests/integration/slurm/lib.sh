@@ -58,18 +58,27 @@ rw_require() {
 # (ip_local_port_range): a port in that range can become the source port of any outgoing connection (44 slurmd
 # registering make many) between the pick and the daemon's bind, and the daemon then dies at start (the likely
 # cause of a slurmd that died within a second of its start in CI).
+# Ports already handed out in this test (RW_TMP/ports-taken) count as used: a range is picked before its daemon
+# binds it, so without the list a test's own services and its slurmds could be given overlapping ranges (a slurmd
+# in CI died at start on "Address already in use" for a port the same test had picked for another daemon).
 rw_pick_ports() {
-  local count=$1 base used tries=0 ephemeral floor=10000
+  local count=$1 base used tries=0 ephemeral floor=10000 taken=${RW_TMP:+$RW_TMP/ports-taken}
   read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || ephemeral=32768
   ((ephemeral - count - 1 > floor + 100)) || floor=1024
-  used=$(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -un)
+  used=$({
+    ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://'
+    [[ -n $taken && -f $taken ]] && cat "$taken"
+  } | sort -un)
   while ((tries++ < 200)); do
     base=$((floor + (RANDOM * 32768 + RANDOM) % (ephemeral - count - 1 - floor)))
     local clash=0 p
     for ((p = base; p <= base + count; p++)); do
       if grep -qx "$p" <<<"$used"; then clash=1; break; fi
     done
-    ((clash)) || { echo "$base"; return 0; }
+    ((clash)) && continue
+    [[ -z $taken ]] || seq "$base" $((base + count)) >>"$taken"
+    echo "$base"
+    return 0
   done
   echo "no free port range" >&2
   return 1
