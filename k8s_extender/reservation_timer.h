@@ -4,13 +4,12 @@
 // syncs the service with the shared power ledger, when there is one (ExtenderService::SyncSharedLedger).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
-#include <thread>
+#include <memory>
 
 #include "extender_service.h"
+#include "periodic_thread.h"
 
 namespace rackwise::k8s {
 
@@ -18,22 +17,17 @@ class ReservationTimer {
  public:
   // `service` must outlive this; `now_ms` is the clock the service's deadlines use.
   ReservationTimer(ExtenderService* service, std::function<int64_t()> now_ms, int period_ms = 250);
-  ~ReservationTimer();
 
+  // Starts the thread (a second Start while it runs does nothing).
   void Start();
   // Stops and joins the thread. Safe twice.
-  void Stop();
+  void Stop() { thread_.reset(); }
 
  private:
-  void Run();
-
   ExtenderService* service_;
   std::function<int64_t()> now_ms_;
   const int period_ms_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::unique_ptr<PeriodicThread> thread_;  // last: joined before the members above go
 };
 
 }  // namespace rackwise::k8s

@@ -317,16 +317,27 @@ TEST(OverdrawTest, RequeueNewestIsTheShortestNewestFirstPrefixCoveringTheExcess)
   }
 }
 
-TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
+// Steering's setting: job-a on all 8 GPUs of rack 0's first node, on_overdraw lower_limits, and readings of
+// every node of both racks (rack 0's at `rack0_watts`, rack 1's at `rack1_watts`).
+struct SteeredRacks {
+  SteeredRacks(double rack0_watts, double rack1_watts) : readings(NodesAt(t, 0, rack0_watts)) {
+    const PowerReadings rack1 = NodesAt(t, 1, rack1_watts);
+    readings.nodes.insert(readings.nodes.end(), rack1.nodes.begin(), rack1.nodes.end());
+    s.on_overdraw = OverdrawAction::kLowerLimits;
+    committed = l.Commit({"job-a", {{0, 0xff}}, 0});
+  }
   Topology t = TwoRacks();
-  Ledger l(t);
-  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
+  Ledger l{t};
   TelemetrySettings s = On();
-  s.on_overdraw = OverdrawAction::kLowerLimits;
   TelemetryTracker tracker;
-  PowerReadings both = NodesAt(t, 0, 1000);
-  const PowerReadings r1 = NodesAt(t, 1, 100);
-  both.nodes.insert(both.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  PowerReadings readings;
+  absl::Status committed;
+};
+
+TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
+  SteeredRacks racks(1000, 100);
+  ASSERT_TRUE(racks.committed.ok()) << racks.committed;
+  auto& [t, l, s, tracker, both, committed] = racks;
   std::vector<std::string> log = tracker.Apply(s, both, &l);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "telemetry: fresh (2 of 2 racks measured)");
@@ -368,15 +379,9 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
 // it is judged against the old: what they stopped drawing then looks like headroom. It must not raise the limit
 // (job-a's GPUs at 775 W would put the rack at 31.2 kW, over its 30 kW cap); the round after, it is judged right.
 TEST(TelemetryTrackerTest, ARoundAfterACutDoesNotRaiseTheLimit) {
-  Topology t = TwoRacks();
-  Ledger l(t);
-  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
-  TelemetrySettings s = On();
-  s.on_overdraw = OverdrawAction::kLowerLimits;
-  TelemetryTracker tracker;
-  PowerReadings r = NodesAt(t, 0, 100);
-  const PowerReadings r1 = NodesAt(t, 1, 100);
-  r.nodes.insert(r.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  SteeredRacks racks(100, 100);
+  ASSERT_TRUE(racks.committed.ok()) << racks.committed;
+  auto& [t, l, s, tracker, r, committed] = racks;
   r.nodes[0].watts = 7700;  // job-a's 8 GPUs at its 962.5 W
   tracker.Apply(s, r, &l);  // job-a placed before the first reading counts on top of it for two rounds
   tracker.Apply(s, r, &l);

@@ -95,6 +95,18 @@ record() {
   done
 }
 
+# drop_never_runnable OUT: cancels each job the scheduler says can never run (reason BadConstraints; on 24.11,
+# cons_tres with topology/block finds no block for a --gpus job wider than one block's GPUs) and lists it in
+# OUT/refused: its group's end would otherwise wait for it, and the summary counts it as not placed.
+drop_never_runnable() {
+  local out=$1 j
+  for j in $(squeue -h -t PD -o '%i %r' | awk '$2 == "BadConstraints" {print $1}'); do
+    rw_log "$(basename "$out"): job $j can never run here (BadConstraints): cancelled, counted as not placed"
+    echo "$j BadConstraints" >>"$out/refused"
+    scancel "$j"
+  done
+}
+
 # run_wave OUT REP SPECS...: submits the wave held, releases it at once, settles.
 run_wave() {
   local out=$1 rep=$2 spec group part asked gpus limit args id ids=() nodes per
@@ -120,7 +132,7 @@ run_wave() {
     echo "$id" >>"$results/flags/group.$rep.$group"
   done
   ((${#ids[@]})) && scontrol release "$(IFS=,; echo "${ids[*]}")"
-  settle && record "$out"
+  settle && drop_never_runnable "$out" && record "$out"
 }
 
 # end_groups OUT REP GROUPS...: ends every job of the groups, waits until they are gone, settles.
