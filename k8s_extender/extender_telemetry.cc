@@ -57,8 +57,8 @@ std::vector<std::pair<std::string, std::string>> ExtenderService::NewestPodsOver
       return record == pods_.end() ? std::nullopt : std::optional<int64_t>(record->second.booked_ms);
     });
     for (const std::string& id : ids) {
-      victims.emplace_back(pod_of.at(id), absl::StrCat("rack ", topology_->racks()[o.rack].name,
-                                                       " measures over its cap; newest pod there"));
+      victims.emplace_back(pod_of.at(id),
+                           absl::StrCat(OverdrawScope(*topology_, o), " measures over its cap; newest pod there"));
     }
   }
   return victims;

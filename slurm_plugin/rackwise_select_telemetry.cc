@@ -76,7 +76,7 @@ void RackwiseSelect::RequeueForOverdrawLocked() {
       uint32_t job_id = 0;
       if (!absl::SimpleAtoi(id, &job_id)) continue;
       requeuer->Requeue(
-          job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; newest job there"),
+          job_id, absl::StrCat(OverdrawScope(topology, o), " measures over its cap; newest job there"),
           "OVERDRAW: requeue_newest");
     }
   }

@@ -74,7 +74,8 @@ settle() {
   c0=$(rw_backfill_cycles)
   for ((t = 0; t < 900; t++)); do
     rw_check_ctld
-    reasons=$(squeue -h -t PD -o '%r')
+    # A job the scheduler can never run (BadConstraints) waits for nothing; backfill may not even cycle for it.
+    reasons=$(squeue -h -t PD -o '%r' | grep -vx BadConstraints)
     if [[ -z $reasons ]] || { ! grep -qxE 'None|JobHeldUser' <<<"$reasons" && (($(rw_backfill_cycles) >= c0 + 2)); }; then
       return 0
     fi
