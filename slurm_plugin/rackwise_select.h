@@ -84,6 +84,11 @@ class RackwiseSelect {
   // domains are expected free from the running jobs' end_time (their limits). The core's rule (PreferredHoldsOut, in
   // Placer::Place) decides.
   void EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request);
+  // Whether any of `nodes` (empty: every described node) is completing: its job has ended, its epilog runs.
+  bool AnyCompletingLocked(const std::vector<NodeId>& nodes) const;
+  // The wait a `preferred` job expects for fewest domains that only completing nodes keep from it: an epilog
+  // takes seconds, and each try re-decides.
+  static constexpr double kCompletingNodeSeconds = 1.0;
   // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
   // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between
   // nodes for a per-job GPU count (no per-node, per-task or per-GPU CPU/memory ties). Returns true if the

@@ -81,9 +81,29 @@ void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, Placem
   PlacementRequest whole = *request;
   whole.allowed_nodes = *std::move(nodes);
   absl::StatusOr<std::optional<double>> in = FewestDomainsIn(model_->ledger(), whole, ends, free);
-  // "Free now", for a job that has just failed to get them, means Slurm holds those nodes back for what the
-  // ledger does not count (CPUs, memory, a reservation): the estimate knows nothing then, so no reason to wait.
-  if (in.ok() && *in && **in > 0) request->fewest_domains_in_seconds = **in;
+  if (!in.ok() || !*in) return;
+  if (**in > 0) {
+    request->fewest_domains_in_seconds = **in;
+    return;
+  }
+  // "Free now" in the ledger, yet not offered: a job that ended a moment ago leaves its nodes completing (its
+  // epilog runs) and slurmctld offers them only after that, seconds later, while the ledger let them go at
+  // job_fini. Spreading in that gap would take a 20-GPU job over two racks with a whole one about to be free; so
+  // the expected wait is those seconds, and the next try decides again. Nodes held back for anything else (CPUs,
+  // memory, a reservation) give no estimate: no reason to wait for them.
+  if (AnyCompletingLocked(whole.allowed_nodes)) request->fewest_domains_in_seconds = kCompletingNodeSeconds;
+}
+
+bool RackwiseSelect::AnyCompletingLocked(const std::vector<NodeId>& nodes) const {
+  const auto completing = [&](NodeId n) {
+    const int i = model_->ToSlurm(n);
+    return i >= 0 && i < node_record_count && node_record_table_ptr[i] && IS_NODE_COMPLETING(node_record_table_ptr[i]);
+  };
+  if (!nodes.empty()) return std::any_of(nodes.begin(), nodes.end(), completing);
+  for (NodeId n = 0; n < static_cast<NodeId>(model_->topology().nodes().size()); ++n) {
+    if (completing(n)) return true;
+  }
+  return false;
 }
 
 void RackwiseSelect::SyncHealthLocked() {
