@@ -39,9 +39,9 @@ class PeriodicThread {
   const Beat beat_;
   std::mutex mu_;
   std::condition_variable wake_;
-  bool woken_ = false;    // guarded by mu_
+  bool woken_ = false;     // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
-  std::thread thread_;  // last: started once everything above is initialised
+  std::thread thread_;     // last: started once everything above is initialised
 };
 
 }  // namespace rackwise

@@ -29,7 +29,9 @@ PeriodicThread::Beat CountThenWaitAnHour(std::atomic<int>* beats) {
 TEST(PeriodicThreadTest, FirstBeatAtOnceThenTheLongWaitThatStopEnds) {
   std::atomic<int> beats{0};
   PeriodicThread thread(CountThenWaitAnHour(&beats), PeriodicThread::FirstBeat::kAtOnce);
-  EXPECT_EQ(WaitFor("the first beat", [&] { return beats == 1; }, kBound), "");
+  EXPECT_EQ(WaitFor(
+                "the first beat", [&] { return beats == 1; }, kBound),
+            "");
   thread.Stop();  // would hang for an hour if Stop did not end the wait
   EXPECT_EQ(beats, 1);
   thread.Stop();  // twice is harmless
@@ -44,9 +46,13 @@ TEST(PeriodicThreadTest, AfterWaitRunsNothingUntilWokenAndStopWithoutABeat) {
 
   PeriodicThread thread(CountThenWaitAnHour(&beats), PeriodicThread::FirstBeat::kAfterWait, hours(1));
   thread.Wake();
-  EXPECT_EQ(WaitFor("a beat on the first wake", [&] { return beats == 1; }, kBound), "");
+  EXPECT_EQ(WaitFor(
+                "a beat on the first wake", [&] { return beats == 1; }, kBound),
+            "");
   thread.Wake();
-  EXPECT_EQ(WaitFor("a beat on the second wake", [&] { return beats == 2; }, kBound), "");
+  EXPECT_EQ(WaitFor(
+                "a beat on the second wake", [&] { return beats == 2; }, kBound),
+            "");
   thread.Stop();
   EXPECT_EQ(beats, 2);
 }
@@ -56,7 +62,9 @@ TEST(PeriodicThreadTest, TheBeatsAnswerIsTheNextWait) {
   // Five beats back to back (no wait), then an hour: exactly five by the time it is stopped.
   PeriodicThread thread([&] { return ++beats < 5 ? milliseconds(0) : milliseconds(hours(1)); },
                         PeriodicThread::FirstBeat::kAtOnce);
-  EXPECT_EQ(WaitFor("five beats", [&] { return beats >= 5; }, kBound), "");
+  EXPECT_EQ(WaitFor(
+                "five beats", [&] { return beats >= 5; }, kBound),
+            "");
   thread.Stop();
   EXPECT_EQ(beats, 5);
 }
@@ -73,10 +81,14 @@ TEST(PeriodicThreadTest, AWakeDuringABeatRunsOneMoreRightAfterIt) {
         return milliseconds(hours(1));
       },
       PeriodicThread::FirstBeat::kAtOnce);
-  ASSERT_EQ(WaitFor("the first beat started", [&] { return in_first.load(); }, kBound), "");
+  ASSERT_EQ(WaitFor(
+                "the first beat started", [&] { return in_first.load(); }, kBound),
+            "");
   thread.Wake();  // while the first beat runs: kept, not lost
   release_first = true;
-  EXPECT_EQ(WaitFor("the beat the wake asked for", [&] { return beats == 2; }, kBound), "");
+  EXPECT_EQ(WaitFor(
+                "the beat the wake asked for", [&] { return beats == 2; }, kBound),
+            "");
   thread.Stop();
   EXPECT_EQ(beats, 2);
 }

@@ -75,9 +75,8 @@ void RackwiseSelect::RequeueForOverdrawLocked() {
     for (const std::string& id : ids) {
       uint32_t job_id = 0;
       if (!absl::SimpleAtoi(id, &job_id)) continue;
-      requeuer->Requeue(
-          job_id, absl::StrCat(OverdrawScope(topology, o), " measures over its cap; newest job there"),
-          "OVERDRAW: requeue_newest");
+      requeuer->Requeue(job_id, absl::StrCat(OverdrawScope(topology, o), " measures over its cap; newest job there"),
+                        "OVERDRAW: requeue_newest");
     }
   }
 }

@@ -70,8 +70,8 @@ absl::StatusOr<std::unique_ptr<SlurmLedgerFace>> SlurmLedgerFace::Create(const T
       });
   if (!link.ok()) return link.status();
   face->link_ = *std::move(link);
-  face->thread_ = std::make_unique<PeriodicThread>([f = face.get()] { return f->Beat(); },
-                                                   PeriodicThread::FirstBeat::kAtOnce);
+  face->thread_ =
+      std::make_unique<PeriodicThread>([f = face.get()] { return f->Beat(); }, PeriodicThread::FirstBeat::kAtOnce);
   return face;
 }
 

@@ -113,10 +113,10 @@ class SlurmLedgerFace {
   bool reconcile_due_ = true;  // under mu_
   bool list_ready_ = false;    // under mu_: the plugin has built its list (ReconcileSoon)
 
-  std::string metrics_written_;                   // the thread's own
-  bool unreachable_logged_ = false;               // the thread's own: "unreachable since the start" said once
-  std::atomic<bool> stopping_{false};             // set before the thread is stopped: a beat waiting on mu_ gives up
-  std::unique_ptr<PeriodicThread> thread_;        // last: started once everything above is initialised
+  std::string metrics_written_;             // the thread's own
+  bool unreachable_logged_ = false;         // the thread's own: "unreachable since the start" said once
+  std::atomic<bool> stopping_{false};       // set before the thread is stopped: a beat waiting on mu_ gives up
+  std::unique_ptr<PeriodicThread> thread_;  // last: started once everything above is initialised
 };
 
 }  // namespace rackwise::slurm

@@ -298,7 +298,7 @@ TEST(OverdrawTest, APowerDomainIsOverWhenItsRacksReadingsSumAboveItsCap) {
   EXPECT_EQ(PlanRequeueNewest(l, over[0], started), std::vector<std::string>{"job-b"});
   // The tracker says it once, and says when it clears.
   TelemetryTracker tracker;
-  PowerReadings readings = NodesAt(*t, 0, 4500);  // 4 x (2.5 + 4.5) = 28 kW
+  PowerReadings readings = NodesAt(*t, 0, 4500);     // 4 x (2.5 + 4.5) = 28 kW
   const PowerReadings rack1 = NodesAt(*t, 1, 3500);  // 24 kW
   readings.nodes.insert(readings.nodes.end(), rack1.nodes.begin(), rack1.nodes.end());
   std::vector<std::string> log = tracker.Apply(On(), readings, &l);

@@ -90,8 +90,8 @@ std::string MeasuredRackNote(const Ledger& ledger, RackId rack);
 // and act as on_overdraw says. A power domain's reading is the sum of its racks' readings, and counts only when
 // every rack below it has one (an estimate is not a measurement of the feed).
 struct Overdraw {
-  RackId rack = kNoId;                       // the rack over its cap, or kNoId when
-  PowerDomainId power_domain = kNoId;        // a power domain is
+  RackId rack = kNoId;                 // the rack over its cap, or kNoId when
+  PowerDomainId power_domain = kNoId;  // a power domain is
   Milliwatts measured = 0;
   Milliwatts cap = 0;
   std::vector<std::string> allocations;  // ids of the allocations with GPUs in the rack or domain, sorted
@@ -110,10 +110,10 @@ struct LimitChange {
 };
 
 // on_overdraw: requeue_newest. The allocations in the rack (or power domain) to requeue so that its measured draw
-// falls under its cap: the most recently started first (a job that started last is the likeliest cause, and has lost the least
-// work), each taking its charged watts in the rack off the measured excess, until no excess is left. Start times
-// are facts from the face (`started_at`, seconds on any one clock; nullopt: unknown, counted as newest); ties
-// go to the greater id. Returns ids in the order to requeue; empty when nothing is over its cap.
+// falls under its cap: the most recently started first (a job that started last is the likeliest cause, and has lost
+// the least work), each taking its charged watts in the rack off the measured excess, until no excess is left. Start
+// times are facts from the face (`started_at`, seconds on any one clock; nullopt: unknown, counted as newest); ties go
+// to the greater id. Returns ids in the order to requeue; empty when nothing is over its cap.
 std::vector<std::string> PlanRequeueNewest(const Ledger& ledger, const Overdraw& overdraw,
                                            absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at);
 

@@ -37,8 +37,8 @@ class TelemetryTracker {
   // With on_overdraw: lower_limits, the allocations the floors could not keep under a cap, newest first: the
   // face requeues them as requeue_newest does.
   const std::vector<std::string>& steering_requeue() const { return requeue_; }
-  // The racks and power domains that went over their cap in the last Apply (each overdraw is reported once, when it starts), for
-  // a face that acts on it (on_overdraw: requeue_newest).
+  // The racks and power domains that went over their cap in the last Apply (each overdraw is reported once, when it
+  // starts), for a face that acts on it (on_overdraw: requeue_newest).
   const std::vector<Overdraw>& new_overdraws() const { return new_overdraws_; }
 
  private:
