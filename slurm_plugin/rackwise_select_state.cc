@@ -6,9 +6,12 @@
 // wait, and the YAML and the disk writes happen outside the lock; no slurmctld lock ever waits on a node. With
 // telemetry on, the publisher runs at least every telemetry interval and is woken when readings arrive, so that a
 // steering decision is on disk a moment after the readings that made it.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
+#include "rackwise/cluster_description.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise_select.h"
 #include "steered_limits.h"
@@ -63,6 +66,28 @@ void RackwiseSelect::StartStatePublisherLocked() {
   }
 }
 
+void RackwiseSelect::RestoreOversubscribedLocked() {
+  if (oversubscribed_restored_ || !model_) return;
+  oversubscribed_restored_ = true;
+  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return;
+  const std::string path = std::string(slurm_conf.state_save_location) + "/" + kStateFileName;
+  if (access(path.c_str(), F_OK) != 0) return;  // the first start: nothing published yet
+  Diagnostics diagnostics;
+  absl::StatusOr<v1::ClusterDescription> description =
+      ParseClusterDescription(loaded_text_, DescriptionPath(), &diagnostics);
+  absl::StatusOr<v1::ClusterState> state =
+      description.ok() ? LoadClusterState(path, *description, &diagnostics) : description.status();
+  if (!state.ok()) {
+    // The jobs counted oversubscribed before now count what they declared: the safe side, logged.
+    error("rackwise: %s: not read back (%s): running jobs count the watts they declared", path.c_str(),
+          std::string(state.status().message()).c_str());
+    return;
+  }
+  oversubscribed_.Restore(*state);
+  if (oversubscribed_.size() > 0)
+    info("rackwise: %zu jobs counted oversubscribed, read back from %s", oversubscribed_.size(), path.c_str());
+}
+
 std::vector<std::optional<std::string>> RackwiseSelect::StateSnapshot() {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || !model_) return {};
@@ -70,6 +95,7 @@ std::vector<std::optional<std::string>> RackwiseSelect::StateSnapshot() {
   // acts on it) within one publishing round even when nothing is pending.
   ApplyTelemetryLocked();
   v1::ClusterState state = CaptureClusterState(model_->ledger());
+  oversubscribed_.AddTo(&state);
   std::optional<std::string> limits;
   if (std::optional<std::vector<LimitChange>> lowered = telemetry_.LimitsToPublish())
     limits = SteeredLimitsToText(steered_book_.Lines(model_->ledger(), *lowered));

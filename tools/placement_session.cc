@@ -74,6 +74,7 @@ std::optional<Session> LoadSession(const SessionFlags& flags) {
         std::fprintf(stderr, "%s: %s\n", flags.state.c_str(), std::string(state.status().message()).c_str());
       return std::nullopt;
     }
+    s.state = *state;
     if (absl::Status applied = ApplyClusterState(*state, s.ledger.get()); !applied.ok()) {
       std::fprintf(stderr, "%s: %s\n", flags.state.c_str(), std::string(applied.message()).c_str());
       return std::nullopt;

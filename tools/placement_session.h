@@ -42,6 +42,7 @@ void AddSessionFlags(CLI::App* app, SessionFlags* session);
 // A loaded cluster: owns the topology the ledger points into.
 struct Session {
   v1::ClusterDescription description;
+  v1::ClusterState state;  // as read (empty without --state)
   std::unique_ptr<Topology> topology;
   std::unique_ptr<Ledger> ledger;
 };
