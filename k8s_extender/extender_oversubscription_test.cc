@@ -61,6 +61,12 @@ TEST(ExtenderOversubscriptionTest, CountsLessWithFreshTelemetryAndKeepsTheDeclar
   const std::string node = s->topology().nodes()[0].name;
   FilterAndBind(*s, testing::PluginPodJson("train", 8), node);
   EXPECT_EQ(CountedPerGpu(*s, "pod/ml/train"), 770'000);  // 962.5 W less 20%
+  // What Explain (gRPC) tells an operator: counted and declared watts.
+  OversubscribedWatts explained;
+  ASSERT_TRUE(s->Place({.id = "op", .gpus = 8, .gpus_per_node = 8}, /*commit=*/false, &explained).ok());
+  EXPECT_TRUE(explained.applied);
+  EXPECT_DOUBLE_EQ(explained.counted_watts_per_gpu, 770);
+  EXPECT_DOUBLE_EQ(explained.declared_watts_per_gpu, 962.5);
 
   LimitsDocument limits = s->SteeredLimits();
   ASSERT_EQ(limits.allocations.size(), 1u);
@@ -92,6 +98,10 @@ TEST(ExtenderOversubscriptionTest, StaleTelemetryCountsTheDeclaredWattsAndSaysWh
   ASSERT_EQ(s->telemetry_state(), TelemetryState::kStale);
   FilterAndBind(*s, testing::PluginPodJson("train", 8), s->topology().nodes()[0].name);
   EXPECT_EQ(CountedPerGpu(*s, "pod/ml/train"), 962'500);
+  OversubscribedWatts explained;
+  ASSERT_TRUE(s->Place({.id = "op", .gpus = 8, .gpus_per_node = 8}, /*commit=*/false, &explained).ok());
+  EXPECT_FALSE(explained.applied);
+  EXPECT_EQ(explained.why_not, "oversubscription is off while telemetry is stale: jobs count their declared watts");
   const std::string m = Metrics(*s);
   EXPECT_TRUE(absl::StrContains(m, "rackwise_oversubscription_active 0\n")) << m;
   EXPECT_TRUE(absl::StrContains(m,
@@ -99,14 +109,6 @@ TEST(ExtenderOversubscriptionTest, StaleTelemetryCountsTheDeclaredWattsAndSaysWh
                                 "is stale: jobs count their declared watts\"} 1\n"))
       << m;
   EXPECT_FALSE(absl::StrContains(m, "rackwise_oversubscribed_counted_watts_per_gpu{"));
-}
-
-PodInfo Running(Json pod, const std::string& node) {
-  pod["spec"]["nodeName"] = node;
-  pod["status"]["phase"] = "Running";
-  absl::StatusOr<PodInfo> info = ParsePod(pod);
-  EXPECT_TRUE(info.ok()) << info.status();
-  return *info;
 }
 
 TEST(ExtenderOversubscriptionTest, ARestartCountsWhatWasCountedForPodsAloneAndInGroups) {
@@ -142,7 +144,7 @@ TEST(ExtenderOversubscriptionTest, ARestartCountsWhatWasCountedForPodsAloneAndIn
   // A new process: the saved state first, then the API server's pods.
   auto restarted = NewService(&metrics);
   ASSERT_TRUE(restarted->RestoreOperatorState(saved).ok());
-  restarted->ReplacePods({Running(alone, node0), Running(worker, group_node)}, 5'000);
+  restarted->ReplacePods({testing::BoundPod(alone, node0), testing::BoundPod(worker, group_node)}, 5'000);
   restarted->SetSynced(true);
   EXPECT_EQ(CountedPerGpu(*restarted, "pod/ml/train"), 480'000);  // 600 W less 20%, as before
   const LimitsDocument limits = restarted->SteeredLimits();

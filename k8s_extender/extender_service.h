@@ -136,8 +136,10 @@ class ExtenderService {
   void SetNodeClique(const std::string& name, const std::string& clique);
 
   // --- operator API ---
-  // Places a request (ids already resolved). With `commit`, a decision is booked under request.id.
-  absl::StatusOr<PlacementOutcome> Place(const PlacementRequest& request, bool commit);
+  // Places a request (ids already resolved). With `commit`, a decision is booked under request.id. `count`
+  // (optional) receives whether the core counted it oversubscribed, or why not (policy.oversubscribe_pct).
+  absl::StatusOr<PlacementOutcome> Place(const PlacementRequest& request, bool commit,
+                                         OversubscribedWatts* count = nullptr);
   // Releases an allocation made with Place. False if unknown.
   bool Release(const std::string& id);
   // A rack's or power domain's cap, in kW. NotFound for unknown names, InvalidArgument for a negative cap.

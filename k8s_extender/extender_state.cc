@@ -212,7 +212,8 @@ void ExtenderService::ApplyNode(const std::string& name, bool ready, bool unsche
   RefreshHealth(*node);
 }
 
-absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& request, bool commit) {
+absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& request, bool commit,
+                                                        OversubscribedWatts* counted) {
   std::lock_guard<std::mutex> lock(mu_);
   if (commit && request.id.empty()) return absl::InvalidArgumentError("id: required to place");
   if (commit && (request.id.rfind("pod/", 0) == 0 || request.id.find('#') != std::string::npos)) {
@@ -223,6 +224,7 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
   }
   // The operator's job counts less than it declares when the core counts it oversubscribed, like a pod's.
   const OversubscribedWatts count = CountLocked(request);
+  if (counted != nullptr) *counted = count;
   absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, WithOversubscription(request, count));
   if (!outcome.ok() || !commit) return outcome;
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {

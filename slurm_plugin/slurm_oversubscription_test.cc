@@ -5,11 +5,15 @@
 // up to them, never above; and the ledger the plugin publishes brings the counted watts back after a restart.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "published_ledger.h"
 #include "rackwise/cluster_description.h"
-#include "rackwise/cluster_state.h"
 #include "rackwise/oversubscribed_allocations.h"
 #include "rackwise/oversubscription.h"
 #include "rackwise/synthetic_cluster.h"
@@ -25,6 +29,9 @@ v1::ClusterDescription Description() {
   spec.blocks.push_back({ReferenceSystem::kHgxH100, 1, 2, 20});
   v1::ClusterDescription d = BuildSyntheticCluster(spec);
   d.mutable_policy()->set_oversubscribe_pct(20);
+  d.mutable_telemetry()->set_prometheus_url("http://127.0.0.1:1");  // the knob needs steering
+  d.mutable_telemetry()->set_node_power_query("q");
+  d.mutable_telemetry()->set_on_overdraw(v1::OVERDRAW_ACTION_LOWER_LIMITS);
   return d;
 }
 
@@ -101,29 +108,39 @@ TEST(SlurmOversubscriptionTest, CountsLessOnlyWithFreshTelemetryAndSteersBackToT
 
 TEST(SlurmOversubscriptionTest, ARestartCountsWhatWasCountedFromThePublishedLedger) {
   const v1::ClusterDescription description = Description();
+  const std::string yaml = ClusterDescriptionToYaml(description);
   const Topology t = *Topology::Build(description);
+  const std::string dir = ::testing::TempDir() + "/rackwise-oversubscribed-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + kPublishedLedgerFileName;
+  EXPECT_EQ(ReadOversubscribedJobs(path, yaml, "rackwise.yaml").status().code(), absl::StatusCode::kNotFound);
+
   Ledger before(t);
   OversubscribedAllocations book;
   book.Placed(kJob.id, CountOversubscribed(t, kJob, Steering(), TelemetryState::kFresh));
   ASSERT_TRUE(before.Commit({kJob.id, {{0, 0xff}}, book.Counted(kJob.id, 0)}).ok());
-  // The publisher's snapshot: the ledger and the book together, as rackwise_state.yaml.
-  v1::ClusterState published = CaptureClusterState(before);
-  book.AddTo(&published);
-  Diagnostics diagnostics;
-  absl::StatusOr<v1::ClusterState> read =
-      ParseClusterState(ClusterStateToYaml(published), "rackwise_state.yaml", description, &diagnostics);
-  ASSERT_TRUE(read.ok()) << read.status();
+  std::ofstream(path) << ClusterStateToYaml(PublishedLedger(before, book));  // what the publisher writes
 
-  OversubscribedAllocations restarted;
-  restarted.Restore(*read);
+  absl::StatusOr<OversubscribedAllocations> restarted = ReadOversubscribedJobs(path, yaml, "rackwise.yaml");
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
   Ledger after(t);  // rebuilt from the job records, which carry only the declared watts (none here)
-  ASSERT_TRUE(after.Commit({kJob.id, {{0, 0xff}}, restarted.Counted(kJob.id, 0)}, CommitMode::kRecover).ok());
+  ASSERT_TRUE(after.Commit({kJob.id, {{0, 0xff}}, restarted->Counted(kJob.id, 0)}, CommitMode::kRecover).ok());
   EXPECT_EQ(after.rack_draw(0), before.rack_draw(0));
   SteeringFacts facts;
-  restarted.AddDeclaredTo(&facts);
+  restarted->AddDeclaredTo(&facts);
   EXPECT_EQ(facts.declared.at(kJob.id), 962'500);
   // A job that declares other watts than it was counted for (not the same job any more) counts what it declares.
-  EXPECT_EQ(restarted.Counted(kJob.id, 700'000), 700'000);
+  EXPECT_EQ(restarted->Counted(kJob.id, 700'000), 700'000);
+
+  // A file that does not read is an error naming its line (the plugin logs it, and jobs count what they declare).
+  std::ofstream(path) << "oversubscribed:\n  - id: '4242'\n    declared_watts_per_gpu: 500\n"
+                         "    counted_watts_per_gpu: 600\n";
+  absl::StatusOr<OversubscribedAllocations> bad = ReadOversubscribedJobs(path, yaml, "rackwise.yaml");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find(path + ":4: oversubscribed[0] '4242': counted_watts_per_gpu 600 must be below"),
+            std::string::npos)
+      << bad.status();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

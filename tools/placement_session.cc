@@ -138,7 +138,11 @@ std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::
   if (!request) return kExitUsage;
   run.request = *std::move(request);
   run.measured = MeasureOnce(run.session.description, run.flags.no_telemetry, run.session.ledger.get());
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*run.session.ledger, run.request);
+  run.oversubscribed =
+      CountOversubscribed(*run.session.topology, run.request,
+                          TelemetrySettings::FromDescription(run.session.description), run.measured.state);
+  absl::StatusOr<PlacementOutcome> outcome =
+      Placer::Place(*run.session.ledger, WithOversubscription(run.request, run.oversubscribed));
   if (!outcome.ok()) {
     std::fprintf(stderr, "rackwise %s: %s\n", command.c_str(), std::string(outcome.status().message()).c_str());
     return kExitUsage;

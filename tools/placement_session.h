@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "rackwise/ledger.h"
+#include "rackwise/oversubscription.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
 #include "rackwise/telemetry.h"
@@ -60,6 +61,9 @@ struct PlacementRun {
   PlacementRequest request;
   PlacementOutcome outcome;
   MeasuredDraw measured;  // what telemetry gave the ledger before placing (state kOff: none)
+  // policy.oversubscribe_pct as the faces apply it, with the telemetry state measured: the outcome's watts are the
+  // counted ones when applied; why_not says why not when the policy asks for it.
+  OversubscribedWatts oversubscribed;
 };
 // Returns the run, or the exit code to end with (after printing why).
 std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::string& command,

@@ -1,6 +1,8 @@
 // rackwise status with steering: the steered draw and held jobs per rack and power domain, and the table's columns.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "adopt/power_status.h"
 #include "rackwise/cluster_description.h"
 #include "rackwise/topology.h"
@@ -8,13 +10,19 @@
 namespace rackwise::adopt {
 namespace {
 
-TEST(PowerStatusSteering, ARackOverItsLoweredCapShowsItsJobsHeldAndTheSteeredDraw) {
+// examples/demo.yaml (r01: four 8-GPU H100 nodes, 2.5 kW idle and 962.5 W per GPU each).
+std::unique_ptr<Topology> Demo() {
   Diagnostics diagnostics;
   absl::StatusOr<v1::ClusterDescription> d =
       LoadClusterDescription(std::string(RACKWISE_SOURCE_DIR) + "/examples/demo.yaml", &diagnostics);
-  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d.ok());
   absl::StatusOr<Topology> topology = Topology::Build(*d);
-  ASSERT_TRUE(topology.ok());
+  EXPECT_TRUE(topology.ok()) << topology.status();
+  return std::make_unique<Topology>(*std::move(topology));
+}
+
+TEST(PowerStatusSteering, ARackOverItsLoweredCapShowsItsJobsHeldAndTheSteeredDraw) {
+  const std::unique_ptr<Topology> topology = Demo();
   Ledger ledger(*topology);
   const NodeId gpu001 = *topology->FindNode("gpu001"), gpu002 = *topology->FindNode("gpu002");
   ASSERT_TRUE(ledger.Commit({.id = "a", .nodes = {{.node = gpu001, .gpus = 0xff}}}).ok());
@@ -42,12 +50,7 @@ TEST(PowerStatusSteering, ARackOverItsLoweredCapShowsItsJobsHeldAndTheSteeredDra
 }
 
 TEST(PowerStatusSteering, AJobCountedOversubscribedIsListedAndSteeredBackToItsDeclaredWatts) {
-  Diagnostics diagnostics;
-  absl::StatusOr<v1::ClusterDescription> d =
-      LoadClusterDescription(std::string(RACKWISE_SOURCE_DIR) + "/examples/demo.yaml", &diagnostics);
-  ASSERT_TRUE(d.ok());
-  absl::StatusOr<Topology> topology = Topology::Build(*d);
-  ASSERT_TRUE(topology.ok());
+  const std::unique_ptr<Topology> topology = Demo();
   Ledger ledger(*topology);
   const NodeId gpu001 = *topology->FindNode("gpu001");
   ASSERT_TRUE(ledger.Commit({.id = "a", .nodes = {{.node = gpu001, .gpus = 0xff}}, .per_gpu = 770'000}).ok());
