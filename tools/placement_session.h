@@ -15,6 +15,7 @@
 #include "rackwise/placement_request.h"
 #include "rackwise/telemetry.h"
 #include "rackwise/v1/cluster.pb.h"
+#include "rackwise/v1/state.pb.h"
 
 namespace rackwise::cli {
 
