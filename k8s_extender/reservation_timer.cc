@@ -15,6 +15,7 @@ void ReservationTimer::Start() {
       [this, period] {
         service_->ExpireReservations(now_ms_());
         service_->SyncSharedLedger(now_ms_());  // rate-limited inside; nothing without a shared ledger
+        service_->SaveOversubscribed();         // only when pods counted oversubscribed came or went
         return period;
       },
       PeriodicThread::FirstBeat::kAfterWait, period);

@@ -1,7 +1,8 @@
 // Releases expired gang reservations on a timer. Filter also expires them, but a cluster with no other
 // traffic would otherwise keep an abandoned group's GPUs (and watts) booked until the next filter arrives.
 // The timer wakes every period_ms, so a reservation goes at most one period after its deadline. Its beat also
-// syncs the service with the shared power ledger, when there is one (ExtenderService::SyncSharedLedger).
+// syncs the service with the shared power ledger, when there is one (ExtenderService::SyncSharedLedger), and saves
+// the pods counted oversubscribed when they changed (ExtenderService::SaveOversubscribed).
 #pragma once
 
 #include <cstdint>

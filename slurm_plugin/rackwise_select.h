@@ -27,6 +27,7 @@
 #include "job_translation.h"
 #include "pending_reasons.h"
 #include "rackwise/ledger.h"
+#include "rackwise/oversubscribed_allocations.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
 #include "rackwise/refusal_memo.h"
@@ -105,6 +106,16 @@ class RackwiseSelect {
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
+  // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry state; `request` then asks
+  // for the counted watts, and the job is remembered (declared and counted) until it is gone.
+  void CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request);
+  // The GPUs `allocation` (a job's, per_gpu as it declares) counts: the counted watts when it was placed
+  // oversubscribed.
+  void CountAsPlacedLocked(Allocation* allocation) const {
+    allocation->per_gpu = oversubscribed_.Counted(allocation->id, allocation->per_gpu);
+  }
+  // After a restart: the jobs counted oversubscribed, from the ledger slurmctld published last (once per process).
+  void RestoreOversubscribedLocked();
   // Preemption (rackwise_select_preempt.cc). For a job the core refuses as things are: the core's victims among
   // slurmctld's candidates, cons_tres fitted on the planned nodes, and *preemptee_job_list set to exactly the
   // victims (SLURM_SUCCESS: slurmctld preempts them and the job waits). SLURM_ERROR: no plan.
@@ -189,6 +200,10 @@ class RackwiseSelect {
   UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
   std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
   SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
+  // Jobs counted at less than they declare (policy.oversubscribe_pct), saved in the published ledger.
+  OversubscribedAllocations oversubscribed_;
+  bool oversubscribed_restored_ = false;  // read back from the published ledger (the first rebuild only)
+  std::string oversubscription_off_;      // the last reason it was not applied (logged once in a row)
   SlurmTelemetry telemetry_;
   // Its thread reads the members above (telemetry_ included), and telemetry's poller wakes it: the destructor
   // unhooks the wake-up and stops it before any of them goes.

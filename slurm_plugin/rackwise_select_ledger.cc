@@ -31,16 +31,25 @@ void RackwiseSelect::RebuildLedgerLocked() {
   started_at_.clear();
   unconfirmed_.Clear();
   SyncHealthLocked();
+  // The first rebuild of a process reads the book back; slurmctld may not have loaded its jobs yet then (they come
+  // through JobRunning), so only later rebuilds drop what is not running.
+  const bool restoring = !oversubscribed_restored_;
+  RestoreOversubscribedLocked();
   if (!&job_list || !job_list) return;
   SlurmListIterator it = list_iterator_create(job_list);
   int recovered = 0;
+  absl::flat_hash_set<std::string> running;
   while (job_record_t* job = static_cast<job_record_t*>(list_next(it))) {
     if (IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job)) {
       CommitJobLocked(job, /*starting=*/false);
+      running.insert(JobId(job));
       ++recovered;
     }
   }
   list_iterator_destroy(it);
+  // A job counted oversubscribed that is not running any more (placed but never started, pending since a requeue)
+  // counts afresh when it is placed again.
+  if (!restoring) oversubscribed_.Retain([&](const std::string& id) { return running.contains(id); });
   // Every job just recommitted was already running (and drawing) when the last reading was taken: none of them is
   // "placed since the reading", which the ledger would count on top of it (and steering would take for an
   // overdraw, cutting every job to its floor for a round after each reconfigure).
@@ -139,6 +148,7 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   unconfirmed_.Confirm(job->job_id);
   std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
+  CountAsPlacedLocked(&*allocation);
   refusals_.Forget(allocation->id);
   started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
   const Allocation* held = model_->ledger().Find(allocation->id);
@@ -196,6 +206,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   statically_feasible_.erase(job->job_id);
   started_at_.erase(JobId(job));
   refusals_.Forget(JobId(job));
+  oversubscribed_.Forget(JobId(job));
   unconfirmed_.Confirm(job->job_id);
   approved_.erase(job->job_id);
   preempting_.erase(job->job_id);

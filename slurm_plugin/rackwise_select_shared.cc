@@ -57,6 +57,7 @@ bool RackwiseSelect::ReserveSharedLocked(const job_record_t* job, const bitstr_t
   if (!shared_) return true;
   std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
   if (!allocation) return true;  // no GPUs on described nodes: nothing to reserve
+  CountAsPlacedLocked(&*allocation);
   absl::Status status = shared_->Reserve(*allocation);
   if (!status.ok()) {
     *why = std::string(status.message());

@@ -27,7 +27,10 @@ void RackwiseSelect::ConfigureTelemetryLocked(const std::string& yaml, const std
 
 void RackwiseSelect::ApplyTelemetryLocked() {
   if (!model_) return;
-  for (const std::string& line : telemetry_.ApplyLatest(&model_->ledger())) {
+  // Steering raises a job counted oversubscribed back to what it declared, never above.
+  SteeringFacts facts;
+  oversubscribed_.AddDeclaredTo(&facts);
+  for (const std::string& line : telemetry_.ApplyLatest(&model_->ledger(), facts)) {
     if (absl::StartsWith(line, "OVERDRAW")) {
       error("rackwise: %s", line.c_str());
     } else {
