@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
 #include "prometheus_text.h"
@@ -59,16 +60,19 @@ void ExtenderService::RenderOversubscriptionLocked(std::string* out) const {
   v1::ClusterState listed;
   oversubscribed_.AddTo(&listed);
   if (listed.oversubscribed().empty()) return;
-  daemon::Gauge(out, "rackwise_oversubscribed_counted_watts_per_gpu",
-                "An allocation counted oversubscribed: the watts per GPU the ledger counts for it.");
-  for (const v1::OversubscribedAllocation& o : listed.oversubscribed())
-    absl::StrAppend(out, "rackwise_oversubscribed_counted_watts_per_gpu{allocation=\"", daemon::Label(o.id()), "\"} ",
-                    o.counted_watts_per_gpu(), "\n");
-  daemon::Gauge(out, "rackwise_oversubscribed_declared_watts_per_gpu",
-                "An allocation counted oversubscribed: the watts per GPU it declared (its GPUs' limit).");
-  for (const v1::OversubscribedAllocation& o : listed.oversubscribed())
-    absl::StrAppend(out, "rackwise_oversubscribed_declared_watts_per_gpu{allocation=\"", daemon::Label(o.id()), "\"} ",
-                    o.declared_watts_per_gpu(), "\n");
+  // One gauge per allocation for each of the two watts.
+  using Entry = v1::OversubscribedAllocation;
+  const auto per_allocation = [&](const char* name, const char* help, absl::FunctionRef<double(const Entry&)> watts) {
+    daemon::Gauge(out, name, help);
+    for (const Entry& o : listed.oversubscribed())
+      absl::StrAppend(out, name, "{allocation=\"", daemon::Label(o.id()), "\"} ", watts(o), "\n");
+  };
+  per_allocation("rackwise_oversubscribed_counted_watts_per_gpu",
+                 "An allocation counted oversubscribed: the watts per GPU the ledger counts for it.",
+                 [](const Entry& o) { return o.counted_watts_per_gpu(); });
+  per_allocation("rackwise_oversubscribed_declared_watts_per_gpu",
+                 "An allocation counted oversubscribed: the watts per GPU it declared (its GPUs' limit).",
+                 [](const Entry& o) { return o.declared_watts_per_gpu(); });
 }
 
 std::vector<std::pair<std::string, std::string>> ExtenderService::NewestPodsOverCapLocked() const {

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "cluster_model.h"
 #include "job_requeuer.h"
 #include "job_translation.h"
@@ -135,7 +136,8 @@ class RackwiseSelect {
   // (rackwise_select_state.cc). Start: once; later calls only follow a change of the telemetry interval.
   void StartStatePublisherLocked();
   std::vector<std::optional<std::string>> StateSnapshot();
-  std::string SteeredLimitsPathLocked() const;
+  // StateSaveLocation/`name`, the one folder for every file the plugin keeps; "" when slurm.conf sets none.
+  static std::string StateSavePath(absl::string_view name);
   std::chrono::milliseconds PublishIntervalLocked() const;
   // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
   // and applies the readings parked since the last decision, logging what changed.

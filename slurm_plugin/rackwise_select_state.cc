@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "published_ledger.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise_select.h"
@@ -31,8 +32,9 @@ constexpr std::chrono::milliseconds kStateInterval{5000};
 
 }  // namespace
 
-std::string RackwiseSelect::SteeredLimitsPathLocked() const {
-  return std::string(slurm_conf.state_save_location) + "/" + kSteeredLimitsFileName;
+std::string RackwiseSelect::StateSavePath(absl::string_view name) {
+  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return "";
+  return absl::StrCat(slurm_conf.state_save_location, "/", name);
 }
 
 std::chrono::milliseconds RackwiseSelect::PublishIntervalLocked() const {
@@ -47,9 +49,9 @@ void RackwiseSelect::StartStatePublisherLocked() {
     state_publisher_->SetInterval(PublishIntervalLocked());  // telemetry may have been reconfigured
     return;
   }
-  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return;
-  std::string path = std::string(slurm_conf.state_save_location) + "/" + kPublishedLedgerFileName;
-  const std::string limits_path = SteeredLimitsPathLocked();
+  const std::string path = StateSavePath(kPublishedLedgerFileName);
+  if (path.empty()) return;
+  const std::string limits_path = StateSavePath(kSteeredLimitsFileName);
   try {
     state_publisher_ = std::make_unique<StatePublisher>(
         std::vector<std::string>{path, limits_path}, PublishIntervalLocked(), [this] { return StateSnapshot(); },
@@ -66,8 +68,8 @@ void RackwiseSelect::StartStatePublisherLocked() {
 void RackwiseSelect::RestoreOversubscribedLocked() {
   if (oversubscribed_restored_ || !model_) return;
   oversubscribed_restored_ = true;
-  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return;
-  const std::string path = std::string(slurm_conf.state_save_location) + "/" + kPublishedLedgerFileName;
+  const std::string path = StateSavePath(kPublishedLedgerFileName);
+  if (path.empty()) return;
   absl::StatusOr<OversubscribedAllocations> read = ReadOversubscribedJobs(path, loaded_text_, DescriptionPath());
   if (read.status().code() == absl::StatusCode::kNotFound) return;  // the first start
   if (!read.ok()) {
