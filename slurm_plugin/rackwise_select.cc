@@ -160,7 +160,8 @@ void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, Placemen
 
 // Why a `preferred` job that the backfill scheduler tried did not start spread out.
 constexpr char kBackfillHoldOut[] =
-    " (backfill: a --nvlink=preferred job started ahead of its turn only takes its fewest NVLink domains)";
+    " (backfill: a --nvlink=preferred job started ahead of its turn takes only its fewest NVLink domains on node "
+    "types that can give them)";
 
 int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                            uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
@@ -194,10 +195,11 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   PlacementRequest& request = *offered;
   // The backfill scheduler starts jobs ahead of their turn (the main scheduler stops at a partition's first job
   // that cannot start): the core's hold-out rule says what such a job may take.
-  const bool backfill_hold_out =
-      BackfillHoldsOut(request, (job->bit_flags & BACKFILL_SCHED) != 0, model_->topology().policy());
-  if (backfill_hold_out) request.locality = Locality::kRequired;
+  request.started_by_backfill = (job->bit_flags & BACKFILL_SCHED) != 0;
   EstimateFewestDomainsLocked(job, &request);
+  const bool backfill_hold_out =
+      request.started_by_backfill &&
+      request.locality.value_or(model_->topology().policy().default_locality) == Locality::kPreferred;
   CountOversubscribedLocked(job, &request);
   absl::StatusOr<PlacementOutcome> outcome = refusals_.Place(model_->ledger(), request);
   if (!outcome.ok()) {

@@ -3,10 +3,17 @@
 
 #include <algorithm>
 
+#include "rackwise/shadow_time.h"
+
 namespace rackwise {
 
-bool BackfillHoldsOut(const PlacementRequest& request, bool started_by_backfill, const PlacementPolicy& policy) {
-  return started_by_backfill && request.locality.value_or(policy.default_locality) == Locality::kPreferred;
+bool BackfillHoldsOut(const PlacementRequest& request, const PlacementPolicy& policy) {
+  if (!request.started_by_backfill || request.locality.value_or(policy.default_locality) != Locality::kPreferred)
+    return false;
+  if (!request.fewest_domains_in_seconds || !request.time_limit_seconds)
+    return PreferredWantsEstimate(policy, Locality::kPreferred, request.waited_seconds);
+  return PreferredHoldsOut(policy, request.waited_seconds, request.fewest_domains_in_seconds,
+                           request.time_limit_seconds);
 }
 
 std::vector<std::vector<NodeId>> FallbackNodeSets(const Topology& topology, const PlacementDecision& decision,

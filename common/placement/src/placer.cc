@@ -94,9 +94,8 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   const Topology& t = ledger.topology();
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(t, request);
   if (!setup.ok()) return setup.status();
-  auto context = [&](NodeTypeId type) {
-    return PlacementContext(ledger, request, setup->locality, type, internal::PerGpuFor(t, request, type),
-                            setup->allowed);
+  auto context = [&](NodeTypeId type, Locality locality) {
+    return PlacementContext(ledger, request, locality, type, internal::PerGpuFor(t, request, type), setup->allowed);
   };
   // One domain, of any type, is the fewest there is. Locality none keeps whole domains free: the tightest partly
   // used domain that holds the job whole (no needless NVLink crossing), else the smallest fragments. Across types
@@ -104,21 +103,24 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
   std::optional<std::pair<NodeTypeId, DomainPlan>> one;
   for (NodeTypeId type : setup->types) {
     if (ShareGranule(request) > t.node_types()[type].gpus) continue;
-    const PlacementContext ctx = context(type);
+    const PlacementContext ctx = context(type, setup->locality);
     if (ctx.EffectiveDomainSize() <= 0 || !ctx.SomeRackPowersAShare()) continue;
     std::optional<DomainPlan> plan = internal::PlanSingleDomain(ctx, setup->locality == Locality::kNone);
     if (plan && (!one || TighterSingleDomain(ledger, *plan, one->second))) one.emplace(type, std::move(*plan));
   }
-  if (one) return PlacementOutcome{Assemble(context(one->first), one->second, 1)};
+  if (one) return PlacementOutcome{Assemble(context(one->first, setup->locality), one->second, 1)};
   // Several domains. `required` waits for the fewest the cluster can give over every type the job may use;
   // preferred and none take the fewest they can get now.
   const internal::TypeMinimum fewest = internal::FewestDomainsOverTypes(ledger, request, *setup);
-  const bool required = setup->locality == Locality::kRequired;
   std::optional<PlacementDecision> best;
   bool locality_blocked = false;
   for (NodeTypeId type : setup->types) {
     if (ShareGranule(request) > t.node_types()[type].gpus) continue;
-    const PlacementContext ctx = context(type);
+    // A backfilled job that may spread still takes only its fewest domains on a type that can give them.
+    const bool required =
+        setup->locality == Locality::kRequired ||
+        (setup->fewest_types_required && fewest.domains > 0 && fewest.per_type[type] == fewest.domains);
+    const PlacementContext ctx = context(type, required ? Locality::kRequired : setup->locality);
     if (ctx.EffectiveDomainSize() <= 0) continue;
     // With no type that can ever hold it, this type's own minimum (a cap raised at run time may let it fit).
     const int insist = fewest.domains > 0 ? fewest.domains : ctx.MinDomains();

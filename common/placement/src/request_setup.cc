@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "rackwise/fallback_order.h"
 #include "rackwise/power_bounds.h"
 #include "rackwise/shadow_time.h"
 
@@ -41,11 +42,18 @@ absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const 
       return absl::InvalidArgumentError("fewest_domains_in_seconds and time_limit_seconds must be finite and >= 0");
   }
   const Locality locality = r.locality.value_or(policy.default_locality);
-  // A preferred job waits for its fewest domains (is placed as `required`) while that is cheaper than spreading.
-  if (locality == Locality::kPreferred &&
-      PreferredHoldsOut(policy, r.waited_seconds, r.fewest_domains_in_seconds, r.time_limit_seconds))
-    return Locality::kRequired;
-  return locality;
+  if (locality != Locality::kPreferred) return locality;
+  // A preferred job waits for its fewest domains (is placed as `required`) while that is cheaper than spreading;
+  // one started ahead of its turn by its own rule.
+  const bool holds_out = r.started_by_backfill ? BackfillHoldsOut(r, policy)
+                                               : PreferredHoldsOut(policy, r.waited_seconds,
+                                                                   r.fewest_domains_in_seconds, r.time_limit_seconds);
+  return holds_out ? Locality::kRequired : locality;
+}
+
+bool FewestTypesRequired(const PlacementPolicy& policy, const PlacementRequest& r, Locality locality) {
+  return r.started_by_backfill && locality == Locality::kPreferred &&
+         r.locality.value_or(policy.default_locality) == Locality::kPreferred;
 }
 
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequest& r) {
@@ -73,6 +81,7 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   absl::StatusOr<Locality> locality = EffectiveLocality(policy, r);
   if (!locality.ok()) return locality.status();
   s.locality = *locality;
+  s.fewest_types_required = FewestTypesRequired(policy, r, s.locality);
   const NodeId n = static_cast<NodeId>(t.nodes().size());
   auto check = [n](NodeId id) { return id >= 0 && id < n; };
   if (!r.allowed_nodes.empty()) {

@@ -15,6 +15,9 @@ namespace rackwise::internal {
 
 struct RequestSetup {
   Locality locality = Locality::kPreferred;
+  // A `preferred` job started by backfill that does not hold out (BackfillHoldsOut): on the node types that can
+  // give its fewest domains it is placed as `required`; it may spread only over the others.
+  bool fewest_types_required = false;
   std::vector<char> allowed;      // per node; empty: every node
   std::vector<NodeTypeId> types;  // node types the job may use, in description order
   // Per node, where the request names eligible nodes (empty: every node); `has_eligible` false: the allowed mask
@@ -29,6 +32,8 @@ struct RequestSetup {
 // holds out for its fewest domains (PreferredHoldsOut). The only use the placer makes of the request's waited,
 // fewest-domains-in and time-limit seconds. InvalidArgument when one of them is not finite (or negative).
 absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const PlacementRequest& r);
+// RequestSetup::fewest_types_required, for a request whose EffectiveLocality is `locality`.
+bool FewestTypesRequired(const PlacementPolicy& policy, const PlacementRequest& r, Locality locality);
 
 // InvalidArgument for malformed requests (see Placer::Place).
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& topology, const PlacementRequest& request);

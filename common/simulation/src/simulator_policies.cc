@@ -127,18 +127,18 @@ class RackwisePolicy : public Policy {
     r.waited_seconds = pending.waited_s;
     r.fewest_domains_in_seconds = pending.fewest_in_s;
     r.time_limit_seconds = job.duration;  // the trace has no limit column (docs/simulation.md)
-    // A backfilled `preferred` job only takes its fewest domains: spreading it now would fragment the domains
-    // that the jobs behind it, and it itself once at the head with a reservation, can have whole.
-    const bool hold_out = BackfillHoldsOut(r, backfill, t_.policy());  // the same rule as the Slurm face
-    if (hold_out) r.locality = Locality::kRequired;
+    // A backfilled `preferred` job follows the core's backfill rule (BackfillHoldsOut), as on the Slurm face.
+    r.started_by_backfill = backfill;
+    const bool decided_by_backfill_rule =
+        backfill && r.locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
     // Whether a shape can ever run is decided once, by the full refusal; later refusals only need to say no.
-    r.report_refusal = !hold_out && !seen_shapes_.contains(shape);
+    r.report_refusal = !decided_by_backfill_rule && !seen_shapes_.contains(shape);
     absl::StatusOr<PlacementOutcome> out = Placer::Place(ledger, r);
     const PlacementRefusal* refusal = out.ok() ? std::get_if<PlacementRefusal>(&*out) : nullptr;
     // Malformed for this cluster (e.g. watts beyond the policy), or too large for it: never. Held out, the job
     // may still run spread out as the head, so "never" is only decided as asked.
     const bool never = !out.ok() || (refusal && refusal->unresolvable);
-    if (hold_out) return !out.ok() ? Outcome::kNever : refusal ? Outcome::kWait : Start(*out, choice);
+    if (decided_by_backfill_rule) return !out.ok() ? Outcome::kNever : refusal ? Outcome::kWait : Start(*out, choice);
     seen_shapes_[shape] = !never;
     if (never) return Outcome::kNever;
     if (refusal) return Outcome::kWait;

@@ -12,11 +12,13 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "rackwise/fallback_order.h"
 #include "rackwise/placer.h"
 #include "rackwise/shadow_time.h"
 #include "rackwise/simulator.h"
@@ -172,54 +174,75 @@ class Replay {
   bool Preferred(int j) const {
     return jobs_[j].locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
   }
-  // Whether the core's rule (PreferredHoldsOut) may hold job j out for its fewest domains, so that an estimate is
-  // worth working out. Only the head holds out (a backfilled `preferred` job only takes its fewest domains), and
-  // only under rackwise: a baseline reads none of rackwise's locality knobs.
-  bool MayHoldOut(int j, double now) const {
-    return policy_->holds_out_for_fewest() && head_since_[j] >= 0 && Preferred(j) && !running_.empty() &&
+  // Whether the core's rule may hold job j out for its fewest domains, so that an estimate is worth working out:
+  // the head by PreferredHoldsOut, a job tried by backfill by BackfillHoldsOut; only under rackwise (a baseline
+  // reads none of rackwise's locality knobs).
+  bool WantsEstimate(int j, double now) const {
+    return policy_->holds_out_for_fewest() && Preferred(j) && !running_.empty() &&
            PreferredWantsEstimate(t_.policy(), Locality::kPreferred, Waited(j, now));
   }
-  // Whether the job may start spread out: not while the core's rule holds it out for its fewest domains.
+  bool MayHoldOut(int j, double now) const { return head_since_[j] >= 0 && WantsEstimate(j, now); }
+  // Whether the head may start spread out: not while the core's rule holds it out for its fewest domains.
   bool Relaxed(int j, double now) {
     if (!MayHoldOut(j, now)) return true;
     // The trace has no time-limit column: the duration stands for the limit (a limit that is never exceeded).
     return !PreferredHoldsOut(t_.policy(), Waited(j, now), FewestIn(j, now), jobs_[j].duration);
   }
+  // Whether backfill may only start job j in its fewest domains (the core's BackfillHoldsOut, as the policy asks it).
+  bool BackfillHeld(int j, double now) {
+    PlacementRequest r;
+    r.locality = jobs_[j].locality;
+    r.waited_seconds = Waited(j, now);
+    if (WantsEstimate(j, now)) r.fewest_domains_in_seconds = FewestIn(j, now);
+    r.time_limit_seconds = jobs_[j].duration;
+    r.started_by_backfill = true;
+    return BackfillHoldsOut(r, t_.policy());
+  }
   sim::Pending PendingOf(int j, double now) {
     sim::Pending p{Waited(j, now), std::nullopt};
-    if (MayHoldOut(j, now)) p.fewest_in_s = FewestIn(j, now);
+    if (WantsEstimate(j, now)) p.fewest_in_s = FewestIn(j, now);
     return p;
   }
 
-  // When a `preferred` head past its hold-out can expect its fewest domains, from the running jobs' expected
-  // ends (the trace has no time-limit column, so the scheduler's estimate is the replayed end: a perfect limit).
-  // Worked out again whenever a job started or ended since (as a scheduler re-evaluates each pass).
-  std::optional<double> FewestIn(int j, double now) {
-    if (head_fewest_.job != j || head_fewest_.changes != changes_) {
-      head_fewest_.job = j;
-      head_fewest_.changes = changes_;
-      head_fewest_.at.reset();
-      PlacementRequest r;
-      r.id = jobs_[j].id;
-      r.gpus = jobs_[j].gpus;
-      r.gpus_per_node = jobs_[j].gpus_per_node;
-      r.watts_per_gpu = jobs_[j].watts_per_gpu;
-      Fence(false);
-      // As for the reservation: the walk counts estimates (releasing a job cannot take its draw out of a
-      // reading), and the reading is put back afterwards.
-      std::vector<std::optional<Milliwatts>> reading;
-      if (options_.telemetry) {
-        for (RackId rack = 0; rack < static_cast<RackId>(t_.racks().size()); ++rack)
-          reading.push_back(ledger_.measured_rack_draw_now(rack));
-        ledger_.ClearMeasuredDraw();
-      }
-      const std::vector<ExpectedEnd> ends = Ends(now);
-      absl::StatusOr<std::optional<double>> in = FewestDomainsIn(ledger_, r, ends, free_gpus_);
-      if (in.ok() && *in) head_fewest_.at = now + **in;
-      if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
+  // When job j can expect its fewest domains, from the running jobs' expected ends (the trace has no time-limit
+  // column, so the scheduler's estimate is the replayed end: a perfect limit). Worked out again whenever a job
+  // started or ended since (as a scheduler re-evaluates each pass); jobs of one shape share the estimate.
+  std::optional<double> FewestAt(int j, double now) {
+    if (fewest_at_changes_ != changes_) {
+      fewest_at_.clear();
+      fewest_at_changes_ = changes_;
     }
-    if (!head_fewest_.at) return std::nullopt;
-    return std::max(0.0, *head_fewest_.at - now);
+    const TraceJob& job = jobs_[j];
+    const auto key = std::make_tuple(job.gpus, job.gpus_per_node, WattsToMilliwatts(job.watts_per_gpu));
+    if (auto it = fewest_at_.find(key); it != fewest_at_.end()) return it->second;
+    std::optional<double> at;
+    PlacementRequest r;
+    r.id = job.id;
+    r.gpus = job.gpus;
+    r.gpus_per_node = job.gpus_per_node;
+    r.watts_per_gpu = job.watts_per_gpu;
+    const bool fenced = fenced_;
+    Fence(false);
+    // As for the reservation: the walk counts estimates (releasing a job cannot take its draw out of a
+    // reading), and the reading is put back afterwards.
+    std::vector<std::optional<Milliwatts>> reading;
+    if (options_.telemetry) {
+      for (RackId rack = 0; rack < static_cast<RackId>(t_.racks().size()); ++rack)
+        reading.push_back(ledger_.measured_rack_draw_now(rack));
+      ledger_.ClearMeasuredDraw();
+    }
+    const std::vector<ExpectedEnd> ends = Ends(now);
+    absl::StatusOr<std::optional<double>> in = FewestDomainsIn(ledger_, r, ends, free_gpus_);
+    if (in.ok() && *in) at = now + **in;
+    if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
+    Fence(fenced);
+    fewest_at_.emplace(key, at);
+    return at;
+  }
+  std::optional<double> FewestIn(int j, double now) {
+    const std::optional<double> at = FewestAt(j, now);
+    if (!at) return std::nullopt;
+    return std::max(0.0, *at - now);
   }
   std::vector<ExpectedEnd> Ends(double now) const {
     std::vector<ExpectedEnd> ends;
@@ -242,7 +265,7 @@ class Replay {
     uint64_t loc = j.locality ? static_cast<uint64_t>(*j.locality) + 1 : 0;
     if (Relaxed(index, now)) loc |= 8;
     if (fence) loc |= 16;
-    if (backfill) loc |= 32;
+    if (backfill) loc |= BackfillHeld(index, now) ? 64 : 32;
     return {static_cast<uint64_t>(j.gpus) << 16 | static_cast<uint64_t>(j.gpus_per_node) << 8 | loc,
             WattsToMilliwatts(j.watts_per_gpu)};
   }
@@ -436,15 +459,15 @@ class Replay {
       ledger_.ClearMeasuredDraw();
     }
     // A `preferred` head whose hold-out runs out before its shadow time is placed there by the same rule.
-    if (MayHoldOut(head, now)) FewestIn(head, now);
+    std::optional<double> fewest_at;
+    if (MayHoldOut(head, now)) fewest_at = FewestAt(head, now);
     const std::vector<ExpectedEnd> ends = Ends(now);
     sim::Choice choice;
     auto walk = [&] {
       return ShadowTime(ledger_, ends, free_gpus_, job.gpus, [&](const Ledger& shadow_state, double in) {
         ++attempts_;
         sim::Pending pending{now + in - head_since_[head], std::nullopt};
-        if (head_fewest_.job == head && head_fewest_.at)
-          pending.fewest_in_s = std::max(0.0, *head_fewest_.at - now - in);
+        if (fewest_at) pending.fewest_in_s = std::max(0.0, *fewest_at - now - in);
         choice = sim::Choice{};
         if (policy_->Choose(shadow_state, job, pending, /*backfill=*/false, &choice) != sim::Outcome::kStart)
           return false;
@@ -584,11 +607,9 @@ class Replay {
   absl::flat_hash_set<Shape> failed_shapes_;
   std::multiset<double> wakeups_;
   Reservation reservation_;
-  struct {
-    int job = -1;              // the head it was worked out for
-    long long changes = -1;    // changes_ then
-    std::optional<double> at;  // when its fewest domains are expected free (unset: not by the running jobs' ends)
-  } head_fewest_;
+  // FewestAt's estimates by job shape (gpus, per node, watts), for changes_ == fewest_at_changes_.
+  absl::flat_hash_map<std::tuple<int, int, Milliwatts>, std::optional<double>> fewest_at_;
+  long long fewest_at_changes_ = -1;
   bool fenced_ = false;  // the reserved nodes are drained while a job that would outlast the shadow is tried
   std::vector<SimReservation> reservations_;  // when waiting `preferred` jobs may start spread out
   long long free_gpus_ = 0;

@@ -13,10 +13,14 @@
 
 namespace rackwise {
 
-// A `preferred` job started ahead of its turn (by a backfill scheduler) only takes its fewest NVLink domains:
-// spreading it then would fragment the domains the jobs ahead of it wait for. In its turn the usual rule
-// (PreferredHoldsOut) applies. True when `request`, started that way, must be treated as `required`.
-bool BackfillHoldsOut(const PlacementRequest& request, bool started_by_backfill, const PlacementPolicy& policy);
+// A `preferred` job started ahead of its turn (by a backfill scheduler; request.started_by_backfill) holds out for
+// its fewest NVLink domains by the usual rule (PreferredHoldsOut: while the expected wait costs less than
+// spreading), except that with no estimate to weigh it holds out for as long as the rule could hold it at all: it
+// has no reservation to fall back on. When it does not hold out, it still takes only its fewest domains on the
+// node types that can give them, since those are the domains the jobs ahead of it wait for; it may spread only
+// over the other types, where it takes no domain a job of its shape could use whole (the placer applies that).
+// True when `request` must be treated as `required` everywhere.
+bool BackfillHoldsOut(const PlacementRequest& request, const PlacementPolicy& policy);
 
 // The node sets to offer, most preferred first: the decision's nodes; then every node of the NVLink domains it
 // uses; unless the job requires locality, every node of the racks it uses, then every node in `allowed` (the

@@ -32,6 +32,10 @@ struct PlacementRequest {
                                                     // free, from the running jobs' time limits (FewestDomainsIn);
                                                     // unset: not known. Read only for `preferred` (PreferredHoldsOut)
   std::optional<double> time_limit_seconds;         // the job's time limit (how long it may run), if the face knows it
+  // Started ahead of its turn by a backfill scheduler (Slurm's backfill; the simulator's): a `preferred` job then
+  // follows BackfillHoldsOut (fallback_order.h), and when it may spread, it spreads only over node types that can
+  // never give it its fewest domains.
+  bool started_by_backfill = false;
   bool report_refusal = true;  // false: a refusal is only "not now" (no per-node counts, no detail, and
                                // `unresolvable` is not worked out); for callers that only need yes or
                                // no, such as the simulator's backfill and reservations

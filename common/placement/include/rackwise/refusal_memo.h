@@ -50,6 +50,7 @@ class RefusalMemo {
     double watts_per_gpu = 0;
     std::optional<NodeTypeId> node_type;
     bool report_refusal = true;
+    bool fewest_types_required = false;  // RequestSetup's: a backfilled job's spread kept off its fewest types
     size_t allowed = 0, excluded = 0;
     uint64_t nodes_hash = 0;
     friend bool operator==(const Key&, const Key&) = default;
