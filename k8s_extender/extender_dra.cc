@@ -124,8 +124,28 @@ void ExtenderService::SetNodeClique(const std::string& name, const std::string& 
   if (std::optional<NodeId> node = topology_->FindNode(name)) node_clique_[*node] = clique;
 }
 
+void ExtenderService::RememberGroupLocked(const std::string& group, const OversubscribedWatts& count) {
+  const GangReservation* r = gangs_.Find(group);
+  if (r == nullptr || !count.applied) return;  // slots planned at the declared watts need nothing remembered
+  const Milliwatts counted = WattsToMilliwatts(count.counted_watts_per_gpu);
+  for (const GangSlot& slot : r->slots) {
+    const Allocation* a = ledger_.Find(slot.allocation_id);
+    if (a != nullptr && a->per_gpu == counted) oversubscribed_.Placed(slot.allocation_id, count);
+  }
+}
+
 absl::StatusOr<PlacementOutcome> ExtenderService::EnsureGroupLocked(const PodInfo& pod, int size,
-                                                                    const PlacementRequest& per_pod, int64_t now_ms) {
+                                                                    const PlacementRequest& declared, int64_t now_ms) {
+  // The group's pods count less than they declare when the core counts them oversubscribed.
+  const OversubscribedWatts count = CountLocked(declared);
+  const PlacementRequest per_pod = WithOversubscription(declared, count);
+  absl::StatusOr<PlacementOutcome> outcome = EnsureGroupAtLocked(pod, size, per_pod, now_ms);
+  if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome)) RememberGroupLocked(pod.group, count);
+  return outcome;
+}
+
+absl::StatusOr<PlacementOutcome> ExtenderService::EnsureGroupAtLocked(const PodInfo& pod, int size,
+                                                                      const PlacementRequest& per_pod, int64_t now_ms) {
   absl::flat_hash_map<std::string, std::vector<NodeId>> cliques;
   if (pod.group_source == GroupSource::kComputeDomain) {
     for (NodeId n : per_pod.allowed_nodes) {

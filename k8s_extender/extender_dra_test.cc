@@ -82,14 +82,7 @@ TEST(ExtenderDraTest, BoundClaimsAreBookedWithTheirWattsAndTheChannelIsNoGpu) {
   EXPECT_EQ(got.domains[0].free_gpus, 0);
 }
 
-// The pod as the API server shows it once bound and running.
-PodInfo BoundPod(Json pod, const std::string& node) {
-  pod["spec"]["nodeName"] = node;
-  pod["status"]["phase"] = "Running";
-  absl::StatusOr<PodInfo> info = ParsePod(pod);
-  EXPECT_TRUE(info.ok()) << info.status();
-  return *info;
-}
+using testing::BoundPod;
 
 // Every node's booked GPUs, and every rack's draw.
 std::pair<std::vector<GpuMask>, std::vector<Milliwatts>> LedgerOf(const ExtenderService& s) {

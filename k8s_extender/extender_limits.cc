@@ -25,7 +25,9 @@ LimitsDocument ExtenderService::SteeredLimits() {
     if (keys == pods_of.end()) continue;  // an operator's allocation or a free slot: no GPU to limit
     SteeredLimit entry;
     entry.allocation = a->id;
-    entry.declared_milliwatts_per_gpu = ledger_.PerGpu(*a, a->nodes.front().node);
+    // The GPUs' limit is what the job declared, also when the ledger counts it at less (oversubscribed).
+    const OversubscribedAllocation* over = oversubscribed_.Find(a->id);
+    entry.declared_milliwatts_per_gpu = over != nullptr ? over->declared : ledger_.PerGpu(*a, a->nodes.front().node);
     auto steered = telemetry_.steered_limits().find(a->id);
     entry.milliwatts_per_gpu = steered == telemetry_.steered_limits().end()
                                    ? entry.declared_milliwatts_per_gpu

@@ -35,7 +35,19 @@ v1::ClusterState ExtenderService::OperatorStateLocked() const {
     for (int gpu : GpuIndices(failed)) status->add_failed_gpus(static_cast<uint32_t>(gpu));
   }
   *out.mutable_caps() = all.caps();
+  oversubscribed_.AddTo(&out);  // pods' too: their GPUs come back from the API server, their count from here
   return out;
+}
+
+void ExtenderService::SaveOversubscribed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (synced_) {
+    restored_groups_.clear();
+    oversubscribed_.Retain([&](const std::string& id) { return ledger_.Find(id) != nullptr; });
+  }
+  if (!oversubscribed_.TakeChanged() || !state_sink_) return;
+  // Not saved: tried again on the next beat (the book stays marked changed).
+  if (!state_sink_(OperatorStateLocked()).ok()) oversubscribed_.MarkChanged();
 }
 
 absl::Status ExtenderService::PersistLocked(const std::function<void()>& undo) {
@@ -61,6 +73,13 @@ absl::Status ExtenderService::RestoreOperatorState(const v1::ClusterState& state
         return absl::InvalidArgumentError(absl::StrCat("node ", status.node(), " has no GPU ", gpu));
       ledger_.SetGpuFailed(*node, static_cast<int>(gpu), true);
     }
+  }
+  // Operator allocations counted oversubscribed are restored at their counted watts (the state holds those).
+  oversubscribed_.Restore(state);
+  for (const v1::OversubscribedAllocation& o : state.oversubscribed()) {
+    const size_t slot = o.id().rfind('#');
+    if (slot != std::string::npos && oversubscribed_.Find(o.id()) != nullptr)
+      restored_groups_[o.id().substr(0, slot)] = *oversubscribed_.Find(o.id());
   }
   if (absl::Status s = ApplyClusterState(ledger_part, &ledger_); !s.ok()) return s;
   for (const v1::Allocation& a : state.allocations()) operator_ids_[a.id()] = true;

@@ -188,8 +188,10 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
-  // Checks the request once, not once per node (it was checked above, so the status is OK).
-  if (absl::Status bad = Placer::FilterNodes(ledger_, request, ids, &verdicts); !bad.ok()) {
+  // Checks the request once, not once per node (it was checked above, so the status is OK). At the watts bind
+  // will count: less than declared when the core counts the pod oversubscribed.
+  const PlacementRequest counted = WithOversubscription(request, CountLocked(request));
+  if (absl::Status bad = Placer::FilterNodes(ledger_, counted, ids, &verdicts); !bad.ok()) {
     result.error = absl::StrCat("rackwise: ", bad.message());
     return result;
   }
@@ -308,7 +310,8 @@ absl::StatusOr<std::vector<int>> ExtenderService::Prioritize(const ExtenderArgs&
     }
   } else {
     std::vector<int> scores;
-    Placer::ScoreNodes(ledger_, SinglePodRequest(*pod), ids, &scores);  // request checked once
+    const PlacementRequest request = SinglePodRequest(*pod);
+    Placer::ScoreNodes(ledger_, WithOversubscription(request, CountLocked(request)), ids, &scores);  // checked once
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] != kNoId) out[i] = std::clamp<int>(scores[i], 0, static_cast<int>(kMaxExtenderPriority));
     }
@@ -329,7 +332,8 @@ std::string ExtenderService::BookLocked(const std::string& key, const ResolvedPo
   }
   PlacementRequest request = SinglePodRequest(pod);
   request.allowed_nodes = {node};
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
+  const OversubscribedWatts count = CountLocked(request);
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, WithOversubscription(request, count));
   if (!outcome.ok()) return absl::StrCat("rackwise: ", outcome.status().message());
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome))
     return absl::StrCat("rackwise: pod ", key, " no longer fits on ", node_name, ": ", refusal->Message());
@@ -343,6 +347,7 @@ std::string ExtenderService::BookLocked(const std::string& key, const ResolvedPo
   }
   if (absl::Status s = CommitAloneLocked(owner, allocation); !s.ok())
     return absl::StrCat("rackwise: ", s.message());  // the shared ledger's refusal names it
+  oversubscribed_.Placed(request.id, count);
   record->allocation_id = request.id;
   record->owner = owner;
   return "";

@@ -30,6 +30,8 @@
 #include "pod_binder.h"
 #include "pod_spec.h"
 #include "rackwise/ledger.h"
+#include "rackwise/oversubscribed_allocations.h"
+#include "rackwise/oversubscription.h"
 #include "rackwise/placer.h"
 #include "rackwise/telemetry.h"
 #include "rackwise/telemetry_tracker.h"
@@ -134,8 +136,10 @@ class ExtenderService {
   void SetNodeClique(const std::string& name, const std::string& clique);
 
   // --- operator API ---
-  // Places a request (ids already resolved). With `commit`, a decision is booked under request.id.
-  absl::StatusOr<PlacementOutcome> Place(const PlacementRequest& request, bool commit);
+  // Places a request (ids already resolved). With `commit`, a decision is booked under request.id. `count`
+  // (optional) receives whether the core counted it oversubscribed, or why not (policy.oversubscribe_pct).
+  absl::StatusOr<PlacementOutcome> Place(const PlacementRequest& request, bool commit,
+                                         OversubscribedWatts* count = nullptr);
   // Releases an allocation made with Place. False if unknown.
   bool Release(const std::string& id);
   // A rack's or power domain's cap, in kW. NotFound for unknown names, InvalidArgument for a negative cap.
@@ -163,6 +167,10 @@ class ExtenderService {
   // core's PlanRequeueNewest), outside the lock; the lines say what was done.
   std::vector<std::string> ApplyPowerReadings(const TelemetrySettings& settings, const PowerReadings& readings);
   TelemetryState telemetry_state() const;
+  // Saves the operator state when the allocations counted oversubscribed changed since the last save (the timer's
+  // beat; a bind does not wait on the disk). After a crash between two beats the pods booked meanwhile count what
+  // they declare: the safe side. Drops, once synced, those no longer in the ledger.
+  void SaveOversubscribed();
   // Gauges: estimated, measured and counted draw per rack, telemetry freshness, overdraw alarms.
   void RenderTelemetryMetrics(std::string* out) const;
   // GET /limits (extender_limits.cc): every held allocation with pods and the watts per GPU its GPUs should
@@ -207,6 +215,14 @@ class ExtenderService {
   };
 
   PlacementRequest SinglePodRequest(const PodInfo& pod) const;
+  // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry (extender_telemetry.cc).
+  OversubscribedWatts CountLocked(const PlacementRequest& request) const;
+  // The group's slots planned at the counted watts are remembered as counted oversubscribed.
+  void RememberGroupLocked(const std::string& group, const OversubscribedWatts& count);
+  // What a pod found running counts per GPU (it declares `declared`, 0: the node type's default): what it was
+  // counted at before a restart, if it was oversubscribed then. `group`: its gang group, "" alone.
+  Milliwatts RecoveredPerGpuLocked(const std::string& allocation_id, const std::string& group,
+                                   Milliwatts declared) const;
   int64_t ArrivalWindowMs() const { return std::min(options_.gang_arrival_ms, options_.reservation_ttl_ms); }
   // Preemption (extender_preemption.cc): the victims' facts, and the core's choice among the proposals.
   std::optional<KnownVictim> KnownVictimLocked(const std::string& uid, int64_t now_ms, int64_t wall_now_ms) const;
@@ -224,6 +240,9 @@ class ExtenderService {
   // with the most free GPUs that fits it); otherwise as GangReservations::Ensure does.
   absl::StatusOr<PlacementOutcome> EnsureGroupLocked(const PodInfo& pod, int size, const PlacementRequest& per_pod,
                                                      int64_t now_ms);
+  // The same at the watts `per_pod` asks (EnsureGroupLocked counts them first).
+  absl::StatusOr<PlacementOutcome> EnsureGroupAtLocked(const PodInfo& pod, int size, const PlacementRequest& per_pod,
+                                                       int64_t now_ms);
   // Free GPUs on `node`: the allocated ones first, then the lowest; 0 when fewer than `count` are free.
   GpuMask PickGpus(NodeId node, int count, GpuMask allocated) const;
   // Books a pod's GPUs on `node` for bind: its gang slot, or a placement of the pod alone on that node
@@ -258,6 +277,8 @@ class ExtenderService {
   std::unique_ptr<Topology> topology_;
   CandidateNodeCache candidate_cache_;
   ExtenderOptions options_;
+  // Gauges: whether oversubscription applies now (or why not), and the allocations counted oversubscribed.
+  void RenderOversubscriptionLocked(std::string* out) const;
   // The pods to evict for the racks that just went over their cap (on_overdraw: requeue_newest), with why.
   std::vector<std::pair<std::string, std::string>> NewestPodsOverCapLocked() const;
 
@@ -288,7 +309,13 @@ class ExtenderService {
   absl::flat_hash_map<std::string, bool> operator_ids_;  // allocations made over gRPC
   std::vector<NodeHealth> api_health_, operator_health_;
   StateSink state_sink_;
-  TelemetryTracker telemetry_;       // the last poll's outcome, for /metrics and for logging changes once
+  TelemetryTracker telemetry_;            // the last poll's outcome, for /metrics and for logging changes once
+  TelemetrySettings telemetry_settings_;  // the last poll's settings (off until the first)
+  // Allocations counted at less than they declare (policy.oversubscribe_pct): their declared watts go to steering
+  // and /limits; saved with the operator state. Groups' entries as restored, by group, for pods adopted into new
+  // slots after a restart (slot numbers are not kept); cleared once synced.
+  OversubscribedAllocations oversubscribed_;
+  absl::flat_hash_map<std::string, OversubscribedAllocation> restored_groups_;
   LimitsDocument published_limits_;  // what GET /limits last answered, to move its generation on changes
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;

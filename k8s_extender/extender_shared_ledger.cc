@@ -18,6 +18,7 @@ absl::Status ExtenderService::CommitAloneLocked(const std::string& owner, const 
 }
 
 void ExtenderService::ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id) {
+  oversubscribed_.Forget(allocation_id);
   if (gate_ == nullptr) {
     ledger_.Release(allocation_id);
   } else {

@@ -123,9 +123,15 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
     record.group = pod.group;
     if (!gangs_.Assign(pod.group, key, *node, now_ms, options_.reservation_ttl_ms)) {
       GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
-      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, *node, gpus, per_gpu).ok()) {
+      const Milliwatts counted = RecoveredPerGpuLocked("", pod.group, per_gpu);
+      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, *node, gpus, counted).ok()) {
         ++recovery_conflicts_;
         return;
+      }
+      if (const GangSlot* slot = gangs_.Find(pod.group)->SlotOf(key); slot != nullptr && counted != per_gpu) {
+        const OversubscribedAllocation& was = restored_groups_.at(pod.group);
+        oversubscribed_.Placed(slot->allocation_id,
+                               {true, MilliwattsToWatts(was.counted), MilliwattsToWatts(was.declared), ""});
       }
     }
   } else {
@@ -133,7 +139,7 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
     Allocation a;
     a.id = absl::StrCat("pod/", key);
     a.nodes.push_back({*node, gpus});
-    a.per_gpu = per_gpu;
+    a.per_gpu = RecoveredPerGpuLocked(a.id, "", per_gpu);
     if (gpus == 0 || !ledger_.Commit(a, CommitMode::kRecover).ok()) {
       ++recovery_conflicts_;
       return;
@@ -146,6 +152,15 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
   for (const std::string& claim : record.counted_claims) claim_holder_[claim] = key;
   if (!record.uid.empty()) uid_to_key_[record.uid] = key;
   pods_[key] = std::move(record);
+}
+
+Milliwatts ExtenderService::RecoveredPerGpuLocked(const std::string& allocation_id, const std::string& group,
+                                                  Milliwatts declared) const {
+  if (group.empty()) return oversubscribed_.Counted(allocation_id, declared);
+  // A group's slots were planned together at one count; after a restart a pod may land in a slot of another number.
+  auto it = restored_groups_.find(group);
+  if (it == restored_groups_.end() || (declared != 0 && declared != it->second.declared)) return declared;
+  return it->second.counted;
 }
 
 void ExtenderService::DeletePod(const PodInfo& pod) {
@@ -197,7 +212,8 @@ void ExtenderService::ApplyNode(const std::string& name, bool ready, bool unsche
   RefreshHealth(*node);
 }
 
-absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& request, bool commit) {
+absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& request, bool commit,
+                                                        OversubscribedWatts* counted) {
   std::lock_guard<std::mutex> lock(mu_);
   if (commit && request.id.empty()) return absl::InvalidArgumentError("id: required to place");
   if (commit && (request.id.rfind("pod/", 0) == 0 || request.id.find('#') != std::string::npos)) {
@@ -206,13 +222,17 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
   if (commit && ledger_.Find(request.id) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("id ", request.id, " is already placed"));
   }
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, request);
+  // The operator's job counts less than it declares when the core counts it oversubscribed, like a pod's.
+  const OversubscribedWatts count = CountLocked(request);
+  if (counted != nullptr) *counted = count;
+  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(ledger_, WithOversubscription(request, count));
   if (!outcome.ok() || !commit) return outcome;
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
     // Through the shared ledger when there is one, like a bind: Slurm must see an operator's GPUs too.
     const std::string owner = OperatorOwner(request.id);
     if (absl::Status s = CommitAloneLocked(owner, d->ToAllocation(request.id)); !s.ok()) return s;
     operator_ids_[request.id] = true;
+    oversubscribed_.Placed(request.id, count);
     absl::Status saved = PersistLocked([&] {
       ReleaseAloneLocked(owner, request.id);
       operator_ids_.erase(request.id);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
 #include "prometheus_text.h"
@@ -23,7 +24,11 @@ std::vector<std::string> ExtenderService::ApplyPowerReadings(const TelemetrySett
   std::vector<std::pair<std::string, std::string>> victims;  // (pod key, why)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    log = telemetry_.Apply(settings, readings, &ledger_);
+    telemetry_settings_ = settings;
+    // Steering raises an allocation counted oversubscribed back to what it declared, never above.
+    SteeringFacts facts;
+    oversubscribed_.AddDeclaredTo(&facts);
+    log = telemetry_.Apply(settings, readings, &ledger_, facts);
     if (settings.on_overdraw == OverdrawAction::kRequeueNewest) victims = NewestPodsOverCapLocked();
   }
   for (const auto& [key, why] : victims) {
@@ -35,6 +40,39 @@ std::vector<std::string> ExtenderService::ApplyPowerReadings(const TelemetrySett
                : absl::StrCat("OVERDRAW: requeue_newest: cannot evict pod ", key, " (", why, "): ", s.message()));
   }
   return log;
+}
+
+void ExtenderService::RenderOversubscriptionLocked(std::string* out) const {
+  if (topology_->policy().oversubscribe_fraction <= 0 || topology_->node_types().empty()) return;
+  // Whether a pod declaring its watts would be counted oversubscribed now, and if not, why (the core's words).
+  PlacementRequest probe;
+  probe.gpus = 1;
+  probe.watts_per_gpu = MilliwattsToWatts(topology_->node_types().front().per_gpu);
+  const OversubscribedWatts now = CountLocked(probe);
+  daemon::Gauge(out, "rackwise_oversubscription_active",
+                "1 while policy.oversubscribe_pct applies (steering on, telemetry fresh on every rack); else 0, "
+                "with the reason in rackwise_oversubscription_off_info.");
+  absl::StrAppend(out, "rackwise_oversubscription_active ", now.applied ? 1 : 0, "\n");
+  if (!now.applied) {
+    daemon::Gauge(out, "rackwise_oversubscription_off_info", "Why policy.oversubscribe_pct does not apply now.");
+    absl::StrAppend(out, "rackwise_oversubscription_off_info{reason=\"", daemon::Label(now.why_not), "\"} 1\n");
+  }
+  v1::ClusterState listed;
+  oversubscribed_.AddTo(&listed);
+  if (listed.oversubscribed().empty()) return;
+  // One gauge per allocation for each of the two watts.
+  using Entry = v1::OversubscribedAllocation;
+  const auto per_allocation = [&](const char* name, const char* help, absl::FunctionRef<double(const Entry&)> watts) {
+    daemon::Gauge(out, name, help);
+    for (const Entry& o : listed.oversubscribed())
+      absl::StrAppend(out, name, "{allocation=\"", daemon::Label(o.id()), "\"} ", watts(o), "\n");
+  };
+  per_allocation("rackwise_oversubscribed_counted_watts_per_gpu",
+                 "An allocation counted oversubscribed: the watts per GPU the ledger counts for it.",
+                 [](const Entry& o) { return o.counted_watts_per_gpu(); });
+  per_allocation("rackwise_oversubscribed_declared_watts_per_gpu",
+                 "An allocation counted oversubscribed: the watts per GPU it declared (its GPUs' limit).",
+                 [](const Entry& o) { return o.declared_watts_per_gpu(); });
 }
 
 std::vector<std::pair<std::string, std::string>> ExtenderService::NewestPodsOverCapLocked() const {
@@ -57,11 +95,15 @@ std::vector<std::pair<std::string, std::string>> ExtenderService::NewestPodsOver
       return record == pods_.end() ? std::nullopt : std::optional<int64_t>(record->second.booked_ms);
     });
     for (const std::string& id : ids) {
-      victims.emplace_back(pod_of.at(id), absl::StrCat("rack ", topology_->racks()[o.rack].name,
-                                                       " measures over its cap; newest pod there"));
+      victims.emplace_back(pod_of.at(id),
+                           absl::StrCat(OverdrawScope(*topology_, o), " measures over its cap; newest pod there"));
     }
   }
   return victims;
+}
+
+OversubscribedWatts ExtenderService::CountLocked(const PlacementRequest& request) const {
+  return CountOversubscribed(*topology_, request, telemetry_settings_, telemetry_.state());
 }
 
 TelemetryState ExtenderService::telemetry_state() const {
@@ -101,6 +143,7 @@ void ExtenderService::RenderTelemetryMetrics(std::string* out) const {
     const bool over = std::find(over_racks.begin(), over_racks.end(), r) != over_racks.end();
     absl::StrAppend(out, "rackwise_rack_overdraw{rack=\"", daemon::Label(racks[r].name), "\"} ", over ? 1 : 0, "\n");
   }
+  RenderOversubscriptionLocked(out);
   if (!telemetry_.lowered_limits().empty()) {
     daemon::Gauge(
         out, "rackwise_overdraw_limit_watts_per_gpu",

@@ -42,6 +42,15 @@ inline ExtenderArgs ArgsOverAllNodes(const Json& pod, const ExtenderService& s) 
   return args;
 }
 
+// The pod as the API server shows it once bound and running.
+inline PodInfo BoundPod(Json pod, const std::string& node) {
+  pod["spec"]["nodeName"] = node;
+  pod["status"]["phase"] = "Running";
+  absl::StatusOr<PodInfo> info = ParsePod(pod);
+  EXPECT_TRUE(info.ok()) << info.status();
+  return *info;
+}
+
 inline BindingArgs BindingOf(const std::string& pod, const std::string& node) {
   return {pod, "ml", "uid-" + pod, node};
 }

@@ -103,9 +103,16 @@ grpc::Status PlacementGrpcService::DoPlace(const v1::PlaceRequest* req, v1::Plac
   Timer timer(service_, Verb::kGrpcPlace);
   absl::StatusOr<PlacementRequest> request = RequestFromProto(service_->topology(), req->request());
   if (!request.ok()) return daemon::ToGrpcStatus(request.status());
-  absl::StatusOr<PlacementOutcome> outcome = service_->Place(*request, commit);
+  OversubscribedWatts count;
+  absl::StatusOr<PlacementOutcome> outcome = service_->Place(*request, commit, &count);
   if (!outcome.ok()) return daemon::ToGrpcStatus(outcome.status());
   OutcomeToProto(service_->topology(), *outcome, resp->mutable_outcome());
+  if (count.applied) {
+    resp->mutable_oversubscribed()->set_id(request->id);
+    resp->mutable_oversubscribed()->set_counted_watts_per_gpu(count.counted_watts_per_gpu);
+    resp->mutable_oversubscribed()->set_declared_watts_per_gpu(count.declared_watts_per_gpu);
+  }
+  resp->set_oversubscription_off(count.why_not);
   bool placed = std::holds_alternative<PlacementDecision>(*outcome);
   service_->metrics().CountDecision(
       Verb::kGrpcPlace, commit ? (placed ? "placed" : "refused") : (placed ? "explained_fits" : "explained_refused"));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rackwise/fallback_order.h"
+#include "rackwise/oversubscription.h"
 #include "rackwise/placer.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 // Slurm last (see slurm_headers.h).
@@ -141,6 +142,22 @@ bool RackwiseSelect::SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap)
   return false;
 }
 
+void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request) {
+  // The core says whether the job counts at less than it declares (the telemetry state is this face's fact); the
+  // GPUs' limit stays what it declares (the prolog sets that), and steering gets the declared watts back.
+  const OversubscribedWatts count =
+      CountOversubscribed(model_->topology(), *request, telemetry_.settings(), telemetry_.tracker().state());
+  oversubscribed_.Placed(request->id, count);
+  if (count.applied) {
+    debug("rackwise: JobId=%u counted oversubscribed: %.0f W per GPU (declared %.0f W)", job->job_id,
+          count.counted_watts_per_gpu, count.declared_watts_per_gpu);
+  } else if (!count.why_not.empty() && count.why_not != oversubscription_off_) {
+    info("rackwise: JobId=%u: %s", job->job_id, count.why_not.c_str());  // logged once per reason in a row
+  }
+  if (count.applied || !count.why_not.empty()) oversubscription_off_ = count.why_not;
+  *request = WithOversubscription(*request, count);
+}
+
 // Why a `preferred` job that the backfill scheduler tried did not start spread out.
 constexpr char kBackfillHoldOut[] =
     " (backfill: a --nvlink=preferred job started ahead of its turn only takes its fewest NVLink domains)";
@@ -156,7 +173,8 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   std::string power_why;
   if (!ask.translated) {
-    // A shape the core does not model: cons_tres places it, the ledger still guards the caps.
+    // A shape the core does not model: cons_tres places it, the ledger still guards the caps (at what it declares).
+    oversubscribed_.Forget(JobId(job));
     ClearGpuSelection(job);
     int rc =
         InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
@@ -180,6 +198,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       BackfillHoldsOut(request, (job->bit_flags & BACKFILL_SCHED) != 0, model_->topology().policy());
   if (backfill_hold_out) request.locality = Locality::kRequired;
   EstimateFewestDomainsLocked(job, &request);
+  CountOversubscribedLocked(job, &request);
   absl::StatusOr<PlacementOutcome> outcome = refusals_.Place(model_->ledger(), request);
   if (!outcome.ok()) {
     SetPendingReason(job, std::string(outcome.status().message()));

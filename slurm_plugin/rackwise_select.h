@@ -22,11 +22,13 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "cluster_model.h"
 #include "job_requeuer.h"
 #include "job_translation.h"
 #include "pending_reasons.h"
 #include "rackwise/ledger.h"
+#include "rackwise/oversubscribed_allocations.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
 #include "rackwise/refusal_memo.h"
@@ -84,6 +86,11 @@ class RackwiseSelect {
   // domains are expected free from the running jobs' end_time (their limits). The core's rule (PreferredHoldsOut, in
   // Placer::Place) decides.
   void EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request);
+  // Whether any of `nodes` (empty: every described node) is completing: its job has ended, its epilog runs.
+  bool AnyCompletingLocked(const std::vector<NodeId>& nodes) const;
+  // The wait a `preferred` job expects for fewest domains that only completing nodes keep from it: an epilog
+  // takes seconds, and each try re-decides.
+  static constexpr double kCompletingNodeSeconds = 1.0;
   // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
   // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between
   // nodes for a per-job GPU count (no per-node, per-task or per-GPU CPU/memory ties). Returns true if the
@@ -100,6 +107,16 @@ class RackwiseSelect {
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
+  // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry state; `request` then asks
+  // for the counted watts, and the job is remembered (declared and counted) until it is gone.
+  void CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request);
+  // The GPUs `allocation` (a job's, per_gpu as it declares) counts: the counted watts when it was placed
+  // oversubscribed.
+  void CountAsPlacedLocked(Allocation* allocation) const {
+    allocation->per_gpu = oversubscribed_.Counted(allocation->id, allocation->per_gpu);
+  }
+  // After a restart: the jobs counted oversubscribed, from the ledger slurmctld published last (once per process).
+  void RestoreOversubscribedLocked();
   // Preemption (rackwise_select_preempt.cc). For a job the core refuses as things are: the core's victims among
   // slurmctld's candidates, cons_tres fitted on the planned nodes, and *preemptee_job_list set to exactly the
   // victims (SLURM_SUCCESS: slurmctld preempts them and the job waits). SLURM_ERROR: no plan.
@@ -119,7 +136,8 @@ class RackwiseSelect {
   // (rackwise_select_state.cc). Start: once; later calls only follow a change of the telemetry interval.
   void StartStatePublisherLocked();
   std::vector<std::optional<std::string>> StateSnapshot();
-  std::string SteeredLimitsPathLocked() const;
+  // StateSaveLocation/`name`, the one folder for every file the plugin keeps; "" when slurm.conf sets none.
+  static std::string StateSavePath(absl::string_view name);
   std::chrono::milliseconds PublishIntervalLocked() const;
   // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
   // and applies the readings parked since the last decision, logging what changed.
@@ -184,6 +202,10 @@ class RackwiseSelect {
   UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
   std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
   SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
+  // Jobs counted at less than they declare (policy.oversubscribe_pct), saved in the published ledger.
+  OversubscribedAllocations oversubscribed_;
+  bool oversubscribed_restored_ = false;  // read back from the published ledger (the first rebuild only)
+  std::string oversubscription_off_;      // the last reason it was not applied (logged once in a row)
   SlurmTelemetry telemetry_;
   // Its thread reads the members above (telemetry_ included), and telemetry's poller wakes it: the destructor
   // unhooks the wake-up and stops it before any of them goes.

@@ -44,10 +44,7 @@ std::string RackwiseSelect::DescriptionPath() const {
   return dir + "/rackwise.yaml";
 }
 
-std::string RackwiseSelect::LastGoodPath() const {
-  if (!slurm_conf.state_save_location || !*slurm_conf.state_save_location) return "";
-  return absl::StrCat(slurm_conf.state_save_location, "/", kLastGoodName);
-}
+std::string RackwiseSelect::LastGoodPath() const { return StateSavePath(kLastGoodName); }
 
 std::vector<SlurmNode> RackwiseSelect::SlurmNodes() const {
   std::vector<SlurmNode> nodes(node_record_count > 0 ? node_record_count : 0);

@@ -124,6 +124,7 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
 bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
   std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
   if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
+  CountAsPlacedLocked(&*allocation);
   const std::string id = allocation->id;
   allocation->id = "probe/" + id;
   // The usable cap, not the raw one: what Slurm starts must keep the reserve exactly as the Placer does.

@@ -31,16 +31,25 @@ void RackwiseSelect::RebuildLedgerLocked() {
   started_at_.clear();
   unconfirmed_.Clear();
   SyncHealthLocked();
+  // The first rebuild of a process reads the book back; slurmctld may not have loaded its jobs yet then (they come
+  // through JobRunning), so only later rebuilds drop what is not running.
+  const bool restoring = !oversubscribed_restored_;
+  RestoreOversubscribedLocked();
   if (!&job_list || !job_list) return;
   SlurmListIterator it = list_iterator_create(job_list);
   int recovered = 0;
+  absl::flat_hash_set<std::string> running;
   while (job_record_t* job = static_cast<job_record_t*>(list_next(it))) {
     if (IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job)) {
       CommitJobLocked(job, /*starting=*/false);
+      running.insert(JobId(job));
       ++recovered;
     }
   }
   list_iterator_destroy(it);
+  // A job counted oversubscribed that is not running any more (placed but never started, pending since a requeue)
+  // counts afresh when it is placed again.
+  if (!restoring) oversubscribed_.Retain([&](const std::string& id) { return running.contains(id); });
   // Every job just recommitted was already running (and drawing) when the last reading was taken: none of them is
   // "placed since the reading", which the ledger would count on top of it (and steering would take for an
   // overdraw, cutting every job to its floor for a round after each reconfigure).
@@ -81,9 +90,29 @@ void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, Placem
   PlacementRequest whole = *request;
   whole.allowed_nodes = *std::move(nodes);
   absl::StatusOr<std::optional<double>> in = FewestDomainsIn(model_->ledger(), whole, ends, free);
-  // "Free now", for a job that has just failed to get them, means Slurm holds those nodes back for what the
-  // ledger does not count (CPUs, memory, a reservation): the estimate knows nothing then, so no reason to wait.
-  if (in.ok() && *in && **in > 0) request->fewest_domains_in_seconds = **in;
+  if (!in.ok() || !*in) return;
+  if (**in > 0) {
+    request->fewest_domains_in_seconds = **in;
+    return;
+  }
+  // "Free now" in the ledger, yet not offered: a job that ended a moment ago leaves its nodes completing (its
+  // epilog runs) and slurmctld offers them only after that, seconds later, while the ledger let them go at
+  // job_fini. Spreading in that gap would take a 20-GPU job over two racks with a whole one about to be free; so
+  // the expected wait is those seconds, and the next try decides again. Nodes held back for anything else (CPUs,
+  // memory, a reservation) give no estimate: no reason to wait for them.
+  if (AnyCompletingLocked(whole.allowed_nodes)) request->fewest_domains_in_seconds = kCompletingNodeSeconds;
+}
+
+bool RackwiseSelect::AnyCompletingLocked(const std::vector<NodeId>& nodes) const {
+  const auto completing = [&](NodeId n) {
+    const int i = model_->ToSlurm(n);
+    return i >= 0 && i < node_record_count && node_record_table_ptr[i] && IS_NODE_COMPLETING(node_record_table_ptr[i]);
+  };
+  if (!nodes.empty()) return std::any_of(nodes.begin(), nodes.end(), completing);
+  for (NodeId n = 0; n < static_cast<NodeId>(model_->topology().nodes().size()); ++n) {
+    if (completing(n)) return true;
+  }
+  return false;
 }
 
 void RackwiseSelect::SyncHealthLocked() {
@@ -119,6 +148,7 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   unconfirmed_.Confirm(job->job_id);
   std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
+  CountAsPlacedLocked(&*allocation);
   refusals_.Forget(allocation->id);
   started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
   const Allocation* held = model_->ledger().Find(allocation->id);
@@ -176,6 +206,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   statically_feasible_.erase(job->job_id);
   started_at_.erase(JobId(job));
   refusals_.Forget(JobId(job));
+  oversubscribed_.Forget(JobId(job));
   unconfirmed_.Confirm(job->job_id);
   approved_.erase(job->job_id);
   preempting_.erase(job->job_id);

@@ -25,8 +25,7 @@ void RackwiseSelect::ConfigureSharedLedgerLocked(const std::string& yaml, const 
   absl::StatusOr<v1::ClusterDescription> d = ParseClusterDescription(yaml, path, &diagnostics);
   if (!d.ok() || !d->has_ledger()) return;  // the model was just built from this text: no ledger: section
   SlurmLedgerFace::Options options;
-  if (slurm_conf.state_save_location && *slurm_conf.state_save_location)
-    options.metrics_path = absl::StrCat(slurm_conf.state_save_location, "/", kMetricsFileName);
+  options.metrics_path = StateSavePath(kMetricsFileName);
   const std::string cluster = slurm_conf.cluster_name ? slurm_conf.cluster_name : "";
   absl::StatusOr<std::unique_ptr<SlurmLedgerFace>> face;
   try {
@@ -57,6 +56,7 @@ bool RackwiseSelect::ReserveSharedLocked(const job_record_t* job, const bitstr_t
   if (!shared_) return true;
   std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
   if (!allocation) return true;  // no GPUs on described nodes: nothing to reserve
+  CountAsPlacedLocked(&*allocation);
   absl::Status status = shared_->Reserve(*allocation);
   if (!status.ok()) {
     *why = std::string(status.message());

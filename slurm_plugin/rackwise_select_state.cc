@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
+#include "published_ledger.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise_select.h"
 #include "steered_limits.h"
@@ -27,12 +29,12 @@ RackwiseSelect::~RackwiseSelect() {
 namespace {
 
 constexpr std::chrono::milliseconds kStateInterval{5000};
-constexpr char kStateFileName[] = "rackwise_state.yaml";
 
 }  // namespace
 
-std::string RackwiseSelect::SteeredLimitsPathLocked() const {
-  return std::string(slurm_conf.state_save_location) + "/" + kSteeredLimitsFileName;
+std::string RackwiseSelect::StateSavePath(absl::string_view name) {
+  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return "";
+  return absl::StrCat(slurm_conf.state_save_location, "/", name);
 }
 
 std::chrono::milliseconds RackwiseSelect::PublishIntervalLocked() const {
@@ -47,9 +49,9 @@ void RackwiseSelect::StartStatePublisherLocked() {
     state_publisher_->SetInterval(PublishIntervalLocked());  // telemetry may have been reconfigured
     return;
   }
-  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return;
-  std::string path = std::string(slurm_conf.state_save_location) + "/" + kStateFileName;
-  const std::string limits_path = SteeredLimitsPathLocked();
+  const std::string path = StateSavePath(kPublishedLedgerFileName);
+  if (path.empty()) return;
+  const std::string limits_path = StateSavePath(kSteeredLimitsFileName);
   try {
     state_publisher_ = std::make_unique<StatePublisher>(
         std::vector<std::string>{path, limits_path}, PublishIntervalLocked(), [this] { return StateSnapshot(); },
@@ -63,13 +65,31 @@ void RackwiseSelect::StartStatePublisherLocked() {
   }
 }
 
+void RackwiseSelect::RestoreOversubscribedLocked() {
+  if (oversubscribed_restored_ || !model_) return;
+  oversubscribed_restored_ = true;
+  const std::string path = StateSavePath(kPublishedLedgerFileName);
+  if (path.empty()) return;
+  absl::StatusOr<OversubscribedAllocations> read = ReadOversubscribedJobs(path, loaded_text_, DescriptionPath());
+  if (read.status().code() == absl::StatusCode::kNotFound) return;  // the first start
+  if (!read.ok()) {
+    // The jobs counted oversubscribed before now count what they declared: the safe side, logged.
+    error("rackwise: %s: not read back (%s): running jobs count the watts they declared", path.c_str(),
+          std::string(read.status().message()).c_str());
+    return;
+  }
+  oversubscribed_ = *std::move(read);
+  if (oversubscribed_.size() > 0)
+    info("rackwise: %zu jobs counted oversubscribed, read back from %s", oversubscribed_.size(), path.c_str());
+}
+
 std::vector<std::optional<std::string>> RackwiseSelect::StateSnapshot() {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || !model_) return {};
   // Readings are otherwise applied at the next decision: applying them here too raises an overdraw alarm (and
   // acts on it) within one publishing round even when nothing is pending.
   ApplyTelemetryLocked();
-  v1::ClusterState state = CaptureClusterState(model_->ledger());
+  v1::ClusterState state = PublishedLedger(model_->ledger(), oversubscribed_);
   std::optional<std::string> limits;
   if (std::optional<std::vector<LimitChange>> lowered = telemetry_.LimitsToPublish())
     limits = SteeredLimitsToText(steered_book_.Lines(model_->ledger(), *lowered));

@@ -27,7 +27,10 @@ void RackwiseSelect::ConfigureTelemetryLocked(const std::string& yaml, const std
 
 void RackwiseSelect::ApplyTelemetryLocked() {
   if (!model_) return;
-  for (const std::string& line : telemetry_.ApplyLatest(&model_->ledger())) {
+  // Steering raises a job counted oversubscribed back to what it declared, never above.
+  SteeringFacts facts;
+  oversubscribed_.AddDeclaredTo(&facts);
+  for (const std::string& line : telemetry_.ApplyLatest(&model_->ledger(), facts)) {
     if (absl::StartsWith(line, "OVERDRAW")) {
       error("rackwise: %s", line.c_str());
     } else {
@@ -75,9 +78,8 @@ void RackwiseSelect::RequeueForOverdrawLocked() {
     for (const std::string& id : ids) {
       uint32_t job_id = 0;
       if (!absl::SimpleAtoi(id, &job_id)) continue;
-      requeuer->Requeue(
-          job_id, absl::StrCat("rack ", topology.racks()[o.rack].name, " measures over its cap; newest job there"),
-          "OVERDRAW: requeue_newest");
+      requeuer->Requeue(job_id, absl::StrCat(OverdrawScope(topology, o), " measures over its cap; newest job there"),
+                        "OVERDRAW: requeue_newest");
     }
   }
 }

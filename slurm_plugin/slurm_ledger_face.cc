@@ -70,7 +70,8 @@ absl::StatusOr<std::unique_ptr<SlurmLedgerFace>> SlurmLedgerFace::Create(const T
       });
   if (!link.ok()) return link.status();
   face->link_ = *std::move(link);
-  face->thread_ = std::thread([f = face.get()] { f->Run(); });
+  face->thread_ =
+      std::make_unique<PeriodicThread>([f = face.get()] { return f->Beat(); }, PeriodicThread::FirstBeat::kAtOnce);
   return face;
 }
 
@@ -78,12 +79,8 @@ SlurmLedgerFace::SlurmLedgerFace(std::string prefix, std::timed_mutex* mu, Ledge
     : prefix_(std::move(prefix)), mu_(mu), local_(local), options_(std::move(options)), log_(std::move(log)) {}
 
 SlurmLedgerFace::~SlurmLedgerFace() {
-  {
-    std::lock_guard lock(wake_mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  stopping_ = true;
+  thread_.reset();  // joined before anything it uses goes
 }
 
 absl::Status SlurmLedgerFace::Reserve(const Allocation& allocation) {
@@ -103,11 +100,7 @@ bool SlurmLedgerFace::IsMirrored(absl::string_view id) const { return link_->IsM
 void SlurmLedgerFace::ReconcileSoon() {
   reconcile_due_ = true;
   list_ready_ = true;
-  {
-    std::lock_guard lock(wake_mu_);
-    kicked_ = true;
-  }
-  wake_.notify_all();
+  if (thread_) thread_->Wake();
 }
 
 std::string SlurmLedgerFace::ReasonNote() const {
@@ -134,37 +127,30 @@ void SlurmLedgerFace::SyncLocked() {
   reconcile_due_ = false;
 }
 
-void SlurmLedgerFace::Run() {
-  while (true) {
-    {
-      std::unique_lock lock(wake_mu_);
-      const auto interval = in_fallback() ? options_.fallback_interval : options_.shared_interval;
-      wake_.wait_for(lock, interval, [this] { return kicked_ || stop_; });
-      if (stop_) return;
-      kicked_ = false;
-    }
-    // In fallback, find out without the plugin's lock whether the ledger answers: slurmctld's decisions wait on
-    // that lock, and an unreachable (black-holed) ledger may take the whole deadline to say so.
-    if (in_fallback()) {
-      if (absl::Status probe = link_->Probe(); !probe.ok()) {
-        // Never reached since the start: the link has not said so (its Sync was not tried); say it once.
-        if (!unreachable_logged_ && fallbacks() == 0 && log_) {
-          log_(true, absl::StrCat("power ledger unreachable since the start: deciding within ", prefix_,
-                                  "'s guaranteed slice until it answers (", probe.message(), ")"));
-        }
-        unreachable_logged_ = true;
-        WriteMetrics();
-        continue;
+std::chrono::milliseconds SlurmLedgerFace::Beat() {
+  const auto next = [this] { return in_fallback() ? options_.fallback_interval : options_.shared_interval; };
+  // In fallback, find out without the plugin's lock whether the ledger answers: slurmctld's decisions wait on
+  // that lock, and an unreachable (black-holed) ledger may take the whole deadline to say so.
+  if (in_fallback()) {
+    if (absl::Status probe = link_->Probe(); !probe.ok()) {
+      // Never reached since the start: the link has not said so (its Sync was not tried); say it once.
+      if (!unreachable_logged_ && fallbacks() == 0 && log_) {
+        log_(true, absl::StrCat("power ledger unreachable since the start: deciding within ", prefix_,
+                                "'s guaranteed slice until it answers (", probe.message(), ")"));
       }
+      unreachable_logged_ = true;
+      WriteMetrics();
+      return next();
     }
-    bool locked = false;
-    while (!stop_ && !(locked = mu_->try_lock_for(kLockSlice))) {
-    }
-    if (!locked) return;
-    SyncLocked();
-    mu_->unlock();
-    WriteMetrics();
   }
+  bool locked = false;
+  while (!stopping_ && !(locked = mu_->try_lock_for(kLockSlice))) {
+  }
+  if (!locked) return next();  // stopping
+  SyncLocked();
+  mu_->unlock();
+  WriteMetrics();
+  return next();
 }
 
 void SlurmLedgerFace::WriteMetrics() {

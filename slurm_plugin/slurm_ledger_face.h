@@ -14,18 +14,17 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "periodic_thread.h"
 #include "rackwise/ledger.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/cluster.pb.h"
@@ -101,7 +100,8 @@ class SlurmLedgerFace {
 
  private:
   SlurmLedgerFace(std::string prefix, std::timed_mutex* mu, Ledger* local, Options options, Log log);
-  void Run();
+  // One round of the thread: probe (in fallback), sync, metrics; returns the wait before the next.
+  std::chrono::milliseconds Beat();
   void WriteMetrics();
 
   const std::string prefix_;
@@ -113,13 +113,10 @@ class SlurmLedgerFace {
   bool reconcile_due_ = true;  // under mu_
   bool list_ready_ = false;    // under mu_: the plugin has built its list (ReconcileSoon)
 
-  std::mutex wake_mu_;  // never held while waiting on mu_
-  std::condition_variable wake_;
-  bool kicked_ = true;  // sync at once when the thread starts
-  std::atomic<bool> stop_{false};
-  std::string metrics_written_;      // the thread's own
-  bool unreachable_logged_ = false;  // the thread's own: "unreachable since the start" said once
-  std::thread thread_;               // last: started once everything above is initialised
+  std::string metrics_written_;             // the thread's own
+  bool unreachable_logged_ = false;         // the thread's own: "unreachable since the start" said once
+  std::atomic<bool> stopping_{false};       // set before the thread is stopped: a beat waiting on mu_ gives up
+  std::unique_ptr<PeriodicThread> thread_;  // last: started once everything above is initialised
 };
 
 }  // namespace rackwise::slurm

@@ -70,7 +70,7 @@ std::optional<std::vector<LimitChange>> SlurmTelemetry::LimitsToPublish() const 
   return tracker_.lowered_limits();
 }
 
-std::vector<std::string> SlurmTelemetry::ApplyLatest(Ledger* ledger) {
+std::vector<std::string> SlurmTelemetry::ApplyLatest(Ledger* ledger, const SteeringFacts& facts) {
   std::optional<PowerReadings> readings;
   double waited = 0;
   {
@@ -83,7 +83,7 @@ std::vector<std::string> SlurmTelemetry::ApplyLatest(Ledger* ledger) {
   // Ages were taken when fetched; the readings have aged while parked.
   for (PowerReading& r : readings->nodes) r.age_s += waited;
   for (PowerReading& r : readings->racks) r.age_s += waited;
-  std::vector<std::string> log = tracker_.Apply(settings_, *readings, ledger);
+  std::vector<std::string> log = tracker_.Apply(settings_, *readings, ledger, facts);
   steered_ = settings_.on_overdraw == OverdrawAction::kLowerLimits;
   return log;
 }

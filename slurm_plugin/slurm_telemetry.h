@@ -41,7 +41,8 @@ class SlurmTelemetry {
   // Applies the readings delivered since the last call, if any, with their ages brought up to now, and returns
   // the log lines for what changed. Without new readings, nothing changes (the ledger keeps the last reading
   // until one arrives that says otherwise; the poller delivers a failure as readings too).
-  std::vector<std::string> ApplyLatest(Ledger* ledger);
+  // `facts`: what the plugin knows beyond the ledger for steering (the declared watts of jobs counted at less).
+  std::vector<std::string> ApplyLatest(Ledger* ledger, const SteeringFacts& facts = {});
   // Whether the last ApplyLatest applied a round (tracker() then describes it; otherwise it describes an older
   // round, whose overdraws were already acted on and may name jobs gone since).
   bool applied_round() const { return applied_round_; }

@@ -27,44 +27,16 @@ StatePublisher::StatePublisher(std::vector<std::string> paths, std::chrono::mill
       interval_(interval),
       snapshots_(std::move(snapshots)),
       log_(std::move(log)),
-      thread_([this] { Run(); }) {}
+      thread_(
+          [this] {
+            PublishOnce();
+            return interval_.load();
+          },
+          PeriodicThread::FirstBeat::kAfterWait, interval) {}
 
-void StatePublisher::Wake() {
-  {
-    std::lock_guard lock(mu_);
-    woken_ = true;
-  }
-  wake_.notify_all();
-}
+void StatePublisher::Wake() { thread_.Wake(); }
 
-void StatePublisher::SetInterval(std::chrono::milliseconds interval) {
-  {
-    std::lock_guard lock(mu_);
-    interval_ = interval;
-  }
-  wake_.notify_all();
-}
-
-StatePublisher::~StatePublisher() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void StatePublisher::Run() {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    wake_.wait_for(lock, interval_, [this] { return stop_ || woken_; });
-    if (stop_) return;
-    woken_ = false;
-    lock.unlock();
-    PublishOnce();
-    lock.lock();
-  }
-}
+void StatePublisher::SetInterval(std::chrono::milliseconds interval) { interval_.store(interval); }
 
 void StatePublisher::PublishOnce() {
   std::vector<std::optional<std::string>> texts;

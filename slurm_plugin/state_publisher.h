@@ -7,14 +7,14 @@
 // Slurm-free, so it is unit-tested without a daemon.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "periodic_thread.h"
 
 namespace rackwise::slurm {
 
@@ -30,7 +30,7 @@ class StatePublisher {
   // error per file, so a full disk does not flood the log).
   StatePublisher(std::string path, std::chrono::milliseconds interval, Snapshot snapshot, Log log);
   StatePublisher(std::vector<std::string> paths, std::chrono::milliseconds interval, Snapshots snapshots, Log log);
-  ~StatePublisher();  // stops and joins the thread
+  // The destructor stops and joins the thread (its member, destroyed first).
   StatePublisher(const StatePublisher&) = delete;
   StatePublisher& operator=(const StatePublisher&) = delete;
 
@@ -46,18 +46,13 @@ class StatePublisher {
     std::string written;  // the text the file holds now (only the publishing thread touches it)
     std::string last_error;
   };
-  void Run();
   static bool WriteAtomically(const std::string& path, const std::string& text, std::string* error);
 
   std::vector<Output> outputs_;
-  std::chrono::milliseconds interval_;  // guarded by mu_
+  std::atomic<std::chrono::milliseconds> interval_;
   const Snapshots snapshots_;
   const Log log_;
-  bool woken_ = false;  // guarded by mu_
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;  // last: started once everything above is initialised
+  PeriodicThread thread_;  // last: started once everything above is initialised
 };
 
 }  // namespace rackwise::slurm

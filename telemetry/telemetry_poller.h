@@ -3,11 +3,10 @@
 // and joins it; a fetch in flight finishes first, bounded by the client's timeouts.
 #pragma once
 
-#include <condition_variable>
+#include <chrono>
 #include <functional>
-#include <mutex>
-#include <thread>
 
+#include "periodic_thread.h"
 #include "rackwise/telemetry.h"
 
 namespace rackwise::telemetry {
@@ -18,22 +17,16 @@ class TelemetryPoller {
   using Deliver = std::function<void(const PowerReadings&)>;
 
   TelemetryPoller(double interval_s, Fetch fetch, Deliver deliver);
-  ~TelemetryPoller();
   TelemetryPoller(const TelemetryPoller&) = delete;
   TelemetryPoller& operator=(const TelemetryPoller&) = delete;
 
-  void Stop();
+  void Stop() { thread_.Stop(); }
 
  private:
-  void Run();
-
   const std::chrono::milliseconds interval_;
   Fetch fetch_;
   Deliver deliver_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;
+  PeriodicThread thread_;  // last: its first beat runs at once, on the members above
 };
 
 }  // namespace rackwise::telemetry

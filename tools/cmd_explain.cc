@@ -88,6 +88,15 @@ int RunExplain(int argc, char** argv) {
     json["refusal"] = RefusalToJson(refusal);
     code = refusal.unresolvable ? kExitUnresolvable : kExitRefused;
   }
+  if (run.oversubscribed.applied) {
+    text += absl::StrFormat("counted oversubscribed: %.1f W per GPU (declared %.1f W, the GPUs' limit)\n",
+                            run.oversubscribed.counted_watts_per_gpu, run.oversubscribed.declared_watts_per_gpu);
+    json["oversubscribed"] = {{"counted_watts_per_gpu", run.oversubscribed.counted_watts_per_gpu},
+                              {"declared_watts_per_gpu", run.oversubscribed.declared_watts_per_gpu}};
+  } else if (!run.oversubscribed.why_not.empty()) {
+    text += "oversubscription: " + run.oversubscribed.why_not + "\n";
+    json["oversubscription_off"] = run.oversubscribed.why_not;
+  }
   json["racks"] = RackTable(*session->ledger, *request, &text);
   AddTelemetryJson(*session->ledger, run.measured, &json);
   text += TelemetryText(run.measured, static_cast<int>(t.racks().size()));

@@ -87,6 +87,7 @@ std::optional<adopt::PowerStatus> FromFiles(const SessionFlags& flags) {
   if (!session) return std::nullopt;
   adopt::PowerStatus s = adopt::StatusFromLedger(*session->ledger);
   s.source = flags.state.empty() ? "no state file: idle draw only" : flags.state;
+  adopt::AddOversubscribed(session->state, &s);
   if (session->description.telemetry().on_overdraw() == v1::OVERDRAW_ACTION_LOWER_LIMITS)
     adopt::AddSteering(*session->ledger, &s);
   return s;

@@ -74,6 +74,7 @@ std::optional<Session> LoadSession(const SessionFlags& flags) {
         std::fprintf(stderr, "%s: %s\n", flags.state.c_str(), std::string(state.status().message()).c_str());
       return std::nullopt;
     }
+    s.state = *state;
     if (absl::Status applied = ApplyClusterState(*state, s.ledger.get()); !applied.ok()) {
       std::fprintf(stderr, "%s: %s\n", flags.state.c_str(), std::string(applied.message()).c_str());
       return std::nullopt;
@@ -137,7 +138,11 @@ std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::
   if (!request) return kExitUsage;
   run.request = *std::move(request);
   run.measured = MeasureOnce(run.session.description, run.flags.no_telemetry, run.session.ledger.get());
-  absl::StatusOr<PlacementOutcome> outcome = Placer::Place(*run.session.ledger, run.request);
+  run.oversubscribed =
+      CountOversubscribed(*run.session.topology, run.request,
+                          TelemetrySettings::FromDescription(run.session.description), run.measured.state);
+  absl::StatusOr<PlacementOutcome> outcome =
+      Placer::Place(*run.session.ledger, WithOversubscription(run.request, run.oversubscribed));
   if (!outcome.ok()) {
     std::fprintf(stderr, "rackwise %s: %s\n", command.c_str(), std::string(outcome.status().message()).c_str());
     return kExitUsage;

@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 
 #include "rackwise/ledger.h"
+#include "rackwise/oversubscription.h"
 #include "rackwise/placement_decision.h"
 #include "rackwise/placement_request.h"
 #include "rackwise/telemetry.h"
 #include "rackwise/v1/cluster.pb.h"
+#include "rackwise/v1/state.pb.h"
 
 namespace rackwise::cli {
 
@@ -42,6 +44,7 @@ void AddSessionFlags(CLI::App* app, SessionFlags* session);
 // A loaded cluster: owns the topology the ledger points into.
 struct Session {
   v1::ClusterDescription description;
+  v1::ClusterState state;  // as read (empty without --state)
   std::unique_ptr<Topology> topology;
   std::unique_ptr<Ledger> ledger;
 };
@@ -59,6 +62,9 @@ struct PlacementRun {
   PlacementRequest request;
   PlacementOutcome outcome;
   MeasuredDraw measured;  // what telemetry gave the ledger before placing (state kOff: none)
+  // policy.oversubscribe_pct as the faces apply it, with the telemetry state measured: the outcome's watts are the
+  // counted ones when applied; why_not says why not when the policy asks for it.
+  OversubscribedWatts oversubscribed;
 };
 // Returns the run, or the exit code to end with (after printing why).
 std::variant<PlacementRun, int> ParseAndPlace(int argc, char** argv, const std::string& command,

@@ -69,6 +69,45 @@ TEST(CliContractTest, UnreachableTelemetryFallsBackToEstimatesAndSaysSo) {
   EXPECT_NE(r.out.find("telemetry: stale (0 of"), std::string::npos) << r.out;
 }
 
+// The JSON document a command prints last, one line or indented (stderr, merged, may say why telemetry failed
+// first).
+nlohmann::json LastJson(const std::string& out) {
+  const size_t at = out.rfind("\n{");
+  return nlohmann::json::parse(at == std::string::npos ? out : out.substr(at + 1));
+}
+
+TEST(CliContractTest, ExplainSaysWhyOversubscriptionIsOffAndStatusListsTheJobsCountedLess) {
+  std::ifstream in(kDemo);
+  std::stringstream text;  // demo.yaml ends with its policy: section
+  text << in.rdbuf() << "  oversubscribe_pct: 20\ntelemetry:\n  prometheus_url: http://127.0.0.1:1\n"
+       << "  node_power_query: q\n  on_overdraw: lower_limits\n";
+  const std::string yaml = WriteTemp("oversubscribed.yaml", text.str());
+  CliRun r = Rackwise("explain --cluster " + yaml + " --gpus 8 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(LastJson(r.out)["oversubscription_off"],
+            "oversubscription is off while telemetry is stale: jobs count their declared watts")
+      << r.out;
+  // The Slurm plugin's published ledger: job 7 counted 770 W per GPU, declared 962.5 W.
+  const std::string state = WriteTemp("oversubscribed-state.yaml", R"(allocations:
+  - id: '7'
+    watts_per_gpu: 770
+    nodes:
+      - node: gpu001
+        gpus: [0, 1, 2, 3, 4, 5, 6, 7]
+oversubscribed:
+  - id: '7'
+    declared_watts_per_gpu: 962.5
+    counted_watts_per_gpu: 770
+)");
+  r = Rackwise("status --cluster " + yaml + " --state " + state + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = LastJson(r.out);
+  ASSERT_EQ(j["oversubscribed"].size(), 1u) << r.out;
+  EXPECT_EQ(j["oversubscribed"][0]["id"], "7");
+  EXPECT_EQ(j["oversubscribed"][0]["counted_watts_per_gpu"], 770);
+  EXPECT_EQ(j["oversubscribed"][0]["declared_watts_per_gpu"], 962.5);
+}
+
 TEST(CliContractTest, DefaultsToTheBuiltInExample) {
   CliRun r = Rackwise("place --gpus 72 --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -104,6 +104,11 @@ std::string StatusTable(const PowerStatus& status) {
                             row.held_jobs < 0 ? "-" : absl::StrCat(row.held_jobs));
     absl::StrAppend(&out, "\n");
   }
+  if (!status.oversubscribed.empty())
+    absl::StrAppend(&out,
+                    "counted oversubscribed (watts per GPU counted, declared; the GPUs' limit is the declared):\n");
+  for (const OversubscribedRow& o : status.oversubscribed)
+    absl::StrAppendFormat(&out, "  %s %.1f W, %.1f W\n", o.id, o.counted_watts_per_gpu, o.declared_watts_per_gpu);
   return out;
 }
 
@@ -128,7 +133,16 @@ nlohmann::ordered_json StatusJson(const PowerStatus& status) {
     }
     rows.push_back(r);
   }
-  return {{"cluster", status.cluster}, {"source", status.source}, {"allocations", status.allocations}, {"rows", rows}};
+  nlohmann::ordered_json out = {
+      {"cluster", status.cluster}, {"source", status.source}, {"allocations", status.allocations}, {"rows", rows}};
+  if (status.oversubscribed.empty()) return out;
+  nlohmann::ordered_json over = nlohmann::ordered_json::array();
+  for (const OversubscribedRow& o : status.oversubscribed)
+    over.push_back({{"id", o.id},
+                    {"counted_watts_per_gpu", o.counted_watts_per_gpu},
+                    {"declared_watts_per_gpu", o.declared_watts_per_gpu}});
+  out["oversubscribed"] = over;
+  return out;
 }
 
 }  // namespace rackwise::adopt

@@ -11,6 +11,7 @@
 
 #include "rackwise/ledger.h"
 #include "rackwise/v1/placement_service.pb.h"
+#include "rackwise/v1/state.pb.h"
 
 namespace rackwise::adopt {
 
@@ -32,12 +33,22 @@ struct PowerRow {
   int held_jobs = -1;
 };
 
+// A job the writer counts at less than it declared (policy.oversubscribe_pct): its GPUs' limit is the declared.
+struct OversubscribedRow {
+  std::string id;
+  double counted_watts_per_gpu = 0, declared_watts_per_gpu = 0;
+};
+
 struct PowerStatus {
   std::string cluster;
   std::string source;  // the state file or the gRPC address
   int allocations = 0;
   std::vector<PowerRow> rows;  // power domains root first, each followed by its racks
+  std::vector<OversubscribedRow> oversubscribed;
 };
+
+// The state's jobs counted oversubscribed, as rows of `status`.
+void AddOversubscribed(const v1::ClusterState& state, PowerStatus* status);
 
 // From the core's power view (rackwise/power_view.h) of a ledger, or of the extender's ledger over gRPC.
 PowerStatus StatusFromLedger(const Ledger& ledger);
@@ -46,6 +57,7 @@ PowerStatus StatusFromClusterState(const v1::ClusterStateResponse& state);
 
 // Adds the steered draw and held jobs to the rows of `status` (built from the same ledger): what the steering rule
 // (ledger_steering.h) sets for this state when every job starts from its declared watts.
+// Jobs counted oversubscribed (status->oversubscribed) go back up to their declared watts, never above.
 void AddSteering(const Ledger& ledger, PowerStatus* status);
 
 // A fixed-width table, `top` style: one line per row, children indented under their domain; with steering,

@@ -6,8 +6,11 @@ namespace rackwise::adopt {
 
 void AddSteering(const Ledger& ledger, PowerStatus* status) {
   const Topology& t = ledger.topology();
+  SteeringFacts facts;
+  for (const OversubscribedRow& o : status->oversubscribed)
+    facts.declared[o.id] = WattsToMilliwatts(o.declared_watts_per_gpu);
   LedgerSteering in;
-  const SteeringPlan plan = PlanLedgerSteering(ledger, {}, &in);
+  const SteeringPlan plan = PlanLedgerSteering(ledger, facts, &in);
   const std::vector<SteeredScope> scopes = SteeredScopes(in, plan);
   const int racks = static_cast<int>(t.racks().size());
   for (PowerRow& row : status->rows) {
@@ -22,6 +25,11 @@ void AddSteering(const Ledger& ledger, PowerStatus* status) {
     row.steered_watts = MilliwattsToWatts(scopes[scope].draw);
     row.held_jobs = scopes[scope].held;
   }
+}
+
+void AddOversubscribed(const v1::ClusterState& state, PowerStatus* status) {
+  for (const v1::OversubscribedAllocation& o : state.oversubscribed())
+    status->oversubscribed.push_back({o.id(), o.counted_watts_per_gpu(), o.declared_watts_per_gpu()});
 }
 
 }  // namespace rackwise::adopt

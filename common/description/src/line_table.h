@@ -11,8 +11,8 @@ namespace rackwise {
 
 class LineTable {
  public:
-  // Messages with more fields than this are refused by the reader (the state schema's ClusterState has 5).
-  static constexpr int kMaxFields = 5;
+  // Messages with more fields than this are refused by the reader (the state schema's ClusterState has 6).
+  static constexpr int kMaxFields = 6;
 
   // A message of the tree: its depth (0: the document) and its place among the messages of that depth.
   struct Ref {

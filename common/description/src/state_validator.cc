@@ -44,6 +44,12 @@ struct Fields {
   int reclaim = FieldIndex<v1::ClusterState>(v1::ClusterState::kMeasuredReclaimPctFieldNumber);
   int reading_rack = FieldIndex<v1::RackReading>(v1::RackReading::kRackFieldNumber);
   int reading_kw = FieldIndex<v1::RackReading>(v1::RackReading::kMeasuredKwFieldNumber);
+  int oversubscribed = FieldIndex<v1::ClusterState>(v1::ClusterState::kOversubscribedFieldNumber);
+  int over_id = FieldIndex<v1::OversubscribedAllocation>(v1::OversubscribedAllocation::kIdFieldNumber);
+  int over_declared =
+      FieldIndex<v1::OversubscribedAllocation>(v1::OversubscribedAllocation::kDeclaredWattsPerGpuFieldNumber);
+  int over_counted =
+      FieldIndex<v1::OversubscribedAllocation>(v1::OversubscribedAllocation::kCountedWattsPerGpuFieldNumber);
 };
 
 struct KnownNode {
@@ -72,6 +78,7 @@ class StateChecker {
     CheckNodes();
     CheckCaps();
     CheckMeasured();
+    CheckOversubscribed();
     return out_->size() == before;
   }
 
@@ -261,6 +268,39 @@ class StateChecker {
     });
     if (absl::Status bad = CheckReclaimPct(s_.measured_reclaim_pct()); !bad.ok())
       Report(lines_.FieldLine(lines_.Root(), f_.reclaim), absl::StrCat("measured_reclaim_pct ", bad.message()));
+  }
+
+  // Each entry: an id, once; both watts within the bounds, the counted below the declared.
+  void CheckOversubscribed() {
+    absl::flat_hash_set<std::string_view> seen;
+    for (int i = 0; i < s_.oversubscribed_size(); ++i) {
+      const v1::OversubscribedAllocation& o = s_.oversubscribed(i);
+      const Ref ref = lines_.Child(lines_.Root(), f_.oversubscribed, i);
+      const std::string who = absl::StrCat("oversubscribed[", i, "]", o.id().empty() ? "" : " '" + o.id() + "'");
+      if (o.id().empty()) {
+        if (!lines_.Rejected(ref, f_.over_id)) Report(lines_.Line(ref), absl::StrCat(who, ": missing 'id'"));
+      } else if (!seen.insert(o.id()).second) {
+        Report(lines_.FieldLine(ref, f_.over_id), absl::StrCat(who, ": listed twice"));
+      }
+      const std::pair<int, double> watts[] = {{f_.over_declared, o.declared_watts_per_gpu()},
+                                              {f_.over_counted, o.counted_watts_per_gpu()}};
+      const char* keys[] = {"declared_watts_per_gpu", "counted_watts_per_gpu"};
+      bool ok = true;
+      for (int k = 0; k < 2; ++k) {
+        absl::Status bad = !std::isfinite(watts[k].second) || watts[k].second <= 0
+                               ? absl::InvalidArgumentError("must be a number above 0")
+                               : CheckWattsPerGpu(watts[k].second);
+        if (bad.ok()) continue;
+        ok = false;
+        Report(lines_.FieldLine(ref, watts[k].first),
+               absl::StrCat(who, ": ", keys[k], " ", bad.message(), ", got ", watts[k].second));
+      }
+      if (ok && o.counted_watts_per_gpu() >= o.declared_watts_per_gpu()) {
+        Report(lines_.FieldLine(ref, f_.over_counted),
+               absl::StrCat(who, ": counted_watts_per_gpu ", o.counted_watts_per_gpu(),
+                            " must be below declared_watts_per_gpu ", o.declared_watts_per_gpu()));
+      }
+    }
   }
 
   const v1::ClusterState& s_;

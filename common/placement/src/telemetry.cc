@@ -156,43 +156,72 @@ std::string MeasuredRackNote(const Ledger& l, RackId rack) {
                       Kw(l.rack_draw(rack)), "; usable cap ", Kw(UsableCap(l.rack_cap(rack), reserve)), ")");
 }
 
+namespace {
+
+// Whether `rack` is the overdraw's rack or below its power domain.
+bool InOverdraw(const Topology& t, const Overdraw& o, RackId rack) {
+  if (o.rack != kNoId) return rack == o.rack;
+  const std::vector<PowerDomainId>& chain = t.racks()[rack].power_chain;
+  return std::find(chain.begin(), chain.end(), o.power_domain) != chain.end();
+}
+
+}  // namespace
+
 std::vector<Overdraw> FindOverdraws(const Ledger& l) {
   const Topology& t = l.topology();
   std::vector<Overdraw> out;
+  const size_t domains = t.power_domains().size();
+  std::vector<Milliwatts> domain_measured(domains, 0);
+  std::vector<bool> domain_measured_whole(domains, true);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     const std::optional<Milliwatts> m = l.measured_rack_draw(r);
-    if (m && *m > l.rack_cap(r)) out.push_back({r, *m, l.rack_cap(r), {}});
+    if (m && *m > l.rack_cap(r)) out.push_back({.rack = r, .measured = *m, .cap = l.rack_cap(r)});
+    for (PowerDomainId d : t.racks()[r].power_chain) {
+      if (m) {
+        domain_measured[d] += *m;
+      } else {
+        domain_measured_whole[d] = false;
+      }
+    }
+  }
+  for (PowerDomainId d = 0; d < static_cast<PowerDomainId>(domains); ++d) {
+    if (domain_measured_whole[d] && domain_measured[d] > l.power_domain_cap(d))
+      out.push_back({.power_domain = d, .measured = domain_measured[d], .cap = l.power_domain_cap(d)});
   }
   if (out.empty()) return out;
   for (const Allocation* a : l.Allocations()) {  // sorted by id
     for (Overdraw& o : out) {
       const bool here = std::any_of(a->nodes.begin(), a->nodes.end(),
-                                    [&](const NodeGpus& ng) { return t.nodes()[ng.node].rack == o.rack; });
+                                    [&](const NodeGpus& ng) { return InOverdraw(t, o, t.nodes()[ng.node].rack); });
       if (here) o.allocations.push_back(a->id);
     }
   }
   return out;
 }
 
+std::string OverdrawScope(const Topology& t, const Overdraw& o) {
+  return o.rack != kNoId ? absl::StrCat("rack ", t.racks()[o.rack].name)
+                         : absl::StrCat("power domain ", t.power_domains()[o.power_domain].name);
+}
+
 std::string OverdrawMessage(const Ledger& l, const Overdraw& o) {
-  return absl::StrCat("rack ", l.topology().racks()[o.rack].name, " measures ", Kw(o.measured), ", above its ",
-                      Kw(o.cap),
+  return absl::StrCat(OverdrawScope(l.topology(), o), " measures ", Kw(o.measured), ", above its ", Kw(o.cap),
                       " cap; jobs on it: ", o.allocations.empty() ? "none" : absl::StrJoin(o.allocations, ", "));
 }
 
 namespace {
 
-// An allocation's GPUs in one rack and the watts each of them is charged (its declared watts, or the node
-// type's default; a job never mixes types).
-struct InRack {
+// An allocation's GPUs in an overdraw's rack or power domain and the watts each of them is charged (its declared
+// watts, or the node type's default; a job never mixes types).
+struct InOverdrawScope {
   long long gpus = 0;
   Milliwatts per_gpu = 0;
 };
-InRack AllocationInRack(const Ledger& l, const Allocation& a, RackId rack) {
+InOverdrawScope AllocationIn(const Ledger& l, const Allocation& a, const Overdraw& o) {
   const Topology& t = l.topology();
-  InRack in;
+  InOverdrawScope in;
   for (const NodeGpus& ng : a.nodes) {
-    if (t.nodes()[ng.node].rack != rack) continue;
+    if (!InOverdraw(t, o, t.nodes()[ng.node].rack)) continue;
     in.gpus += GpuCount(ng.gpus);
     if (in.per_gpu == 0) in.per_gpu = a.per_gpu > 0 ? a.per_gpu : t.type_of(ng.node).per_gpu;
   }
@@ -221,7 +250,7 @@ std::vector<std::string> PlanRequeueNewest(
     if (excess <= 0) break;
     const Allocation* a = l.Find(*c.id);
     if (a == nullptr) continue;  // gone since the reading (an overdraw kept by a caller across ledger changes)
-    const InRack in = AllocationInRack(l, *a, o.rack);
+    const InOverdrawScope in = AllocationIn(l, *a, o);
     out.push_back(*c.id);
     excess -= in.per_gpu * in.gpus;
   }

@@ -273,6 +273,47 @@ TEST(OverdrawTest, RequeueNewestTakesTheLatestStartedUntilTheExcessIsGone) {
   EXPECT_EQ(PlanRequeueNewest(l, kept, started), (std::vector<std::string>{"job-a"}));
 }
 
+// Two 30 kW racks on a 50 kW row: each rack under its cap, the row over it, by the sum of the racks' readings.
+TEST(OverdrawTest, APowerDomainIsOverWhenItsRacksReadingsSumAboveItsCap) {
+  SyntheticClusterSpec spec;
+  spec.blocks.push_back({ReferenceSystem::kHgxH100, 2, 4, 30, 2, 2, 50});
+  absl::StatusOr<Topology> t = Topology::Build(BuildSyntheticCluster(spec));
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->power_domains().size(), 1u);
+  Ledger l(*t);
+  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());        // rack 0, 8 x 962.5 W = 7.7 kW, started first
+  ASSERT_TRUE(l.Commit({"job-b", {{4, 0x0f}}, 800'000}).ok());  // rack 1, 4 x 800 W = 3.2 kW
+  // Only rack 0 read: the row's draw is not measured, so it is not over (whatever its estimate).
+  l.SetMeasuredDraw({Milliwatts{28'000'000}, std::nullopt}, 0, /*count_recent=*/false);
+  EXPECT_TRUE(FindOverdraws(l).empty());
+  l.SetMeasuredDraw({Milliwatts{28'000'000}, Milliwatts{24'000'000}}, 0, /*count_recent=*/false);  // 52 kW
+  std::vector<Overdraw> over = FindOverdraws(l);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].rack, kNoId);
+  EXPECT_EQ(over[0].power_domain, 0);
+  EXPECT_EQ(OverdrawMessage(l, over[0]),
+            "power domain b0-row00 measures 52.0 kW, above its 50.0 kW cap; jobs on it: job-a, job-b");
+  // requeue_newest over the row: job-b (newest) frees 3.2 kW of the 2 kW excess.
+  auto started = [](const std::string& id) -> std::optional<int64_t> { return id == "job-a" ? 1 : 2; };
+  EXPECT_EQ(PlanRequeueNewest(l, over[0], started), std::vector<std::string>{"job-b"});
+  // The tracker says it once, and says when it clears.
+  TelemetryTracker tracker;
+  PowerReadings readings = NodesAt(*t, 0, 4500);     // 4 x (2.5 + 4.5) = 28 kW
+  const PowerReadings rack1 = NodesAt(*t, 1, 3500);  // 24 kW
+  readings.nodes.insert(readings.nodes.end(), rack1.nodes.begin(), rack1.nodes.end());
+  std::vector<std::string> log = tracker.Apply(On(), readings, &l);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1],
+            "OVERDRAW: power domain b0-row00 measures 52.0 kW, above its 50.0 kW cap; jobs on it: job-a, job-b; "
+            "nothing more is placed there");
+  EXPECT_EQ(tracker.overdrawn_power_domains(), std::vector<PowerDomainId>{0});
+  EXPECT_TRUE(tracker.overdrawn_racks().empty());
+  EXPECT_TRUE(tracker.Apply(On(), readings, &l).empty());
+  for (size_t i = 4; i < readings.nodes.size(); ++i) readings.nodes[i].watts = 2000;  // rack 1 at 18 kW
+  EXPECT_EQ(tracker.Apply(On(), readings, &l),
+            std::vector<std::string>{"overdraw cleared: power domain b0-row00 is back under its cap"});
+}
+
 // Against an independent statement of the rule on random racks: the plan is the shortest prefix of the
 // allocations in newest-first order whose charged watts cover the excess (all of them when none does).
 TEST(OverdrawTest, RequeueNewestIsTheShortestNewestFirstPrefixCoveringTheExcess) {
@@ -317,16 +358,27 @@ TEST(OverdrawTest, RequeueNewestIsTheShortestNewestFirstPrefixCoveringTheExcess)
   }
 }
 
-TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
+// Steering's setting: job-a on all 8 GPUs of rack 0's first node, on_overdraw lower_limits, and readings of
+// every node of both racks (rack 0's at `rack0_watts`, rack 1's at `rack1_watts`).
+struct SteeredRacks {
+  SteeredRacks(double rack0_watts, double rack1_watts) : readings(NodesAt(t, 0, rack0_watts)) {
+    const PowerReadings rack1 = NodesAt(t, 1, rack1_watts);
+    readings.nodes.insert(readings.nodes.end(), rack1.nodes.begin(), rack1.nodes.end());
+    s.on_overdraw = OverdrawAction::kLowerLimits;
+    committed = l.Commit({"job-a", {{0, 0xff}}, 0});
+  }
   Topology t = TwoRacks();
-  Ledger l(t);
-  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
+  Ledger l{t};
   TelemetrySettings s = On();
-  s.on_overdraw = OverdrawAction::kLowerLimits;
   TelemetryTracker tracker;
-  PowerReadings both = NodesAt(t, 0, 1000);
-  const PowerReadings r1 = NodesAt(t, 1, 100);
-  both.nodes.insert(both.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  PowerReadings readings;
+  absl::Status committed;
+};
+
+TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
+  SteeredRacks racks(1000, 100);
+  ASSERT_TRUE(racks.committed.ok()) << racks.committed;
+  auto& [t, l, s, tracker, both, committed] = racks;
   std::vector<std::string> log = tracker.Apply(s, both, &l);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "telemetry: fresh (2 of 2 racks measured)");
@@ -368,15 +420,9 @@ TEST(TelemetryTrackerTest, ReportsEachChangeOnceAndSteersLimits) {
 // it is judged against the old: what they stopped drawing then looks like headroom. It must not raise the limit
 // (job-a's GPUs at 775 W would put the rack at 31.2 kW, over its 30 kW cap); the round after, it is judged right.
 TEST(TelemetryTrackerTest, ARoundAfterACutDoesNotRaiseTheLimit) {
-  Topology t = TwoRacks();
-  Ledger l(t);
-  ASSERT_TRUE(l.Commit({"job-a", {{0, 0xff}}, 0}).ok());
-  TelemetrySettings s = On();
-  s.on_overdraw = OverdrawAction::kLowerLimits;
-  TelemetryTracker tracker;
-  PowerReadings r = NodesAt(t, 0, 100);
-  const PowerReadings r1 = NodesAt(t, 1, 100);
-  r.nodes.insert(r.nodes.end(), r1.nodes.begin(), r1.nodes.end());
+  SteeredRacks racks(100, 100);
+  ASSERT_TRUE(racks.committed.ok()) << racks.committed;
+  auto& [t, l, s, tracker, r, committed] = racks;
   r.nodes[0].watts = 7700;  // job-a's 8 GPUs at its 962.5 W
   tracker.Apply(s, r, &l);  // job-a placed before the first reading counts on top of it for two rounds
   tracker.Apply(s, r, &l);

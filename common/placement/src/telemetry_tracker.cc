@@ -77,13 +77,17 @@ std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settin
     log.push_back(std::move(line));
     state_ = measured.state;
   }
-  std::vector<RackId> now;
+  std::vector<RackId> racks_now;
+  std::vector<PowerDomainId> domains_now;
   lowered_.clear();
   new_overdraws_.clear();
   for (const Overdraw& o : FindOverdraws(*ledger)) {
-    now.push_back(o.rack);
-    const bool is_new = std::find(overdrawn_.begin(), overdrawn_.end(), o.rack) == overdrawn_.end();
-    if (is_new) {
+    const bool is_rack = o.rack != kNoId;
+    std::vector<int32_t>& now = is_rack ? racks_now : domains_now;
+    const std::vector<int32_t>& before = is_rack ? overdrawn_ : overdrawn_domains_;
+    const int32_t id = is_rack ? o.rack : o.power_domain;
+    now.push_back(id);
+    if (std::find(before.begin(), before.end(), id) == before.end()) {
       log.push_back(absl::StrCat("OVERDRAW: ", OverdrawMessage(*ledger, o), "; nothing more is placed there"));
       new_overdraws_.push_back(o);
     }
@@ -91,10 +95,16 @@ std::vector<std::string> TelemetryTracker::Apply(const TelemetrySettings& settin
   requeue_.clear();
   if (settings.on_overdraw == OverdrawAction::kLowerLimits) Steer(*ledger, facts, &log);
   for (RackId r : overdrawn_) {
-    if (std::find(now.begin(), now.end(), r) == now.end())
+    if (std::find(racks_now.begin(), racks_now.end(), r) == racks_now.end())
       log.push_back(absl::StrCat("overdraw cleared: rack ", t.racks()[r].name, " is back under its cap"));
   }
-  overdrawn_ = std::move(now);
+  for (PowerDomainId d : overdrawn_domains_) {
+    if (std::find(domains_now.begin(), domains_now.end(), d) == domains_now.end())
+      log.push_back(
+          absl::StrCat("overdraw cleared: power domain ", t.power_domains()[d].name, " is back under its cap"));
+  }
+  overdrawn_ = std::move(racks_now);
+  overdrawn_domains_ = std::move(domains_now);
   return log;
 }
 

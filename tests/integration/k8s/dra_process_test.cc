@@ -31,6 +31,7 @@ namespace rackwise::k8s {
 namespace {
 
 using Json = nlohmann::json;
+using rackwise::testing::Eventually;
 using testing::ExtenderProcess;
 
 // r01 (gpu001-004) is capped tight, r02 (gpu005-008) is not; two NVL72 racks of 18 trays.
@@ -115,10 +116,6 @@ class FakeApiServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
 };
-
-bool Eventually(const std::function<bool()>& done, int seconds = 30) {
-  return rackwise::testing::WaitFor("the extender's state", done, std::chrono::seconds(seconds)).empty();
-}
 
 class DraProcessTest : public ::testing::Test {
  protected:

@@ -13,6 +13,8 @@
 namespace rackwise::k8s::testing {
 namespace {
 
+using rackwise::testing::Eventually;
+
 // Streams `lines` as a chunked watch body, then either ends or idles until `stop`.
 void StreamLines(httplib::Response& res, std::vector<std::string> lines, bool idle, std::atomic<bool>* stop) {
   auto state = std::make_shared<std::pair<std::vector<std::string>, size_t>>(std::move(lines), 0);
@@ -141,10 +143,6 @@ class FakeApiServer {
   std::vector<Json> evictions_;
   std::vector<std::string> eviction_paths_;
 };
-
-bool Eventually(const std::function<bool()>& f) {
-  return rackwise::testing::WaitFor("the replay's state", f, std::chrono::seconds(5)).empty();
-}
 
 TEST(KubeSyncReplay, ListWatchResumeRelistOnGoneAndBackoff) {
   FakeApiServer api;

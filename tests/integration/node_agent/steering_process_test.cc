@@ -44,11 +44,7 @@ namespace rackwise::node_agent {
 namespace {
 
 using k8s::Json;
-
-// Polls `done` for up to `seconds`.
-bool Eventually(const std::function<bool()>& done, int seconds = 60) {
-  return rackwise::testing::WaitFor("the steering state", done, std::chrono::seconds(seconds)).empty();
-}
+using rackwise::testing::Eventually;
 
 // A child process with stdout and stderr into one log; its port is read from the first log line matching.
 class Child {
@@ -75,13 +71,13 @@ class Child {
       ::_exit(127);
     }
     ::close(fd);
-    const bool started = Eventually([&] {
+    const bool started = static_cast<bool>(Eventually([&] {
       const std::string text = ReadAll(log_);
       const size_t at = text.find(marker);
       if (at == std::string::npos) return false;
       const size_t digits = at + marker.size();
       return absl::SimpleAtoi(text.substr(digits, text.find_first_not_of("0123456789", digits) - digits), &port_);
-    });
+    }));
     return started && Alive() ? "" : argv[0] + " did not start:\n" + ReadAll(log_);
   }
   bool Alive() {

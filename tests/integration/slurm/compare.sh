@@ -74,7 +74,8 @@ settle() {
   c0=$(rw_backfill_cycles)
   for ((t = 0; t < 900; t++)); do
     rw_check_ctld
-    reasons=$(squeue -h -t PD -o '%r')
+    # A job the scheduler can never run (BadConstraints) waits for nothing; backfill may not even cycle for it.
+    reasons=$(squeue -h -t PD -o '%r' | grep -vx BadConstraints)
     if [[ -z $reasons ]] || { ! grep -qxE 'None|JobHeldUser' <<<"$reasons" && (($(rw_backfill_cycles) >= c0 + 2)); }; then
       return 0
     fi
@@ -92,6 +93,18 @@ record() {
     grep -q "^$j " "$out/placements" 2>/dev/null && continue
     rw_job_gpus "$j" | sed "s/^/$j /" >>"$out/placements"
     echo "$j" $running >>"$out/holders"
+  done
+}
+
+# drop_never_runnable OUT: cancels each job the scheduler says can never run (reason BadConstraints; on 24.11,
+# cons_tres with topology/block finds no block for a --gpus job wider than one block's GPUs) and lists it in
+# OUT/refused: its group's end would otherwise wait for it, and the summary counts it as not placed.
+drop_never_runnable() {
+  local out=$1 j
+  for j in $(squeue -h -t PD -o '%i %r' | awk '$2 == "BadConstraints" {print $1}'); do
+    rw_log "$(basename "$out"): job $j can never run here (BadConstraints): cancelled, counted as not placed"
+    echo "$j BadConstraints" >>"$out/refused"
+    scancel "$j"
   done
 }
 
@@ -120,7 +133,7 @@ run_wave() {
     echo "$id" >>"$results/flags/group.$rep.$group"
   done
   ((${#ids[@]})) && scontrol release "$(IFS=,; echo "${ids[*]}")"
-  settle && record "$out"
+  settle && drop_never_runnable "$out" && record "$out"
 }
 
 # end_groups OUT REP GROUPS...: ends every job of the groups, waits until they are gone, settles.

@@ -11,6 +11,9 @@
 #  - A measured overdraw (a load rackwise did not place draws 6.4 kW on the rack's other nodes: 26 kW measured)
 #    does the same, and its end gives the limits back.
 #  - Each change is in the node services' logs and metrics files; no node is drained.
+#  - policy.oversubscribe_pct 20: both jobs, placed with telemetry fresh, count 480 W per GPU in the ledger while
+#    their GPUs run at the 600 W they declared; steering's file names 600 W as what they go back to; a slurmctld
+#    restart reads the counted watts back from the published ledger.
 # Every wait is on a state, bounded; the two-interval bounds are timed from the moment the change is in force.
 # Usage: RW_PLUGIN_DIR=<build>/slurm_plugin/plugins RW_FAKE_NVML=<build>/tests/fake_nvml/lib/libnvidia-ml.so.1 \
 #        RW_METRICS_PAGE=<build>/.../rackwise_test_metrics_page test_power_steering.sh   (exit 77: skipped)
@@ -105,6 +108,8 @@ telemetry:
   interval_s: $interval
   stale_after_s: 15
   on_overdraw: lower_limits
+policy:
+  oversubscribe_pct: 20
 YML
 RW_EXTRA_CONF=$'PrologFlags=Alloc' RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
@@ -149,12 +154,19 @@ set_cap() {
   scontrol reconfigure || rw_fail "scontrol reconfigure failed"
 }
 
+state_file=$RW_TMP/state/rackwise_state.yaml
+# Oversubscription applies only with every rack's telemetry fresh: the jobs are placed once it is.
+rw_wait_log 'rackwise: telemetry: fresh' 30 || rw_fail "telemetry never fresh in slurmctld.log"
+# Both jobs listed in the published ledger as counted 480 W per GPU (600 W declared).
+counted_480() { (($(grep -c 'counted_watts_per_gpu: 480$' "$state_file" 2>/dev/null) == 2)); }
 j1=$(rw_submit -w gpu01 --gpus=8 --gpu-watts=600)
 j2=$(rw_submit -w gpu02 --gpus=8 --gpu-watts=600)
 rw_wait_state "$j1" RUNNING 30 && rw_wait_state "$j2" RUNNING 30 ||
   rw_fail "jobs: $j1 $(rw_state "$j1") $(rw_reason "$j1"), $j2 $(rw_state "$j2") $(rw_reason "$j2")"
 rw_wait_for 30 all_at 600 && rw_ok "jobs $j1, $j2 run with their 16 GPUs at 600 W (prolog)" ||
   rw_fail "prolog limits: $(job_limits | paste -sd'|')"
+rw_wait_for 30 counted_480 && rw_ok "both jobs counted oversubscribed, 480 W per GPU (declared 600 W)" ||
+  rw_fail "published ledger: $(grep -A3 '^oversubscribed:' "$state_file" | paste -sd' ')"
 set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60  # the jobs draw all their limit allows
 busy() { [[ $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE)') == 10560 ]]; }
 rw_wait_for 30 busy || rw_fail "prometheus does not show the jobs drawing 9.6 kW"
@@ -176,6 +188,9 @@ jobs_untouched && rw_ok "no job requeued (floors allow the cap)" || rw_fail "a j
   rw_fail "gpu01's limits moved more than once: $(grep "job $j1 (generation" "$work/follow-gpu01.log")"
 grep -q "rackwise: steer: $j1: 600 W per GPU -> " "$RW_TMP/log/slurmctld.log" && rw_ok "slurmctld logged the steer" ||
   rw_fail "no steer line for $j1 in slurmctld.log"
+declared=$(awk -v j="$j1" '$1 == j {print $3}' "$limits_file")
+[[ $declared == 600.000 ]] && rw_ok "the limits file gives $j1's declared watts (600), not the 480 counted" ||
+  rw_fail "declared_watts_per_gpu of $j1 in $limits_file: '$declared'"
 grep -q "job $j1 (generation [0-9]*): GPUs 0,1,2,3,4,5,6,7 to " "$work/follow-gpu01.log" &&
   rw_ok "gpu01's service logged: $(grep "job $j1 (generation" "$work/follow-gpu01.log" | tail -1)" ||
   rw_fail "no change logged by gpu01's service"
@@ -206,6 +221,17 @@ set_demand gpu01 600 gpu02 600 gpu03 60 gpu04 60
 cool() { [[ $(rw_prom_query 'sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~"gpu0[34]"})') == 960 ]]; }
 rw_wait_for 30 cool || rw_fail "prometheus does not show gpu03 and gpu04 idle again"
 timed_wait "overdraw over: every GPU back at 600 W" $((2 * interval)) all_at 600
+
+# --- a slurmctld restart: the jobs still count what they were counted at -------------------------------------------
+rw_stop_ctld
+echo '# published before the restart' >>"$state_file"  # gone once the restarted slurmctld publishes its own
+rw_start_ctld || rw_fail "slurmctld did not restart"
+rw_wait_log 'rackwise: 2 jobs counted oversubscribed, read back from' 30 &&
+  rw_ok "slurmctld read the jobs counted oversubscribed back" || rw_fail "no read-back line in slurmctld.log"
+republished() { ! grep -q '^# published before the restart' "$state_file" && counted_480; }
+rw_wait_for 30 republished && rw_ok "after the restart both jobs still count 480 W per GPU" ||
+  rw_fail "published ledger after the restart: $(grep -A3 '^oversubscribed:' "$state_file" | paste -sd' ')"
+jobs_untouched || rw_fail "a job was requeued or stopped by the restart"
 
 drained=$(sinfo -h -t drain -o %N | paste -sd,)
 [[ -z $drained ]] && rw_ok "no node drained" || rw_fail "drained: $drained"

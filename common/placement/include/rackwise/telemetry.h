@@ -85,15 +85,20 @@ void ApplyMeasuredDraw(const MeasuredDraw& measured, const TelemetrySettings& se
 // "rack r01 measures 27.3 kW (estimate 20.0 kW; usable cap 27.0 kW)"; empty when the rack has no reading.
 std::string MeasuredRackNote(const Ledger& ledger, RackId rack);
 
-// A rack whose last reading is above its cap: nothing more is placed there (its counted draw is above the
-// cap), the faces raise an alarm naming it and the allocations on it, and act as on_overdraw says.
+// A rack, or a power domain (a row's or a hall's feed), whose last reading is above its cap: nothing more is
+// placed there (its counted draw is above the cap), the faces raise an alarm naming it and the allocations in it,
+// and act as on_overdraw says. A power domain's reading is the sum of its racks' readings, and counts only when
+// every rack below it has one (an estimate is not a measurement of the feed).
 struct Overdraw {
-  RackId rack = kNoId;
+  RackId rack = kNoId;                 // the rack over its cap, or kNoId when
+  PowerDomainId power_domain = kNoId;  // a power domain is
   Milliwatts measured = 0;
   Milliwatts cap = 0;
-  std::vector<std::string> allocations;  // ids of the allocations with GPUs in the rack, sorted
+  std::vector<std::string> allocations;  // ids of the allocations with GPUs in the rack or domain, sorted
 };
 std::vector<Overdraw> FindOverdraws(const Ledger& ledger);
+// What is over its cap: "rack r01" or "power domain row-a".
+std::string OverdrawScope(const Topology& topology, const Overdraw& overdraw);
 // "rack r01 measures 31.2 kW, above its 30.0 kW cap; jobs on it: a, b"
 std::string OverdrawMessage(const Ledger& ledger, const Overdraw& overdraw);
 
@@ -104,11 +109,11 @@ struct LimitChange {
   Milliwatts to_per_gpu = 0;
 };
 
-// on_overdraw: requeue_newest. The allocations on the rack to requeue so that its measured draw falls under its
-// cap: the most recently started first (a job that started last is the likeliest cause, and has lost the least
-// work), each taking its charged watts in the rack off the measured excess, until no excess is left. Start times
-// are facts from the face (`started_at`, seconds on any one clock; nullopt: unknown, counted as newest); ties
-// go to the greater id. Returns ids in the order to requeue; empty when the rack is not over its cap.
+// on_overdraw: requeue_newest. The allocations in the rack (or power domain) to requeue so that its measured draw
+// falls under its cap: the most recently started first (a job that started last is the likeliest cause, and has lost
+// the least work), each taking its charged watts in the rack off the measured excess, until no excess is left. Start
+// times are facts from the face (`started_at`, seconds on any one clock; nullopt: unknown, counted as newest); ties go
+// to the greater id. Returns ids in the order to requeue; empty when nothing is over its cap.
 std::vector<std::string> PlanRequeueNewest(const Ledger& ledger, const Overdraw& overdraw,
                                            absl::FunctionRef<std::optional<int64_t>(const std::string& id)> started_at);
 

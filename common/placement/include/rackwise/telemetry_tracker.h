@@ -1,5 +1,6 @@
-// What a polling face keeps between telemetry rounds: the last state and the racks in overdraw, so that each
-// change is reported once (a source going stale, a rack entering or leaving overdraw) rather than every poll.
+// What a polling face keeps between telemetry rounds: the last state and the racks and power domains in overdraw,
+// so that each change is reported once (a source going stale, a rack or a feed entering or leaving overdraw)
+// rather than every poll.
 // Pure like the rest of the core: readings and their ages come in, log lines come out.
 #pragma once
 
@@ -27,6 +28,7 @@ class TelemetryTracker {
 
   TelemetryState state() const { return state_; }
   const std::vector<RackId>& overdrawn_racks() const { return overdrawn_; }
+  const std::vector<PowerDomainId>& overdrawn_power_domains() const { return overdrawn_domains_; }
   // With on_overdraw: lower_limits, every allocation held below its declared watts per GPU (from: declared, to:
   // the limit to apply), sorted by id; an allocation absent here runs at its declared watts (else empty).
   const std::vector<LimitChange>& lowered_limits() const { return lowered_; }
@@ -35,13 +37,14 @@ class TelemetryTracker {
   // With on_overdraw: lower_limits, the allocations the floors could not keep under a cap, newest first: the
   // face requeues them as requeue_newest does.
   const std::vector<std::string>& steering_requeue() const { return requeue_; }
-  // The racks that went over their cap in the last Apply (each overdraw is reported once, when it starts), for
-  // a face that acts on it (on_overdraw: requeue_newest).
+  // The racks and power domains that went over their cap in the last Apply (each overdraw is reported once, when it
+  // starts), for a face that acts on it (on_overdraw: requeue_newest).
   const std::vector<Overdraw>& new_overdraws() const { return new_overdraws_; }
 
  private:
   TelemetryState state_ = TelemetryState::kOff;
   std::vector<RackId> overdrawn_;
+  std::vector<PowerDomainId> overdrawn_domains_;
   std::vector<LimitChange> lowered_;
   std::vector<Overdraw> new_overdraws_;
   absl::flat_hash_map<std::string, Milliwatts> limits_, previous_limits_;  // this round's and the one before

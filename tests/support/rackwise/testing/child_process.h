@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace rackwise::testing {
 
 // A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0).
@@ -127,6 +129,14 @@ inline std::string WaitFor(const std::string& what, const std::function<bool()>&
   if (why.empty() || died) return why;
   for (ChildProcess* child : watched) why += "\n--- " + child->name() + " log:\n" + child->Log();
   return why;
+}
+
+// WaitFor as a GoogleTest assertion, for ASSERT_TRUE(Eventually(...)): a failure prints why the state never came.
+inline ::testing::AssertionResult Eventually(const std::function<bool()>& ready,
+                                             std::chrono::milliseconds bound = std::chrono::seconds(60)) {
+  const std::string why = WaitFor("the awaited state", ready, bound);
+  if (why.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << why;
 }
 
 }  // namespace rackwise::testing
