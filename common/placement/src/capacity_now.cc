@@ -5,6 +5,7 @@
 #include <array>
 #include <vector>
 
+#include "placement_indexes.h"
 #include "rackwise/power_bounds.h"
 #include "rackwise/power_rollup.h"
 #include "request_setup.h"
@@ -32,7 +33,7 @@ class ShareTable {
 };
 
 long long RackShares(const Ledger& l, const ShareTable& shares, RackId rack, NodeTypeId type) {
-  for (const Ledger::RackTypeTally& tally : l.rack_tallies(rack))
+  for (const PlacementIndexes::RackTypeTally& tally : IndexesOf(l).rack_tallies(rack))
     if (tally.type == type) return shares.SharesOf(tally.up_by_free);
   return 0;
 }
@@ -53,12 +54,12 @@ long long RollUp(const Ledger& l, Milliwatts per_gpu, GroupGpus group_gpus) {
 // below it. O(1), from the ledger's kept extremes.
 bool NoCapBinds(const Ledger& l, Milliwatts per_gpu, bool racks) {
   if (per_gpu <= 0) return true;  // limits nothing (PowerLimitedGpus)
-  if (racks && per_gpu > l.LeastRackRoomPerFreeGpu()) return false;
-  return per_gpu <= l.LeastPowerDomainRoomPerFreeGpu();
+  if (racks && per_gpu > IndexesOf(l).LeastRackRoomPerFreeGpu()) return false;
+  return per_gpu <= IndexesOf(l).LeastPowerDomainRoomPerFreeGpu();
 }
 
 long long TypeShares(const Ledger& l, const ShareTable& shares, NodeTypeId type) {
-  return shares.SharesOf(l.type_tally(type).up_by_free);
+  return shares.SharesOf(IndexesOf(l).type_tally(type).up_by_free);
 }
 
 }  // namespace
@@ -70,13 +71,14 @@ long long CapacityNow(const Ledger& l, const PlacementRequest& r, NodeTypeId typ
   const double reserve = t.policy().power_reserve_fraction;
   const ShareTable table(r);
   if (NoCapBinds(l, per_gpu, /*racks=*/true)) return TypeShares(l, table, type);
+  const PlacementIndexes& indexes = IndexesOf(l);
   return RollUp(l, per_gpu, [&](PowerDomainId group) -> long long {
-    const long long shares = table.SharesOf(l.GroupFreeHistogram(group, type));
+    const long long shares = table.SharesOf(indexes.GroupFreeHistogram(group, type));
     if (shares == 0 || per_gpu <= 0) return shares;
     // When the least room of the group powers more GPUs than any of its racks holds free, no rack's room binds.
-    if (l.GroupLeastRackRoom(group) / per_gpu >= l.GroupMaxRackFree(group)) return shares;
+    if (indexes.GroupLeastRackRoom(group) / per_gpu >= indexes.GroupMaxRackFree(group)) return shares;
     long long gpus = 0;
-    for (RackId rack : l.GroupRacks(group))
+    for (RackId rack : indexes.GroupRacks(group))
       gpus += std::min<long long>(RackShares(l, table, rack, type),
                                   std::max<Milliwatts>(0, l.RackRoom(rack, reserve)) / per_gpu);
     return gpus;
@@ -99,10 +101,11 @@ RootsBound BoundByRoots(const Ledger& l, const PlacementRequest& r, NodeTypeId t
   if (shares < r.gpus || NoCapBinds(l, per_gpu, /*racks=*/false)) return {shares, true};
   // The power domains under none alone: each passes at most its room's worth of the free GPUs below it; settles
   // most jobs a capped cluster cannot hold now.
-  long long roots = table.SharesOf(l.GroupFreeHistogram(kNoId, type));
-  for (PowerDomainId p : l.root_power_domains())
+  const PlacementIndexes& indexes = IndexesOf(l);
+  long long roots = table.SharesOf(indexes.GroupFreeHistogram(kNoId, type));
+  for (PowerDomainId p : indexes.root_power_domains())
     roots += std::min<long long>(
-        l.power_domain_free_gpus(p),
+        indexes.power_domain_free_gpus(p),
         std::max<Milliwatts>(0, l.PowerDomainRoom(p, l.topology().policy().power_reserve_fraction)) / per_gpu);
   const long long bound = std::min(shares, roots);
   return {bound, bound < r.gpus};
@@ -123,7 +126,8 @@ long long CapacityNowAtMost(const Ledger& l, const PlacementRequest& r, NodeType
   const ShareTable table(r);
   const RootsBound by_roots = BoundByRoots(l, r, type, table, per_gpu);
   if (by_roots.settled) return by_roots.gpus;
-  return RollUp(l, per_gpu, [&](PowerDomainId group) { return table.SharesOf(l.GroupFreeHistogram(group, type)); });
+  return RollUp(l, per_gpu,
+                [&](PowerDomainId group) { return table.SharesOf(IndexesOf(l).GroupFreeHistogram(group, type)); });
 }
 
 }  // namespace rackwise::internal

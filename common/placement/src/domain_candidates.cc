@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "capacity_now.h"
+#include "placement_indexes.h"
 #include "stamped_map.h"
 
 namespace rackwise::internal {
@@ -118,11 +119,12 @@ std::vector<Candidate> CollectCandidates(const PlacementContext& ctx, bool exhau
   for (int step = 0; step < max_f; ++step) {
     const int f = fragments_first ? step + 1 : max_f - step;
     if (enough) {
-      if (!ctx.ledger().DomainsWithFree(ctx.type(), f).empty()) *skipped_max = at_most(fragments_first ? max_f : f);
+      if (!IndexesOf(ctx.ledger()).DomainsWithFree(ctx.type(), f).empty())
+        *skipped_max = at_most(fragments_first ? max_f : f);
       if (*skipped_max > 0) break;
       continue;
     }
-    for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
+    for (DomainId d : IndexesOf(ctx.ledger()).DomainsWithFree(ctx.type(), f)) {
       const int cap = ctx.DomainCapacity(d);
       if (*sum < g) {
         const bool ask =

@@ -9,6 +9,7 @@
 #include "absl/container/inlined_vector.h"
 #include "domain_candidates.h"
 #include "fewest_domains.h"
+#include "placement_indexes.h"
 #include "rail_set.h"
 #include "stamped_map.h"
 
@@ -125,7 +126,7 @@ std::optional<DomainPlan> PlanSingleDomain(const PlacementContext& ctx, bool par
     DomainId best = kNoId;
     double best_score = 0;
     int examined = 0;
-    for (DomainId d : ctx.ledger().DomainsWithFree(ctx.type(), f)) {
+    for (DomainId d : IndexesOf(ctx.ledger()).DomainsWithFree(ctx.type(), f)) {
       if (partly_used_only && ctx.ledger().domain_free_gpus(d) >= ctx.topology().domains()[d].gpus) continue;
       if (ctx.DomainCapacity(d) < g) continue;
       const double score = TieBreakScore(ctx, d, g);

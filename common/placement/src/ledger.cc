@@ -1,4 +1,4 @@
-// The ledger: allocations, health, caps and the placement index. See ledger.h for the contract.
+// The ledger: allocations, health and caps, keeping the placer's indexes current. See ledger.h for the contract.
 #include "rackwise/ledger.h"
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "empty_cluster_memo.h"
+#include "placement_indexes.h"
 
 namespace rackwise {
 namespace {
@@ -21,8 +21,7 @@ std::atomic<uint64_t> next_generation{1};
 
 }  // namespace
 
-Ledger::Ledger(const Topology& topology)
-    : topology_(&topology), empty_cluster_memo_(std::make_shared<internal::EmptyClusterMemo>()) {
+Ledger::Ledger(const Topology& topology) : topology_(&topology) {
   Changed();
   const size_t n = topology.nodes().size();
   health_.assign(n, NodeHealth::kUp);
@@ -43,70 +42,25 @@ Ledger::Ledger(const Topology& topology)
   added_since_reading_.assign(rack_cap_.size(), 0);
   added_before_reading_.assign(rack_cap_.size(), 0);
   pd_adjust_.assign(pd_cap_.size(), 0);
-  buckets_.resize(topology.node_types().size());
-  for (const NvlinkDomain& d : topology.domains()) {
-    auto& b = buckets_[d.type];
-    if (static_cast<int>(b.size()) <= d.gpus) b.resize(d.gpus + 1);
-  }
-  const size_t nd = topology.domains().size();
-  domain_free_.assign(nd, 0);
-  domain_hist_.resize(nd);
-  bucket_pos_.assign(nd, 0);
-  for (DomainId d = 0; d < static_cast<DomainId>(nd); ++d) {
-    const NvlinkDomain& dom = topology.domains()[d];
-    domain_hist_[d].assign(topology.node_types()[dom.type].gpus + 1, 0);
-    for (NodeId node : dom.nodes) {
-      domain_free_[d] += node_free_[node];
-      domain_hist_[d][node_free_[node]]++;
-    }
-    auto& bucket = buckets_[dom.type][domain_free_[d]];
-    bucket_pos_[d] = static_cast<int>(bucket.size());
-    bucket.push_back(d);
-  }
-  rack_tallies_.resize(rack_cap_.size());
-  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(topology.node_types().size()); ++type)
-    type_tallies_.push_back({type, 0, 0, 0, std::vector<int>(topology.node_types()[type].gpus + 1, 0), 0});
-  for (RackId r = 0; r < static_cast<RackId>(rack_tallies_.size()); ++r) {
-    for (NodeId node : topology.racks()[r].nodes) {
-      const NodeTypeId type = topology.nodes()[node].type;
-      auto& tallies = rack_tallies_[r];
-      auto it = std::find_if(tallies.begin(), tallies.end(), [type](const RackTypeTally& x) { return x.type == type; });
-      if (it == tallies.end()) {
-        tallies.push_back({type, 0, 0, 0, std::vector<int>(topology.node_types()[type].gpus + 1, 0), 0});
-        it = tallies.end() - 1;
-      }
-      it->nodes++;
-      type_tallies_[type].nodes++;
-      Tally(node, +1);
-    }
-  }
-  for (RackId r = 0; r < static_cast<RackId>(topology.racks().size()); ++r)
-    if (topology.racks()[r].power_domain == kNoId) root_racks_.push_back(r);
-  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(topology.power_domains().size()); ++p)
-    if (topology.power_domains()[p].parent == kNoId) root_pds_.push_back(p);
-  LayOutPowerGroups();
-  RebuildHeadroom();
+  domain_free_.assign(topology.domains().size(), 0);
+  for (DomainId d = 0; d < static_cast<DomainId>(topology.domains().size()); ++d)
+    for (NodeId node : topology.domains()[d].nodes) domain_free_[d] += node_free_[node];
+  indexes_ = OwnedIndexes(std::make_unique<internal::PlacementIndexes>(*this));
 }
 
-void Ledger::Tally(NodeId node, int sign) {
-  const Node& n = topology_->nodes()[node];
-  auto add = [&](RackTypeTally& tally) {
-    switch (health_[node]) {
-      case NodeHealth::kDown: tally.down += sign; break;
-      case NodeHealth::kDrained: tally.drained += sign; break;
-      case NodeHealth::kUp:
-        tally.up_by_free[node_free_[node]] += sign;
-        tally.up_free_gpus += sign * node_free_[node];
-        break;
-    }
-  };
-  add(type_tallies_[n.type]);
-  for (RackTypeTally& tally : rack_tallies_[n.rack]) {
-    if (tally.type != n.type) continue;
-    add(tally);
-    return;
-  }
+Ledger::OwnedIndexes::OwnedIndexes() = default;
+Ledger::OwnedIndexes::OwnedIndexes(std::unique_ptr<internal::PlacementIndexes> indexes)
+    : indexes_(std::move(indexes)) {}
+Ledger::OwnedIndexes::OwnedIndexes(const OwnedIndexes& other)
+    : indexes_(other.indexes_ ? std::make_unique<internal::PlacementIndexes>(*other.indexes_) : nullptr) {}
+Ledger::OwnedIndexes& Ledger::OwnedIndexes::operator=(const OwnedIndexes& other) {
+  if (this != &other)
+    indexes_ = other.indexes_ ? std::make_unique<internal::PlacementIndexes>(*other.indexes_) : nullptr;
+  return *this;
 }
+Ledger::OwnedIndexes::OwnedIndexes(OwnedIndexes&& other) noexcept = default;
+Ledger::OwnedIndexes& Ledger::OwnedIndexes::operator=(OwnedIndexes&& other) noexcept = default;
+Ledger::OwnedIndexes::~OwnedIndexes() = default;
 
 // A declared draw below the type's floor (only recovery lets one in) is charged at the floor: no job is free.
 Milliwatts Ledger::PerGpu(const Allocation& allocation, NodeId node) const {
@@ -226,30 +180,31 @@ bool Ledger::Release(std::string_view id) {
   return true;
 }
 
-void Ledger::Changed() { generation_ = next_generation.fetch_add(1, std::memory_order_relaxed); }
+void Ledger::Changed() {
+  generation_ = next_generation.fetch_add(1, std::memory_order_relaxed);
+  if (indexes_.get() != nullptr) indexes_->SetGeneration(generation_);  // (null only while constructing)
+}
 
 void Ledger::Apply(const Allocation& a, int sign) {
   Changed();
   RackId changed = kNoId;  // the rack whose draw moved last, brought into the headroom index once per run of nodes
   for (const NodeGpus& ng : a.nodes) {
     const Node& node = topology_->nodes()[ng.node];
-    if (changed != kNoId && changed != node.rack) RackPowerChanged(changed);
+    if (changed != kNoId && changed != node.rack) indexes_->RackPowerChanged(*this, changed);
     changed = node.rack;
     const Milliwatts watts = GpuCount(ng.gpus) * PerGpu(a, ng.node) * sign;
     rack_draw_[node.rack] += watts;
     for (PowerDomainId p : topology_->racks()[node.rack].power_chain) pd_draw_[p] += watts;
     if (sign > 0) added_since_reading_[node.rack] += watts;
     if (rack_measured_[node.rack]) Readjust(node.rack);
-    Tally(ng.node, -1);
     if (sign > 0) {
       allocated_[ng.node] |= ng.gpus;
     } else {
       allocated_[ng.node] &= ~ng.gpus;
     }
-    Reindex(ng.node);
-    Tally(ng.node, +1);
+    Reindex(ng.node, health_[ng.node]);
   }
-  if (changed != kNoId) RackPowerChanged(changed);
+  if (changed != kNoId) indexes_->RackPowerChanged(*this, changed);
 }
 
 const Allocation* Ledger::Find(std::string_view id) const {
@@ -267,25 +222,22 @@ std::vector<const Allocation*> Ledger::Allocations() const {
 
 void Ledger::SetNodeHealth(NodeId node, NodeHealth health) {
   Changed();
-  Tally(node, -1);
+  const NodeHealth before = health_[node];
   health_[node] = health;
-  Reindex(node);
-  Tally(node, +1);
-  RackGroupChanged(topology_->nodes()[node].rack);
+  Reindex(node, before);
+  indexes_->RackGroupChanged(topology_->nodes()[node].rack);
 }
 
 void Ledger::SetGpuFailed(NodeId node, int gpu, bool failed) {
   if (gpu < 0 || gpu >= topology_->nodes()[node].gpus) return;
   Changed();
-  Tally(node, -1);
   if (failed) {
     failed_[node] |= GpuMask{1} << gpu;
   } else {
     failed_[node] &= ~(GpuMask{1} << gpu);
   }
-  Reindex(node);
-  Tally(node, +1);
-  RackGroupChanged(topology_->nodes()[node].rack);
+  Reindex(node, health_[node]);
+  indexes_->RackGroupChanged(topology_->nodes()[node].rack);
 }
 
 // Clamped to the bounds of power_bounds.h: faces check caps with CheckCapKw first, and the ledger's sums stay
@@ -296,12 +248,12 @@ Milliwatts Ledger::BoundedCap(Milliwatts cap) {
 void Ledger::SetRackCap(RackId rack, Milliwatts cap) {
   Changed();
   rack_cap_[rack] = BoundedCap(cap);
-  RackPowerChanged(rack);
+  indexes_->RackPowerChanged(*this, rack);
 }
 void Ledger::SetPowerDomainCap(PowerDomainId domain, Milliwatts cap) {
   Changed();
   pd_cap_[domain] = BoundedCap(cap);
-  PowerDomainPowerChanged(domain);
+  indexes_->PowerDomainPowerChanged(*this, domain);
 }
 
 Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
@@ -310,39 +262,13 @@ Milliwatts Ledger::RackHeadroom(RackId rack, double reserve_fraction) const {
   return std::max<Milliwatts>(0, h);
 }
 
-int Ledger::domain_nodes_with_free(DomainId domain, int k) const {
-  const auto& hist = domain_hist_[domain];
-  int n = 0;
-  for (int f = std::max(k, 0); f < static_cast<int>(hist.size()); ++f) n += hist[f];
-  return n;
-}
-
-const std::vector<DomainId>& Ledger::DomainsWithFree(NodeTypeId type, int free) const {
-  static const std::vector<DomainId> kEmpty;
-  const auto& b = buckets_[type];
-  if (free < 0 || free >= static_cast<int>(b.size())) return kEmpty;
-  return b[free];
-}
-
-void Ledger::Reindex(NodeId node) {
-  const int now = GpuCount(free_gpus(node));
+void Ledger::Reindex(NodeId node, NodeHealth health_before) {
   const int before = node_free_[node];
-  if (now == before) return;
+  const int now = GpuCount(free_gpus(node));
   node_free_[node] = now;
   const DomainId d = topology_->nodes()[node].domain;
-  domain_hist_[d][before]--;
-  domain_hist_[d][now]++;
-  const NodeTypeId type = topology_->domains()[d].type;
-  // Move the domain between buckets (swap-remove from the old one).
-  auto& old_bucket = buckets_[type][domain_free_[d]];
-  const int pos = bucket_pos_[d];
-  old_bucket[pos] = old_bucket.back();
-  bucket_pos_[old_bucket[pos]] = pos;
-  old_bucket.pop_back();
   domain_free_[d] += now - before;
-  auto& new_bucket = buckets_[type][domain_free_[d]];
-  bucket_pos_[d] = static_cast<int>(new_bucket.size());
-  new_bucket.push_back(d);
+  indexes_->NodeMoved(node, {health_before, before}, {health_[node], now}, domain_free_[d]);
 }
 
 absl::Status Ledger::CheckInvariants() const {
@@ -375,48 +301,7 @@ absl::Status Ledger::CheckInvariants() const {
     if (node_free_[n] != GpuCount(free_gpus(static_cast<NodeId>(n))))
       return absl::InternalError(absl::StrCat("node ", t.nodes()[n].name, " free index stale"));
   }
-  for (DomainId d = 0; d < static_cast<DomainId>(t.domains().size()); ++d) {
-    int free = 0;
-    std::vector<int> hist(domain_hist_[d].size(), 0);
-    for (NodeId n : t.domains()[d].nodes) {
-      free += node_free_[n];
-      hist[node_free_[n]]++;
-    }
-    if (free != domain_free_[d] || hist != domain_hist_[d])
-      return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " index stale"));
-    const auto& b = buckets_[t.domains()[d].type][free];
-    if (bucket_pos_[d] >= static_cast<int>(b.size()) || b[bucket_pos_[d]] != d)
-      return absl::InternalError(absl::StrCat("domain ", t.domains()[d].name, " not in its bucket"));
-  }
-  if (absl::Status s = CheckTallies(); !s.ok()) return s;
-  if (absl::Status s = CheckHeadroom(); !s.ok()) return s;
-  if (absl::Status groups = CheckPowerGroups(); !groups.ok()) return groups;
-  return CheckPowerOrder();
-}
-
-absl::Status Ledger::CheckTallies() const {
-  const Topology& t = *topology_;
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    for (const RackTypeTally& tally : rack_tallies_[r]) {
-      RackTypeTally fresh{tally.type, 0, 0, 0, std::vector<int>(tally.up_by_free.size(), 0), 0};
-      for (NodeId n : t.racks()[r].nodes) {
-        if (t.nodes()[n].type != tally.type) continue;
-        fresh.nodes++;
-        if (health_[n] == NodeHealth::kDown) {
-          fresh.down++;
-        } else if (health_[n] == NodeHealth::kDrained) {
-          fresh.drained++;
-        } else {
-          fresh.up_by_free[node_free_[n]]++;
-          fresh.up_free_gpus += node_free_[n];
-        }
-      }
-      if (fresh.nodes != tally.nodes || fresh.down != tally.down || fresh.drained != tally.drained ||
-          fresh.up_by_free != tally.up_by_free || fresh.up_free_gpus != tally.up_free_gpus)
-        return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " tally stale"));
-    }
-  }
-  return absl::OkStatus();
+  return indexes_->Check(*this);
 }
 
 }  // namespace rackwise

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "placement_indexes.h"
 #include "rackwise/ledger.h"
 
 namespace rackwise {
@@ -27,7 +28,7 @@ void Ledger::SetMeasuredDraw(const std::vector<std::optional<Milliwatts>>& rack_
     added_since_reading_[r] = 0;
     Readjust(r);
   }
-  RebuildHeadroom();
+  indexes_->RebuildHeadroom(*this);
 }
 
 void Ledger::ClearMeasuredDraw() { SetMeasuredDraw({}, 0, false); }

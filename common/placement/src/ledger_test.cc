@@ -1,5 +1,6 @@
 // Ledger: idempotent commits, exact release, power and health enforcement, index consistency.
 #include "rackwise/ledger.h"
+#include "placement_indexes.h"
 
 #include <gtest/gtest.h>
 
@@ -117,9 +118,9 @@ TEST(LedgerTest, HealthAndFailedGpusLeaveTheIndex) {
   l.SetGpuFailed(0, 3, true);
   EXPECT_EQ(l.free_gpu_count(0), 7);
   EXPECT_EQ(l.Commit({"a", {{0, 1u << 3}}, 0}).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(l.DomainsWithFree(0, 7).size(), 1u);
+  EXPECT_EQ(internal::IndexesOf(l).DomainsWithFree(0, 7).size(), 1u);
   l.SetGpuFailed(0, 3, false);
-  EXPECT_EQ(l.DomainsWithFree(0, 7).size(), 0u);
+  EXPECT_EQ(internal::IndexesOf(l).DomainsWithFree(0, 7).size(), 0u);
   // A down node keeps its running allocation and its draw.
   ASSERT_TRUE(l.Commit({"a", {{0, 1}}, 0}).ok());
   const Milliwatts draw = l.rack_draw(0);
@@ -166,7 +167,7 @@ TEST(LedgerHeadroomProperty, MaxRackHeadroomEqualsAPassOverEveryRack) {
   const Topology& t = *built;
   const double reserve = t.policy().power_reserve_fraction;
   auto by_pass = [&](const Ledger& l) {
-    Milliwatts best = Ledger::kNoHeadroom;
+    Milliwatts best = internal::PlacementIndexes::kNoHeadroom;
     for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
       Milliwatts h = l.RackRoom(r, reserve);
       for (PowerDomainId p : t.racks()[r].power_chain) h = std::min(h, l.PowerDomainRoom(p, reserve));
@@ -211,14 +212,14 @@ TEST(LedgerHeadroomProperty, MaxRackHeadroomEqualsAPassOverEveryRack) {
       }
       l.SetMeasuredDraw(readings, pick(3) * 0.2, pick(2) == 1);
     }
-    ASSERT_EQ(l.MaxRackHeadroom(), by_pass(l)) << "step " << step << " kind " << what;
+    ASSERT_EQ(internal::IndexesOf(l).MaxRackHeadroom(), by_pass(l)) << "step " << step << " kind " << what;
     ASSERT_TRUE(l.CheckInvariants().ok()) << "step " << step << ": " << l.CheckInvariants();
   }
   // A copy keeps its own index.
   Ledger copy = l;
   ASSERT_TRUE(copy.Release(held.front()) || held.empty());
-  EXPECT_EQ(copy.MaxRackHeadroom(), by_pass(copy));
-  EXPECT_EQ(l.MaxRackHeadroom(), by_pass(l));
+  EXPECT_EQ(internal::IndexesOf(copy).MaxRackHeadroom(), by_pass(copy));
+  EXPECT_EQ(internal::IndexesOf(l).MaxRackHeadroom(), by_pass(l));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Capacity arithmetic for one request on one node type. See placement_context.h.
 #include "placement_context.h"
+#include "placement_indexes.h"
 
 #include <algorithm>
 
@@ -50,7 +51,7 @@ EmptyClusterMemo::Shape PlacementContext::EmptyClusterShape() const {
 }
 
 int PlacementContext::GreedyDomainsOnEmptyCluster() const {
-  EmptyClusterMemo& memo = ledger_.empty_cluster_memo();
+  EmptyClusterMemo& memo = IndexesOf(ledger_).empty_cluster_memo();
   const EmptyClusterMemo::Shape shape = EmptyClusterShape();
   if (std::optional<int> known = memo.Find(shape).greedy_domains) return *known;
   const int domains = WorkOutGreedyDomainsOnEmptyCluster();
@@ -94,7 +95,7 @@ int PlacementContext::WorkOutGreedyDomainsOnEmptyCluster() const {
 
 FewestDomains PlacementContext::FewestOnEmptyCluster() const {
   if (restricted()) return WorkOutFewestOnEmptyCluster();  // the node list is part of the question
-  EmptyClusterMemo& memo = ledger_.empty_cluster_memo();
+  EmptyClusterMemo& memo = IndexesOf(ledger_).empty_cluster_memo();
   const EmptyClusterMemo::Shape shape = EmptyClusterShape();
   if (std::optional<FewestDomains> known = memo.Find(shape).fewest) return *std::move(known);
   FewestDomains fewest = WorkOutFewestOnEmptyCluster();
@@ -150,7 +151,7 @@ int PlacementContext::PowerGpus(RackId r, const PowerScratch* scratch) const {
 
 int PlacementContext::MostPowerGpus() const {
   // The same arithmetic as PowerGpus, on the largest headroom: both are monotone in the room.
-  const Milliwatts room = ledger_.MaxRackHeadroom();
+  const Milliwatts room = IndexesOf(ledger_).MaxRackHeadroom();
   if (room <= 0) return 0;
   if (per_gpu_ <= 0) return kUnlimited;
   return static_cast<int>(std::min<Milliwatts>(room / per_gpu_, kUnlimited));
@@ -162,7 +163,7 @@ int PlacementContext::DomainCapacity(DomainId d) const {
   // The ledger counts a domain's free GPUs, and its nodes with k free, without visiting them; a share size
   // needs each node's free GPUs rounded down, so the nodes are visited.
   if (!restricted() && dom.nodes.size() > 1 && (k() > 0 || AnyCount())) {
-    cap = k() > 0 ? k() * ledger_.domain_nodes_with_free(d, k()) : ledger_.domain_free_gpus(d);
+    cap = k() > 0 ? k() * IndexesOf(ledger_).domain_nodes_with_free(d, k()) : ledger_.domain_free_gpus(d);
   } else {
     for (NodeId n : dom.nodes) cap += NodeCapacity(n);
   }

@@ -1,5 +1,5 @@
 // Racks ordered by power room with running node counts. See rack_power_order.h.
-#include "rackwise/rack_power_order.h"
+#include "rack_power_order.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,6 +1,6 @@
 // RackPowerOrder against a plain count over every rack, on random racks rebuilt after random changes: a few racks
 // moved (the insertion sort's case), most racks moved (the full sort's), and a different number of racks.
-#include "rackwise/rack_power_order.h"
+#include "rack_power_order.h"
 
 #include <gtest/gtest.h>
 

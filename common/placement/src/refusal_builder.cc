@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "placement_indexes.h"
 #include "rackwise/telemetry.h"
 
 namespace rackwise::internal {
@@ -75,13 +76,14 @@ bool TypeTakesShares(const Topology& t, const PlacementRequest& r, const Request
 // the racks whose own room is short (one binary search in the group), else the power domains above.
 ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, NodeReason usable) {
   const Topology& t = ledger.topology();
+  const PlacementIndexes& indexes = IndexesOf(ledger);
   ReasonTally out;
   auto count = [&out](NodeReason why, long long nodes) {
     out.counts[static_cast<int>(why)] += static_cast<int>(nodes);
   };
   const int least = ShareGranule(r);
   for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
-    const Ledger::RackTypeTally& tally = ledger.type_tally(type);
+    const PlacementIndexes::RackTypeTally& tally = indexes.type_tally(type);
     if (std::find(s.types.begin(), s.types.end(), type) == s.types.end()) {
       count(NodeReason::kWrongNodeType, tally.nodes);
       continue;
@@ -103,15 +105,15 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
   }
   // Where the least room of any rack and of any power domain with free GPUs powers one share, power blocks no
   // node: the per-type tallies give the rest, without a pass over the power groups.
-  if (most_need <= std::min(ledger.LeastRackRoomWithFree(), ledger.LeastPowerDomainRoomWithFree())) {
+  if (most_need <= std::min(indexes.LeastRackRoomWithFree(), indexes.LeastPowerDomainRoomWithFree())) {
     for (const auto& [type, need] : needs) {
-      const std::vector<int>& by_free = ledger.type_tally(type).up_by_free;
+      const std::vector<int>& by_free = indexes.type_tally(type).up_by_free;
       for (int f = least; f < static_cast<int>(by_free.size()); ++f) count(usable, by_free[f]);
     }
     return out;
   }
   for (const auto& [type, need] : needs) {
-    const Ledger::PowerShortNodes nodes = ledger.CountPowerShortNodes(type, least, need);
+    const PlacementIndexes::PowerShortNodes nodes = indexes.CountPowerShortNodes(type, least, need);
     count(NodeReason::kRackPower, nodes.rack_short);
     count(NodeReason::kPowerDomainPower, nodes.chain_short);
     count(usable, nodes.powered);
@@ -123,7 +125,7 @@ ReasonTally TallyByGroup(const Ledger& ledger, const PlacementRequest& r, const 
 int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s, RackId rack) {
   const int least = ShareGranule(r);
   long long free = 0;
-  for (const Ledger::RackTypeTally& tally : ledger.rack_tallies(rack)) {
+  for (const PlacementIndexes::RackTypeTally& tally : IndexesOf(ledger).rack_tallies(rack)) {
     if (!TypeTakesShares(ledger.topology(), r, s, tally.type)) continue;
     free += tally.up_free_gpus;
     for (int f = 0; f < least; ++f) free -= static_cast<long long>(f) * tally.up_by_free[f];
@@ -136,7 +138,8 @@ int RackFreeByTally(const Ledger& ledger, const PlacementRequest& r, const Reque
 class PowerShortfall {
  public:
   // The ledger's chain rooms are asked only when a rack or group is looked at (worked out once per change).
-  PowerShortfall(const Ledger& ledger, const PlacementRequest& r) : ledger_(ledger), r_(r) {
+  PowerShortfall(const Ledger& ledger, const PlacementRequest& r)
+      : ledger_(ledger), indexes_(IndexesOf(ledger)), r_(r) {
     const Topology& t = ledger.topology();
     for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type)
       most_per_gpu_ = std::max(most_per_gpu_, PerGpuFor(t, r, type));
@@ -146,8 +149,8 @@ class PowerShortfall {
   void Consider(RackId rack, int free) {
     if (free <= 0 || free < best_free_ || (free == best_free_ && rack > best_rack_)) return;
     const Topology& t = ledger_.topology();
-    const Milliwatts left =
-        std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction), ChainRoomOf(t, ledger_.ChainRooms(), rack));
+    const Milliwatts left = std::min(ledger_.RackRoom(rack, t.policy().power_reserve_fraction),
+                                     ChainRoomOf(t, indexes_.ChainRooms(), rack));
     if (Need(rack, free) <= left) return;
     best_free_ = free;
     best_rack_ = rack;
@@ -156,17 +159,17 @@ class PowerShortfall {
   // free GPUs powers the most free GPUs in one rack), and every power domain powers all the free GPUs below it.
   // O(1): most refusals where power does not bind end here.
   bool NoneShortAnywhere() const {
-    const bool racks_power_all = most_per_gpu_ <= ledger_.LeastRackRoomPerFreeGpu() ||
-                                 static_cast<Milliwatts>(std::min(r_.gpus, ledger_.MostRackFree())) * most_per_gpu_ <=
-                                     ledger_.LeastRackRoomWithFree();
-    return racks_power_all && most_per_gpu_ <= ledger_.LeastPowerDomainRoomPerFreeGpu();
+    const bool racks_power_all = most_per_gpu_ <= indexes_.LeastRackRoomPerFreeGpu() ||
+                                 static_cast<Milliwatts>(std::min(r_.gpus, indexes_.MostRackFree())) * most_per_gpu_ <=
+                                     indexes_.LeastRackRoomWithFree();
+    return racks_power_all && most_per_gpu_ <= indexes_.LeastPowerDomainRoomPerFreeGpu();
   }
   // Whether no rack of the group can fall short: the least room there (its own, or above it) powers the most
   // free GPUs any of its racks holds, at the highest draw of the job's node types.
   bool NoneShort(PowerDomainId group, int most_free) const {
     const Milliwatts least_left =
-        std::min(ledger_.GroupLeastRackRoom(group),
-                 group == kNoId ? std::numeric_limits<Milliwatts>::max() : ledger_.ChainRooms()[group]);
+        std::min(indexes_.GroupLeastRackRoom(group),
+                 group == kNoId ? std::numeric_limits<Milliwatts>::max() : indexes_.ChainRooms()[group]);
     return static_cast<Milliwatts>(std::min(r_.gpus, most_free)) * most_per_gpu_ <= least_left;
   }
   // "power domain row01 would need 5.1 kW for 4 GPUs, 0.9 kW left." (empty when no rack fell short)
@@ -196,6 +199,7 @@ class PowerShortfall {
   }
 
   const Ledger& ledger_;
+  const PlacementIndexes& indexes_;
   const PlacementRequest& r_;
   Milliwatts most_per_gpu_ = 0;  // the job's highest draw per GPU over every node type
   int best_free_ = 0;
@@ -206,15 +210,16 @@ class PowerShortfall {
 // found so far (or as many, all after it) are skipped without visiting their racks.
 std::string PowerShortfallByGroup(const Ledger& ledger, const PlacementRequest& r, const RequestSetup& s) {
   const Topology& t = ledger.topology();
+  const PlacementIndexes& indexes = IndexesOf(ledger);
   PowerShortfall shortfall(ledger, r);
   if (shortfall.NoneShortAnywhere()) return "";
   for (PowerDomainId group = 0; group <= static_cast<PowerDomainId>(t.power_domains().size()); ++group) {
     const PowerDomainId id = group == static_cast<PowerDomainId>(t.power_domains().size()) ? kNoId : group;
-    const int bound = ledger.GroupMaxRackFree(id);
+    const int bound = indexes.GroupMaxRackFree(id);
     if (bound == 0 || bound < shortfall.best_free()) continue;
-    if (bound == shortfall.best_free() && ledger.GroupFirstRack(id) > shortfall.best_rack()) continue;
+    if (bound == shortfall.best_free() && indexes.GroupFirstRack(id) > shortfall.best_rack()) continue;
     if (shortfall.NoneShort(id, bound)) continue;
-    for (RackId rack : ledger.GroupRacks(id)) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
+    for (RackId rack : indexes.GroupRacks(id)) shortfall.Consider(rack, RackFreeByTally(ledger, r, s, rack));
   }
   return shortfall.Describe();
 }

@@ -1,5 +1,5 @@
 // TournamentTree against a pass over every value, after every one of many random updates.
-#include "rackwise/tournament_tree.h"
+#include "tournament_tree.h"
 
 #include <algorithm>
 #include <functional>

@@ -11,6 +11,7 @@
 #include "rackwise/fallback_order.h"
 #include "rackwise/placer.h"
 #include "rackwise/power_rollup.h"
+#include "rackwise/rack_free_gpus.h"
 
 namespace rackwise::sim {
 
@@ -168,26 +169,13 @@ class RackwisePolicy : public Policy {
     const int k = job.gpus_per_node;
     bool one_domain = false;
     const bool want_one = job.locality == Locality::kRequired && (k == 0 || k == job.gpus);
-    // From the ledger's per-rack tallies (nodes by free GPU count), not domain by domain: a rack holds one NVLink
-    // domain of a rack-scope type, and one per node of a node-scope type, whose largest is its fullest-free node.
+    // From the ledger's per-rack tallies (rack_free_gpus.h), not domain by domain or node by node.
     auto rack_free = [&](RackId r) {
-      long long free = 0;
-      for (const Ledger::RackTypeTally& tally : ledger.rack_tallies(r)) {
-        const int sizes = static_cast<int>(tally.up_by_free.size());
-        long long type_free = k > 0 ? 0 : tally.up_free_gpus;
-        for (int f = k; k > 0 && f < sizes; ++f) type_free += static_cast<long long>(tally.up_by_free[f]) * k;
-        free += type_free;
-        if (!want_one || one_domain) continue;
-        int largest_domain = static_cast<int>(std::min<long long>(type_free, job.gpus));
-        if (t_.node_types()[tally.type].nvlink == NvlinkScope::kNode) {
-          largest_domain = sizes - 1;
-          while (largest_domain > 0 && tally.up_by_free[largest_domain] == 0) --largest_domain;
-        }
-        if (largest_domain >= job.gpus && ledger.RackRoom(r, reserve) / per_gpu >= job.gpus) {
-          one_domain = ledger.RackHeadroom(r, reserve) / per_gpu >= job.gpus;
-        }
-      }
-      return free;
+      const RackFreeGpus free = RackFreeFor(ledger, r, k);
+      if (want_one && !one_domain && free.largest_domain >= job.gpus &&
+          ledger.RackRoom(r, reserve) / per_gpu >= job.gpus)
+        one_domain = ledger.RackHeadroom(r, reserve) / per_gpu >= job.gpus;
+      return free.usable;
     };
     const long long total = PowerLimitedGpus(
         t_, per_gpu, rack_free, [&](RackId r) { return ledger.RackRoom(r, reserve); },

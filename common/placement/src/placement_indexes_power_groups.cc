@@ -1,6 +1,6 @@
-// The ledger's power groups: per power domain, its racks ordered by their own room with running sums of their
+// The placer's power groups: per power domain, its racks ordered by their own room with running sums of their
 // node tallies, so that a refusal counts "nodes short of rack power" with one binary search per group instead of
-// a look at every rack. See GroupNodesWithFree in ledger.h.
+// a look at every rack. See GroupNodesWithFree in placement_indexes.h.
 //
 // A change to one rack (its room, or a node's free GPUs or health) marks its group stale; the next question about
 // the group refreshes it: O(racks in the group x GPUs per node), a handful of racks under a row. Racks under no
@@ -9,17 +9,17 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "rackwise/ledger.h"
+#include "placement_indexes.h"
 
-namespace rackwise {
+namespace rackwise::internal {
 
-int Ledger::GroupOf(RackId rack) const { return GroupIndex(topology_->racks()[rack].power_domain); }
+int PlacementIndexes::GroupOf(RackId rack) const { return GroupIndex(topology_->racks()[rack].power_domain); }
 
-const std::vector<RackId>& Ledger::GroupRacks(PowerDomainId group) const {
+const std::vector<RackId>& PlacementIndexes::GroupRacks(PowerDomainId group) const {
   return group == kNoId ? root_racks_ : topology_->power_domains()[group].racks;
 }
 
-void Ledger::LayOutPowerGroups() {
+void PlacementIndexes::LayOutPowerGroups() {
   const Topology& t = *topology_;
   groups_.resize(t.power_domains().size() + 1);
   group_stale_.assign(groups_.size(), 1);  // filled when first asked
@@ -44,16 +44,18 @@ void Ledger::LayOutPowerGroups() {
   }
 }
 
-const Ledger::PowerGroupIndex& Ledger::FreshGroup(PowerDomainId group) const { return groups_[FreshGroupIndex(group)]; }
+const PlacementIndexes::PowerGroupIndex& PlacementIndexes::FreshGroup(PowerDomainId group) const {
+  return groups_[FreshGroupIndex(group)];
+}
 
-const std::vector<int>* Ledger::GroupSums(const PowerGroupIndex& g, NodeTypeId type) const {
+const std::vector<int>* PlacementIndexes::GroupSums(const PowerGroupIndex& g, NodeTypeId type) const {
   const auto slot = std::find(g.types.begin(), g.types.end(), type);
   return slot == g.types.end() ? nullptr : &g.cumulative[slot - g.types.begin()];
 }
 
 // In place, without allocating. Done when a group is first asked after a change, not on the change: the
 // simulator's backfill commits and releases on scratch ledgers that never ask.
-void Ledger::RefreshPowerGroup(int group) const {
+void PlacementIndexes::RefreshPowerGroup(int group) const {
   PowerGroupIndex& g = groups_[group];
   group_stale_[group] = 0;
   auto before = [&](RackId a, RackId b) {
@@ -92,23 +94,24 @@ void Ledger::RefreshPowerGroup(int group) const {
   }
 }
 
-size_t Ledger::AtLeastIndex(int group, NodeTypeId type) const {
+size_t PlacementIndexes::AtLeastIndex(int group, NodeTypeId type) const {
   return (static_cast<size_t>(group) * topology_->node_types().size() + type) * group_width_;
 }
 
-void Ledger::RackGroupChanged(RackId rack) {
+void PlacementIndexes::RackGroupChanged(RackId rack) {
   if (!groups_.empty()) group_stale_[GroupOf(rack)] = 1;
   KeepRoomExtremes(rack);
 }
 
-size_t Ledger::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) {
+size_t PlacementIndexes::RacksBelowRoom(const PowerGroupIndex& g, Milliwatts room) {
   // Every rack below the room, or none, without the search: the usual answers on uncapped or full clusters.
   if (g.rooms.empty() || g.rooms.front() >= room) return 0;
   if (g.rooms.back() < room) return g.rooms.size();
   return std::partition_point(g.rooms.begin(), g.rooms.end(), [&](Milliwatts r) { return r < room; }) - g.rooms.begin();
 }
 
-absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId type, Milliwatts room) const {
+absl::Span<const int> PlacementIndexes::GroupFreeHistogram(PowerDomainId group, NodeTypeId type,
+                                                           Milliwatts room) const {
   const PowerGroupIndex& g = FreshGroup(group);
   const std::vector<int>* sums = GroupSums(g, type);
   if (sums == nullptr) return {};
@@ -116,7 +119,8 @@ absl::Span<const int> Ledger::GroupFreeHistogram(PowerDomainId group, NodeTypeId
   return absl::MakeConstSpan(*sums).subspan(RacksBelowRoom(g, room) * width, width);
 }
 
-Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least, Milliwatts room) const {
+PlacementIndexes::GroupNodes PlacementIndexes::GroupNodesWithFree(PowerDomainId group, NodeTypeId type, int least,
+                                                                  Milliwatts room) const {
   const PowerGroupIndex& g = FreshGroup(group);
   const int index = GroupIndex(group);
   GroupNodes out;
@@ -131,11 +135,13 @@ Ledger::GroupNodes Ledger::GroupNodesWithFree(PowerDomainId group, NodeTypeId ty
   return out;
 }
 
-int Ledger::BelowRoomAtLeast(const PowerGroupIndex& group, size_t slot, size_t width, int least, Milliwatts room) {
+int PlacementIndexes::BelowRoomAtLeast(const PowerGroupIndex& group, size_t slot, size_t width, int least,
+                                       Milliwatts room) {
   return group.at_least[slot][RacksBelowRoom(group, room) * width + least];
 }
 
-Ledger::PowerShortNodes Ledger::CountPowerShortNodesByGroup(NodeTypeId type, int least, Milliwatts need) const {
+PlacementIndexes::PowerShortNodes PlacementIndexes::CountPowerShortNodesByGroup(NodeTypeId type, int least,
+                                                                                Milliwatts need) const {
   PowerShortNodes out;
   const size_t width = topology_->node_types()[type].gpus + 1;
   least = std::max(least, 0);
@@ -159,7 +165,7 @@ Ledger::PowerShortNodes Ledger::CountPowerShortNodesByGroup(NodeTypeId type, int
   return out;
 }
 
-absl::Status Ledger::CheckPowerGroups() const {
+absl::Status PlacementIndexes::CheckPowerGroups() const {
   const Topology& t = *topology_;
   for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
     RackTypeTally sum{type, 0, 0, 0, std::vector<int>(t.node_types()[type].gpus + 1, 0), 0};
@@ -209,4 +215,4 @@ absl::Status Ledger::CheckPowerGroups() const {
   return absl::OkStatus();
 }
 
-}  // namespace rackwise
+}  // namespace rackwise::internal

@@ -1,5 +1,5 @@
-// The ledger's headroom index: the most any rack can still take, kept up the power tree on every change so that
-// the placer asks it in O(1). See MaxRackHeadroom in ledger.h.
+// The placer's headroom index: the most any rack can still take, kept up the power tree on every change so that
+// the placer asks it in O(1), and the kept extremes. See MaxRackHeadroom in placement_indexes.h.
 //
 // Every power domain keeps the largest value among its children (the racks directly below it, at their own room,
 // and the power domains directly below it, at their headroom) and its own headroom, the least of that and its
@@ -9,9 +9,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "rackwise/ledger.h"
+#include "placement_indexes.h"
 
-namespace rackwise {
+namespace rackwise::internal {
 namespace {
 constexpr Milliwatts kNoRoomToKeep = std::numeric_limits<Milliwatts>::max();  // a rack or domain with no free GPU
 
@@ -21,13 +21,17 @@ Milliwatts RoomPerFreeGpu(Milliwatts room, long long free) {
   if (free <= 0) return kNoRoomToKeep;
   return room < 0 ? -1 : room / free;
 }
+
+// The rooms the indexes keep: the policy's reserve kept.
+Milliwatts RackRoomWithPolicyReserve(const Ledger& ledger, RackId rack) {
+  return ledger.RackRoom(rack, ledger.topology().policy().power_reserve_fraction);
+}
+Milliwatts PowerDomainRoomWithPolicyReserve(const Ledger& ledger, PowerDomainId domain) {
+  return ledger.PowerDomainRoom(domain, ledger.topology().policy().power_reserve_fraction);
+}
 }  // namespace
 
-Milliwatts Ledger::RackRoomWithPolicyReserve(RackId rack) const {
-  return RackRoom(rack, topology_->policy().power_reserve_fraction);
-}
-
-Milliwatts Ledger::BestChildOf(PowerDomainId domain) const {
+Milliwatts PlacementIndexes::BestChildOf(PowerDomainId domain) const {
   Milliwatts best = kNoHeadroom;
   const std::vector<RackId>& racks = domain == kNoId ? root_racks_ : topology_->power_domains()[domain].racks;
   const std::vector<PowerDomainId>& pds = domain == kNoId ? root_pds_ : topology_->power_domains()[domain].children;
@@ -36,16 +40,19 @@ Milliwatts Ledger::BestChildOf(PowerDomainId domain) const {
   return best;
 }
 
-void Ledger::RebuildHeadroom() {
+void PlacementIndexes::RebuildHeadroom(const Ledger& ledger) {
   const Topology& t = *topology_;
-  const double reserve = t.policy().power_reserve_fraction;
   rack_room_kept_.resize(t.racks().size());
-  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) rack_room_kept_[r] = RackRoomWithPolicyReserve(r);
+  for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r)
+    rack_room_kept_[r] = RackRoomWithPolicyReserve(ledger, r);
+  pd_room_kept_.resize(t.power_domains().size());
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
+    pd_room_kept_[p] = PowerDomainRoomWithPolicyReserve(ledger, p);
   pd_headroom_.assign(t.power_domains().size(), kNoHeadroom);
   pd_child_best_.assign(t.power_domains().size(), kNoHeadroom);
   for (PowerDomainId p : t.power_domains_deepest_first()) {  // children before their parents
     pd_child_best_[p] = BestChildOf(p);
-    pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), pd_child_best_[p]);
+    pd_headroom_[p] = std::min(pd_room_kept_[p], pd_child_best_[p]);
   }
   top_headroom_ = BestChildOf(kNoId);
   least_rack_room_.Assign(t.racks().size());
@@ -65,25 +72,25 @@ void Ledger::RebuildHeadroom() {
   std::fill(group_stale_.begin(), group_stale_.end(), 1);  // every rack's room may have moved
 }
 
-int Ledger::RackFree(RackId rack) const {
+int PlacementIndexes::RackFree(RackId rack) const {
   long long free = 0;
   for (const RackTypeTally& tally : rack_tallies_[rack]) free += tally.up_free_gpus;
   return static_cast<int>(free);
 }
 
-void Ledger::KeepPowerDomainRoom(PowerDomainId domain) const {
-  const Milliwatts room = PowerDomainRoom(domain, topology_->policy().power_reserve_fraction);
+void PlacementIndexes::KeepPowerDomainRoom(PowerDomainId domain) const {
+  const Milliwatts room = pd_room_kept_[domain];
   least_pd_room_.Set(domain, pd_free_[domain] > 0 ? room : kNoRoomToKeep);
   least_pd_room_per_free_.Set(domain, RoomPerFreeGpu(room, pd_free_[domain]));
 }
 
-void Ledger::KeepRoomExtremes(RackId rack) {
+void PlacementIndexes::KeepRoomExtremes(RackId rack) {
   if (rack_extremes_stale_.empty() || rack_extremes_stale_[rack]) return;  // (construction: RebuildHeadroom fills)
   rack_extremes_stale_[rack] = 1;
   extremes_stale_.push_back(rack);
 }
 
-void Ledger::RefreshExtremes() const {
+void PlacementIndexes::RefreshExtremes() const {
   for (RackId rack : extremes_stale_) {
     rack_extremes_stale_[rack] = 0;
     RefreshRackExtremes(rack);
@@ -91,13 +98,13 @@ void Ledger::RefreshExtremes() const {
   extremes_stale_.clear();
 }
 
-void Ledger::SetRackExtremes(RackId rack, int free) const {
+void PlacementIndexes::SetRackExtremes(RackId rack, int free) const {
   most_rack_free_.Set(rack, free);
   least_rack_room_.Set(rack, free > 0 ? rack_room_kept_[rack] : kNoRoomToKeep);
   least_rack_room_per_free_.Set(rack, RoomPerFreeGpu(rack_room_kept_[rack], free));
 }
 
-void Ledger::RefreshRackExtremes(RackId rack) const {
+void PlacementIndexes::RefreshRackExtremes(RackId rack) const {
   const int free = RackFree(rack);
   const int delta = free - most_rack_free_.at(rack);  // the free GPUs last carried up the chain
   SetRackExtremes(rack, free);
@@ -108,23 +115,23 @@ void Ledger::RefreshRackExtremes(RackId rack) const {
   }
 }
 
-void Ledger::RackPowerChanged(RackId rack) {
+void PlacementIndexes::RackPowerChanged(const Ledger& ledger, RackId rack) {
   const Milliwatts old_value = rack_room_kept_[rack];
-  rack_room_kept_[rack] = RackRoomWithPolicyReserve(rack);
-  CarryHeadroomUp(topology_->racks()[rack].power_domain, old_value, rack_room_kept_[rack]);
+  rack_room_kept_[rack] = RackRoomWithPolicyReserve(ledger, rack);
+  CarryHeadroomUp(ledger, topology_->racks()[rack].power_domain, old_value, rack_room_kept_[rack]);
   RackGroupChanged(rack);  // its room and (after a commit or release) its tallies moved
 }
 
-void Ledger::PowerDomainPowerChanged(PowerDomainId domain) {
+void PlacementIndexes::PowerDomainPowerChanged(const Ledger& ledger, PowerDomainId domain) {
   const Milliwatts old_value = pd_headroom_[domain];
+  pd_room_kept_[domain] = PowerDomainRoomWithPolicyReserve(ledger, domain);
   KeepPowerDomainRoom(domain);
-  pd_headroom_[domain] =
-      std::min(PowerDomainRoom(domain, topology_->policy().power_reserve_fraction), pd_child_best_[domain]);
-  CarryHeadroomUp(topology_->power_domains()[domain].parent, old_value, pd_headroom_[domain]);
+  pd_headroom_[domain] = std::min(pd_room_kept_[domain], pd_child_best_[domain]);
+  CarryHeadroomUp(ledger, topology_->power_domains()[domain].parent, old_value, pd_headroom_[domain]);
 }
 
-void Ledger::CarryHeadroomUp(PowerDomainId parent, Milliwatts old_value, Milliwatts new_value) {
-  const double reserve = topology_->policy().power_reserve_fraction;
+void PlacementIndexes::CarryHeadroomUp(const Ledger& ledger, PowerDomainId parent, Milliwatts old_value,
+                                       Milliwatts new_value) {
   // Every domain of the chain is visited even when a child's value did not move: a draw change moves the room
   // of every domain above the rack.
   for (PowerDomainId p = parent;; p = topology_->power_domains()[p].parent) {
@@ -136,21 +143,24 @@ void Ledger::CarryHeadroomUp(PowerDomainId parent, Milliwatts old_value, Milliwa
     }
     if (p == kNoId) return;
     old_value = pd_headroom_[p];
-    pd_headroom_[p] = std::min(PowerDomainRoom(p, reserve), best);
+    pd_room_kept_[p] = PowerDomainRoomWithPolicyReserve(ledger, p);
+    pd_headroom_[p] = std::min(pd_room_kept_[p], best);
     new_value = pd_headroom_[p];
   }
 }
 
-absl::Status Ledger::CheckHeadroom() const {
+absl::Status PlacementIndexes::CheckHeadroom(const Ledger& ledger) const {
   const Topology& t = *topology_;
   RefreshExtremes();
+  for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
+    if (pd_room_kept_[p] != PowerDomainRoomWithPolicyReserve(ledger, p))
+      return absl::InternalError(absl::StrCat("power domain ", t.power_domains()[p].name, " kept room stale"));
   Milliwatts top = kNoHeadroom;
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    if (rack_room_kept_[r] != RackRoomWithPolicyReserve(r))
+    if (rack_room_kept_[r] != RackRoomWithPolicyReserve(ledger, r))
       return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " kept room stale"));
-    Milliwatts h = RackRoomWithPolicyReserve(r);
-    for (PowerDomainId p : t.racks()[r].power_chain)
-      h = std::min(h, PowerDomainRoom(p, t.policy().power_reserve_fraction));
+    Milliwatts h = RackRoomWithPolicyReserve(ledger, r);
+    for (PowerDomainId p : t.racks()[r].power_chain) h = std::min(h, PowerDomainRoomWithPolicyReserve(ledger, p));
     top = std::max(top, h);
   }
   if (top != top_headroom_)
@@ -162,16 +172,17 @@ absl::Status Ledger::CheckHeadroom() const {
   std::vector<long long> pd_free(t.power_domains().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
     int free = 0;
-    for (NodeId n : t.racks()[r].nodes) free += free_gpu_count(n);
+    for (NodeId n : t.racks()[r].nodes) free += ledger.free_gpu_count(n);
     most_free = std::max(most_free, free);
-    if (free > 0) least_rack = std::min(least_rack, RackRoomWithPolicyReserve(r));
-    least_rack_per_free = std::min(least_rack_per_free, RoomPerFreeGpu(RackRoomWithPolicyReserve(r), free));
+    const Milliwatts room = RackRoomWithPolicyReserve(ledger, r);
+    if (free > 0) least_rack = std::min(least_rack, room);
+    least_rack_per_free = std::min(least_rack_per_free, RoomPerFreeGpu(room, free));
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free[p] += free;
   }
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) {
     if (pd_free[p] != pd_free_[p])
       return absl::InternalError(absl::StrCat("power domain ", t.power_domains()[p].name, " free GPUs stale"));
-    const Milliwatts room = PowerDomainRoom(p, t.policy().power_reserve_fraction);
+    const Milliwatts room = PowerDomainRoomWithPolicyReserve(ledger, p);
     if (pd_free[p] > 0) least_pd = std::min(least_pd, room);
     least_pd_per_free = std::min(least_pd_per_free, RoomPerFreeGpu(room, pd_free[p]));
   }
@@ -187,4 +198,4 @@ absl::Status Ledger::CheckHeadroom() const {
   return absl::OkStatus();
 }
 
-}  // namespace rackwise
+}  // namespace rackwise::internal

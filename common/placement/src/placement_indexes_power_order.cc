@@ -1,28 +1,27 @@
-// The ledger's racks ordered by power room, for refusals: CountPowerShortNodes and ChainRooms. See ledger.h and
+// The racks ordered by power room, for refusals: CountPowerShortNodes and ChainRooms. See placement_indexes.h and
 // rack_power_order.h.
 #include <algorithm>
 #include <limits>
 
-#include "rackwise/ledger.h"
+#include "placement_indexes.h"
 
-namespace rackwise {
+namespace rackwise::internal {
 
-absl::Span<const Milliwatts> Ledger::ChainRooms() const {
+absl::Span<const Milliwatts> PlacementIndexes::ChainRooms() const {
   if (chain_rooms_generation_ == generation_) return chain_rooms_;
   const Topology& t = *topology_;
-  const double reserve = t.policy().power_reserve_fraction;
   chain_rooms_.resize(t.power_domains().size());
   const std::vector<PowerDomainId>& deepest_first = t.power_domains_deepest_first();
   for (auto it = deepest_first.rbegin(); it != deepest_first.rend(); ++it) {  // parents before their children
     const PowerDomainId parent = t.power_domains()[*it].parent;
-    chain_rooms_[*it] = std::min(PowerDomainRoom(*it, reserve),
-                                 parent == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_rooms_[parent]);
+    chain_rooms_[*it] =
+        std::min(pd_room_kept_[*it], parent == kNoId ? std::numeric_limits<Milliwatts>::max() : chain_rooms_[parent]);
   }
   chain_rooms_generation_ = generation_;
   return chain_rooms_;
 }
 
-void Ledger::BuildPowerOrderRows() const {
+void PlacementIndexes::BuildPowerOrderRows() const {
   const Topology& t = *topology_;
   const absl::Span<const Milliwatts> chain = ChainRooms();
   const size_t types = t.node_types().size();
@@ -42,7 +41,7 @@ void Ledger::BuildPowerOrderRows() const {
   }
 }
 
-const RackPowerOrder& Ledger::FreshPowerOrder() const {
+const RackPowerOrder& PlacementIndexes::FreshPowerOrder() const {
   if (power_order_generation_ != generation_) {
     BuildPowerOrderRows();
     power_order_.Rebuild(power_order_rows_, static_cast<int>(topology_->node_types().size()),
@@ -52,7 +51,8 @@ const RackPowerOrder& Ledger::FreshPowerOrder() const {
   return power_order_;
 }
 
-Ledger::PowerShortNodes Ledger::CountPowerShortNodes(NodeTypeId type, int least, Milliwatts need) const {
+PlacementIndexes::PowerShortNodes PlacementIndexes::CountPowerShortNodes(NodeTypeId type, int least,
+                                                                         Milliwatts need) const {
   if (power_order_generation_ != generation_) {
     if (asks_generation_ != generation_) {
       asks_generation_ = generation_;
@@ -68,10 +68,10 @@ Ledger::PowerShortNodes Ledger::CountPowerShortNodes(NodeTypeId type, int least,
   return out;
 }
 
-absl::Status Ledger::CheckPowerOrder() const {
+absl::Status PlacementIndexes::CheckPowerOrder() const {
   FreshPowerOrder();
-  BuildPowerOrderRows();  // from the ledger as it is now, not as the order last saw it
+  BuildPowerOrderRows();  // from the indexes as they are now, not as the order last saw them
   return power_order_.Check(power_order_rows_);
 }
 
-}  // namespace rackwise
+}  // namespace rackwise::internal
