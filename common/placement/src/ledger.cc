@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "deep_copied_ptr_impl.h"
 #include "placement_indexes.h"
 
 namespace rackwise {
@@ -45,22 +46,10 @@ Ledger::Ledger(const Topology& topology) : topology_(&topology) {
   domain_free_.assign(topology.domains().size(), 0);
   for (DomainId d = 0; d < static_cast<DomainId>(topology.domains().size()); ++d)
     for (NodeId node : topology.domains()[d].nodes) domain_free_[d] += node_free_[node];
-  indexes_ = OwnedIndexes(std::make_unique<internal::PlacementIndexes>(*this));
+  indexes_ = DeepCopiedPtr<internal::PlacementIndexes>(std::make_unique<internal::PlacementIndexes>(*this));
 }
 
-Ledger::OwnedIndexes::OwnedIndexes() = default;
-Ledger::OwnedIndexes::OwnedIndexes(std::unique_ptr<internal::PlacementIndexes> indexes)
-    : indexes_(std::move(indexes)) {}
-Ledger::OwnedIndexes::OwnedIndexes(const OwnedIndexes& other)
-    : indexes_(other.indexes_ ? std::make_unique<internal::PlacementIndexes>(*other.indexes_) : nullptr) {}
-Ledger::OwnedIndexes& Ledger::OwnedIndexes::operator=(const OwnedIndexes& other) {
-  if (this != &other)
-    indexes_ = other.indexes_ ? std::make_unique<internal::PlacementIndexes>(*other.indexes_) : nullptr;
-  return *this;
-}
-Ledger::OwnedIndexes::OwnedIndexes(OwnedIndexes&& other) noexcept = default;
-Ledger::OwnedIndexes& Ledger::OwnedIndexes::operator=(OwnedIndexes&& other) noexcept = default;
-Ledger::OwnedIndexes::~OwnedIndexes() = default;
+template class DeepCopiedPtr<internal::PlacementIndexes>;
 
 // A declared draw below the type's floor (only recovery lets one in) is charged at the floor: no job is free.
 Milliwatts Ledger::PerGpu(const Allocation& allocation, NodeId node) const {

@@ -134,6 +134,29 @@ else
 fi
 cancel_all
 
+# In the partition of both types, a --nvlink=preferred job that only backfill could start, whose NVL72 rack is
+# far off (the racks' jobs have an hour left; it asks 5 minutes, so waiting would cost it more than the default
+# 20% of its limit), takes HGX nodes, where it can never be whole, and no pieces of the NVL72 racks the head
+# waits for: 16 GPUs at 4 per node on 4 HGX nodes, while 8 GPUs are free in each NVL72 rack.
+a=$(rw_submit -p nvl --gpus=64 --nvlink=required)
+b=$(rw_submit -p nvl --gpus=64 --nvlink=required)
+{ rw_wait_state "$a" RUNNING 20 && rw_wait_state "$b" RUNNING 20; } || rw_fail "two 64-GPU NVL72 jobs not running"
+h=$(rw_submit --gpus=72 --nvlink=required)
+rw_wait_reason "$h" 'Resources\|Priority\|rackwise' 20 || rw_fail "72-GPU head never considered: $(rw_reason "$h")"
+q=$(rw_submit -t 5 -N 4 --gpus-per-node=4 --nvlink=preferred)
+if rw_wait_state "$q" RUNNING 30; then
+  qn=$(rw_job_nodes "$q")
+  if [[ $(grep -c '^gpu' <<<"$qn") -eq 4 && $(wc -l <<<"$qn") -eq 4 ]]; then
+    rw_ok "backfill starts a far-off --nvlink=preferred job on HGX nodes, not on NVL72 pieces ($(paste -sd, <<<"$qn"))"
+  else
+    rw_fail "backfilled preferred job on $(paste -sd, <<<"$qn")"
+  fi
+else
+  rw_fail "preferred job with a far-off NVL72 rack not started on free HGX nodes: $(rw_reason "$q")"
+fi
+[[ $(rw_state "$h") == PENDING ]] || rw_fail "72-GPU head $(rw_state "$h") with no whole rack free"
+cancel_all
+
 # --- HGX: the fewest nodes; rail alignment on partly used nodes ----------------------------------------
 d=$(rw_submit -p hgx --gpus=16)
 rw_wait_state "$d" RUNNING 20 || rw_fail "16-GPU HGX job not running"

@@ -12,7 +12,6 @@
 // mutator here, so that they can change without rebuilding every face.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "rackwise/allocation.h"
+#include "rackwise/deep_copied_ptr.h"
 #include "rackwise/gpu_mask.h"
 #include "rackwise/topology.h"
 
@@ -90,8 +90,7 @@ class Ledger {
   // Draw = idle draw of every node below + what allocations add.
   Milliwatts rack_draw(RackId rack) const { return rack_draw_[rack]; }
   Milliwatts power_domain_draw(PowerDomainId domain) const { return pd_draw_[domain]; }
-  // Room under one cap after keeping `reserve_fraction` of it free; negative when the draw is above it.
-  // Room under one cap: counted draw (see below), not the bare estimate.
+  // Room under one cap (counted draw, see below) after keeping `reserve_fraction` of it free; negative when over.
   Milliwatts RackRoom(RackId rack, double reserve_fraction = 0) const {
     return UsableCap(rack_cap_[rack], reserve_fraction) - counted_rack_draw(rack);
   }
@@ -143,24 +142,6 @@ class Ledger {
 
  private:
   friend struct internal::LedgerIndexes;
-  // Owns the placer's indexes, defined where the ledger's sources see them; copied deep with the ledger, so that a
-  // copy (the simulator's scratch ledgers) keeps its own, and the ledger's copy and move stay the defaults.
-  class OwnedIndexes {
-   public:
-    OwnedIndexes();  // none yet
-    explicit OwnedIndexes(std::unique_ptr<internal::PlacementIndexes> indexes);
-    OwnedIndexes(const OwnedIndexes& other);
-    OwnedIndexes& operator=(const OwnedIndexes& other);
-    OwnedIndexes(OwnedIndexes&& other) noexcept;
-    OwnedIndexes& operator=(OwnedIndexes&& other) noexcept;
-    ~OwnedIndexes();
-    internal::PlacementIndexes* get() const { return indexes_.get(); }
-    internal::PlacementIndexes* operator->() const { return indexes_.get(); }
-
-   private:
-    std::unique_ptr<internal::PlacementIndexes> indexes_;
-  };
-
   static Milliwatts BoundedCap(Milliwatts cap);
   void Changed();            // a new generation
   uint64_t generation_ = 0;  // see generation()
@@ -185,7 +166,8 @@ class Ledger {
   std::vector<std::optional<Milliwatts>> rack_measured_;
   std::vector<Milliwatts> added_since_reading_, added_before_reading_;  // estimates placed since the last two readings
   double reclaim_fraction_ = 0;
-  OwnedIndexes indexes_;  // built last in the constructor, from the state above
+  // Built last in the constructor, from the state above; a copy (the simulator's scratch ledgers) has its own.
+  DeepCopiedPtr<internal::PlacementIndexes> indexes_;
 };
 
 }  // namespace rackwise
