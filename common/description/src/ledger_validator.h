@@ -7,12 +7,12 @@
 
 #include "rackwise/diagnostic.h"
 #include "rackwise/v1/cluster.pb.h"
-#include "yaml_to_proto.h"
+#include "field_path_lines.h"
 
 namespace rackwise {
 
 // Appends a diagnostic for every `ledger:` rule `description` breaks (nothing when it has no such section).
-void CheckLedgerLink(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+void CheckLedgerLink(const v1::ClusterDescription& description, const FieldPathLines& lines, std::string_view file,
                      Diagnostics* diagnostics);
 
 }  // namespace rackwise
