@@ -15,16 +15,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "description_validator.h"
+#include "field_path_lines.h"
 #include "proto_to_yaml.h"
 #include "state_validator.h"
-#include "field_path_lines.h"
 #include "yaml_stream.h"
 
 namespace rackwise {
 namespace {
 
-// Aliases may make a document walk at most this much larger than its text (a guard against "billion laughs").
-size_t MaxYamlVisits(std::string_view yaml) { return 50'000 + 20 * yaml.size(); }
+// Aliases may make a document read at most this many events, in proportion to its text (a guard against "billion
+// laughs").
+size_t MaxYamlEvents(std::string_view yaml) { return 50'000 + 20 * yaml.size(); }
 constexpr size_t kMaxDiagnostics = 1000;
 
 absl::Status FirstProblem(const Diagnostics& diagnostics, size_t from) {
@@ -97,7 +98,7 @@ absl::StatusOr<v1::ClusterDescription> ParseClusterDescription(std::string_view 
   return ParseChecked<v1::ClusterDescription>(
       file, diagnostics, [&](v1::ClusterDescription* description, Diagnostics* found) {
         LineTable lines;
-        if (StreamYamlToProto(yaml, file, "description", false, description, &lines, found, MaxYamlVisits(yaml))) {
+        if (StreamYamlToProto(yaml, file, "description", false, description, &lines, found, MaxYamlEvents(yaml))) {
           CheckDescription(*description, FieldPathLines(lines, *description), file, found);
         }
       });
@@ -130,7 +131,7 @@ absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::s
   return ParseChecked<v1::ClusterState>(file, diagnostics, [&](v1::ClusterState* state, Diagnostics* found) {
     // A state file can hold 100k allocations: lines as integers, no node tree.
     LineTable lines;
-    if (StreamYamlToProto(yaml, file, "state file", true, state, &lines, found, MaxYamlVisits(yaml))) {
+    if (StreamYamlToProto(yaml, file, "state file", true, state, &lines, found, MaxYamlEvents(yaml))) {
       CheckState(*state, description, lines, file, found);
     }
   });

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "field_path_lines.h"
 #include "rackwise/diagnostic.h"
 #include "rackwise/power_bounds.h"
 #include "rackwise/v1/cluster.pb.h"
-#include "field_path_lines.h"
 
 namespace rackwise {
 

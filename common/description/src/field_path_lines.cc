@@ -45,7 +45,8 @@ FieldPathLines::Found FieldPathLines::Resolve(std::string_view path) const {
   found.exact = path.empty();
   while (!path.empty()) {
     Segment s = NextSegment(&path);
-    const FieldDescriptor* field = message == nullptr ? nullptr : message->GetDescriptor()->FindFieldByName(std::string(s.name));
+    const FieldDescriptor* field =
+        message == nullptr ? nullptr : message->GetDescriptor()->FindFieldByName(std::string(s.name));
     if (!s.ok || field == nullptr || !lines_->Has(ref, field->index())) return found;
     const int f = field->index();
     found.line = lines_->FieldLine(ref, f);

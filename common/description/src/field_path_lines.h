@@ -29,8 +29,8 @@ class FieldPathLines {
 
  private:
   struct Found {
-    int line = 0;         // of the path, or of its nearest written ancestor
-    bool exact = false;   // the whole path was written
+    int line = 0;        // of the path, or of its nearest written ancestor
+    bool exact = false;  // the whole path was written
     bool rejected = false;
   };
   Found Resolve(std::string_view path) const;

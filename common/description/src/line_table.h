@@ -49,7 +49,9 @@ class LineTable {
   };
   const Entry* Find(Ref m) const;
   const Slot* FindSlot(Ref m, int field) const;
-  Slot* FindSlot(Ref m, int field) { return const_cast<Slot*>(static_cast<const LineTable*>(this)->FindSlot(m, field)); }
+  Slot* FindSlot(Ref m, int field) {
+    return const_cast<Slot*>(static_cast<const LineTable*>(this)->FindSlot(m, field));
+  }
   Ref Add(int depth, int line, int field_count);
 
   std::vector<std::vector<Entry>> depths_;

@@ -4,9 +4,9 @@
 
 #include <string_view>
 
+#include "field_path_lines.h"
 #include "rackwise/diagnostic.h"
 #include "rackwise/v1/cluster.pb.h"
-#include "field_path_lines.h"
 
 namespace rackwise {
 

@@ -88,8 +88,7 @@ class EventMapper {
   }
 
   // One key and its value.
-  void MapEntry(Message* message, const Descriptor& descriptor, LineTable::Ref ref,
-                FirstKeyLines* first_key_line) {
+  void MapEntry(Message* message, const Descriptor& descriptor, LineTable::Ref ref, FirstKeyLines* first_key_line) {
     if (!Resolve()) return;
     int key_line = Current().line;
     if (Current().kind != YamlEvent::kScalar || Current().IsNull()) {
@@ -126,8 +125,7 @@ class EventMapper {
       MapList(message, *field, ref, key_line);
     } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       Message* child = message->GetReflection()->MutableMessage(message, field);
-      MapMessage(child, lines_.AddChild(ref, field->index(), key_line, field->message_type()->field_count()),
-                 key_line);
+      MapMessage(child, lines_.AddChild(ref, field->index(), key_line, field->message_type()->field_count()), key_line);
     } else {
       SetScalar(message, *field, ref, key_line);
     }

@@ -17,10 +17,10 @@ namespace rackwise {
 
 // Fills `message` from the single YAML document in `yaml` (`what` names it in diagnostics: "state file"). An
 // empty text, document or map leaves the message empty, or is refused ("empty description", line 0) unless
-// `empty_ok`. Returns false when the text is not usable at all (a
-// syntax error, more than one document, not a map at the top, over `max_events`): then `diagnostics` holds just
-// that problem. Otherwise every mapping problem is appended (unknown or duplicate keys, wrong types, bad enum
-// values, numbers out of range) and fields that map cleanly are still filled, so later checks can report more.
+// `empty_ok`. Returns false when the text is not usable at all (a syntax error, more than one document, not a map
+// at the top, over `max_events`): then `diagnostics` holds just that problem. Otherwise every mapping problem is
+// appended (unknown or duplicate keys, wrong types, bad enum values, numbers out of range) and fields that map cleanly
+// are still filled, so later checks can report more.
 bool StreamYamlToProto(std::string_view yaml, std::string_view file, std::string_view what, bool empty_ok,
                        google::protobuf::Message* message, LineTable* lines, Diagnostics* diagnostics,
                        size_t max_events);

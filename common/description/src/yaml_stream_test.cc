@@ -41,8 +41,8 @@ struct Read {
 Read Stream(const std::string& yaml, LineTable* lines = nullptr, size_t max_events = 1'000'000) {
   Read r;
   LineTable local;
-  r.usable =
-      StreamYamlToProto(yaml, "s.yaml", "state file", true, &r.state, lines ? lines : &local, &r.diagnostics, max_events);
+  r.usable = StreamYamlToProto(yaml, "s.yaml", "state file", true, &r.state, lines ? lines : &local, &r.diagnostics,
+                               max_events);
   return r;
 }
 
@@ -322,7 +322,8 @@ TEST(StreamYamlToProto, MemoryPerAllocationIsSmallAndLinear) {
     auto lines = std::make_unique<LineTable>();
     auto state = std::make_unique<v1::ClusterState>();
     Diagnostics diagnostics;
-    EXPECT_TRUE(StreamYamlToProto(yaml, "s.yaml", "state file", true, state.get(), lines.get(), &diagnostics, 1u << 30));
+    EXPECT_TRUE(
+        StreamYamlToProto(yaml, "s.yaml", "state file", true, state.get(), lines.get(), &diagnostics, 1u << 30));
     EXPECT_EQ(state->allocations_size(), count);
     return static_cast<double>(::rackwise::testing::HeapBytesInUse() - before) / count;
   };
