@@ -134,6 +134,24 @@ TEST(YamlMapping, StringsMustBeUtf8) {
   EXPECT_EQ(t.name(), "gpu-\u00e9\u4e2d");
 }
 
+// libyaml refuses such bytes outright; the reader carries them to the field (yaml_events.cc), so the field and
+// its line are named, wherever the bytes stand, and the fields around them still read.
+TEST(YamlMapping, StrayBytesReachTheirFieldAndNothingElse) {
+  v1::NodeType t;
+  Mapped m =
+      Map("gpus: 8\nname: 'a\xe9"
+          "b'\nnode_watts: 700\n",
+          &t);
+  EXPECT_EQ(m.Text(), "t.yaml:2: name: not valid UTF-8 text\n");
+  EXPECT_EQ(t.gpus(), 8u);
+  EXPECT_EQ(t.node_watts(), 700);
+  EXPECT_THAT(Map("gpus: 8\nname: x\xe2\x82", &t).Text(), HasSubstr("t.yaml:2: name: not valid UTF-8 text"));
+  EXPECT_THAT(Map("gpus: 8\nn\xffme: x\n", &t).Text(), HasSubstr("t.yaml:2: unknown key 'n"));
+  // A valid text keeps every character, those the escape uses (U+10FF80..U+10FFFF) included.
+  ASSERT_TRUE(Map("name: \"\xf4\x8f\xbe\x80\xf4\x8f\xbf\xbf\"\n", &t).ok);
+  EXPECT_EQ(t.name(), "\xf4\x8f\xbe\x80\xf4\x8f\xbf\xbf");
+}
+
 TEST(YamlMapping, UnknownAndDuplicateKeysListTheKnownOnes) {
   v1::PowerDomain pd;
   Mapped m = Map("name: a\ncap: 3\nname: b\n", &pd);
