@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -169,6 +170,12 @@ bool IsUtf8(std::string_view s) {
   static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};  // shortest form per length (no overlongs)
   size_t i = 0;
   while (i < s.size()) {
+    // Whole texts are checked before reading (yaml_events.cc): ASCII runs go eight bytes at a time.
+    for (uint64_t word; i + 8 <= s.size(); i += 8) {
+      std::memcpy(&word, s.data() + i, 8);
+      if (word & 0x8080808080808080u) break;
+    }
+    if (i == s.size()) break;
     unsigned char c = static_cast<unsigned char>(s[i]);
     size_t extra = 0;
     if (c < 0x80) {
