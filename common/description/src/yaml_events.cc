@@ -45,6 +45,8 @@ char CharacterAt(std::string_view text, const yaml_mark_t& mark) {
 // libyaml refuses text that is not UTF-8 before any value is read, with no word of which field holds it. So
 // such text is read with each stray byte B standing as the private-use character U+10FF00+B, turned back into
 // B in the values (Convert): the field holding it then reports "not valid UTF-8 text" with its path and line.
+// Valid text is read as it is; in text that is not, a character of that range written as such also turns into
+// a stray byte, which only adds one more report to a text refused anyway.
 constexpr uint32_t kStrayByteBase = 0x10ff00;
 
 void AppendStrayByte(unsigned char b, std::string* out) {
