@@ -1,5 +1,5 @@
-// Reading, checking and writing cluster descriptions and state files: YAML text -> protobuf (yaml_to_proto for
-// descriptions, yaml_stream for state files), then the semantic rules (description_validator, state_validator).
+// Reading, checking and writing cluster descriptions and state files: YAML text -> protobuf (yaml_stream for
+// both), then the semantic rules (description_validator, state_validator).
 // Nothing thrown inside escapes.
 #include "rackwise/cluster_description.h"
 
@@ -15,16 +15,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "description_validator.h"
+#include "field_path_lines.h"
 #include "proto_to_yaml.h"
 #include "state_validator.h"
 #include "yaml_stream.h"
-#include "yaml_to_proto.h"
 
 namespace rackwise {
 namespace {
 
-// Aliases may make a document walk at most this much larger than its text (a guard against "billion laughs").
-size_t MaxYamlVisits(std::string_view yaml) { return 50'000 + 20 * yaml.size(); }
+// Aliases may make a document read at most this many events, in proportion to its text (a guard against "billion
+// laughs").
+size_t MaxYamlEvents(std::string_view yaml) { return 50'000 + 20 * yaml.size(); }
 constexpr size_t kMaxDiagnostics = 1000;
 
 absl::Status FirstProblem(const Diagnostics& diagnostics, size_t from) {
@@ -58,29 +59,6 @@ std::optional<std::string> ReadFile(const std::string& path, Diagnostics* diagno
   return text;
 }
 
-// Parses `yaml` into `message`, with its lines. Returns false when the text is not usable at all (syntax error,
-// not a map, empty unless `empty_ok`, or too large to map); mapping problems are appended and parsing goes on.
-bool ParseInto(std::string_view yaml, std::string_view file, bool empty_ok, const std::string& what,
-               google::protobuf::Message* message, SourceLines* lines, Diagnostics* diagnostics) {
-  std::optional<YAML::Node> doc = ParseYamlDocument(yaml, file, diagnostics);
-  if (!doc) return false;
-  if (!doc->IsDefined() || doc->IsNull() || (doc->IsMap() && doc->size() == 0)) {
-    if (empty_ok) return true;
-    diagnostics->push_back({std::string(file), 0, absl::StrCat("empty ", what)});
-    return false;
-  }
-  if (!doc->IsMap()) {
-    int line = doc->Mark().line >= 0 ? doc->Mark().line + 1 : 0;
-    diagnostics->push_back({std::string(file), line,
-                            absl::StrCat("expected a map of keys at the top of the ", what, ", got ",
-                                         doc->IsSequence() ? "a list" : "a value")});
-    return false;
-  }
-  bool aborted = false;
-  YamlToProto(*doc, message, file, lines, diagnostics, MaxYamlVisits(yaml), &aborted);
-  return !aborted;
-}
-
 // Orders the new problems by line (stable: problems on one line keep their order) and sums up the rest past
 // kMaxDiagnostics in one line: nobody reads a million diagnostics.
 void TidyDiagnostics(Diagnostics* diagnostics, size_t from, std::string_view file) {
@@ -94,7 +72,7 @@ void TidyDiagnostics(Diagnostics* diagnostics, size_t from, std::string_view fil
 
 // Reads and checks a message with `parse_and_check`, which appends every problem to the list it is given
 // (`diagnostics`, or a local one when that is null): the message when it appended none, else the first problem,
-// the new diagnostics sorted by line and capped. Never throws: an exception from below (an allocation, yaml-cpp)
+// the new diagnostics sorted by line and capped. Never throws: an exception from below (an allocation, protobuf)
 // is one more diagnostic.
 template <typename Message>
 absl::StatusOr<Message> ParseChecked(std::string_view file, Diagnostics* diagnostics,
@@ -119,9 +97,9 @@ absl::StatusOr<v1::ClusterDescription> ParseClusterDescription(std::string_view 
                                                                Diagnostics* diagnostics) {
   return ParseChecked<v1::ClusterDescription>(
       file, diagnostics, [&](v1::ClusterDescription* description, Diagnostics* found) {
-        SourceLines lines;
-        if (ParseInto(yaml, file, false, "description", description, &lines, found)) {
-          CheckDescription(*description, lines, file, found);
+        LineTable lines;
+        if (StreamYamlToProto(yaml, file, "description", false, description, &lines, found, MaxYamlEvents(yaml))) {
+          CheckDescription(*description, FieldPathLines(lines, *description), file, found);
         }
       });
 }
@@ -140,7 +118,7 @@ bool ValidateClusterDescription(const v1::ClusterDescription& description, std::
   Diagnostics local;
   if (diagnostics == nullptr) diagnostics = &local;
   try {
-    return CheckDescription(description, SourceLines(), file, diagnostics);
+    return CheckDescription(description, FieldPathLines(), file, diagnostics);
   } catch (const std::exception& e) {
     diagnostics->push_back({std::string(file), 0, absl::StrCat("internal error while checking: ", e.what())});
     return false;
@@ -151,10 +129,9 @@ absl::StatusOr<v1::ClusterState> ParseClusterState(std::string_view yaml, std::s
                                                    const v1::ClusterDescription& description,
                                                    Diagnostics* diagnostics) {
   return ParseChecked<v1::ClusterState>(file, diagnostics, [&](v1::ClusterState* state, Diagnostics* found) {
-    // libyaml's event stream straight into the message, lines as integers: a state file can hold 100k
-    // allocations, too many for a yaml-cpp node tree and a string path per field.
+    // A state file can hold 100k allocations: lines as integers, no node tree.
     LineTable lines;
-    if (StreamYamlToProto(yaml, file, "state file", state, &lines, found, MaxYamlVisits(yaml))) {
+    if (StreamYamlToProto(yaml, file, "state file", true, state, &lines, found, MaxYamlEvents(yaml))) {
       CheckState(*state, description, lines, file, found);
     }
   });

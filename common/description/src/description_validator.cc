@@ -26,7 +26,7 @@ std::string Kw(double kw) { return absl::StrCat(std::round(kw * 1000.0) / 1000.0
 
 class Checker {
  public:
-  Checker(const v1::ClusterDescription& d, const SourceLines& lines, std::string_view file, Diagnostics* out)
+  Checker(const v1::ClusterDescription& d, const FieldPathLines& lines, std::string_view file, Diagnostics* out)
       : d_(d), lines_(lines), file_(file), out_(out) {}
 
   bool Run() {
@@ -476,7 +476,7 @@ class Checker {
   }
 
   const v1::ClusterDescription& d_;
-  const SourceLines& lines_;
+  const FieldPathLines& lines_;
   std::string_view file_;
   Diagnostics* out_;
 
@@ -492,7 +492,7 @@ class Checker {
 
 }  // namespace
 
-bool CheckDescription(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+bool CheckDescription(const v1::ClusterDescription& description, const FieldPathLines& lines, std::string_view file,
                       Diagnostics* diagnostics) {
   return Checker(description, lines, file, diagnostics).Run();
 }

@@ -9,16 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include "field_path_lines.h"
 #include "rackwise/diagnostic.h"
 #include "rackwise/power_bounds.h"
 #include "rackwise/v1/cluster.pb.h"
-#include "yaml_to_proto.h"
 
 namespace rackwise {
 
 // Appends a diagnostic for every rule `description` breaks. `lines` says where each field came from; when it
 // is empty (a description built in memory), diagnostics carry line 0. Returns true when nothing is wrong.
-bool CheckDescription(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+bool CheckDescription(const v1::ClusterDescription& description, const FieldPathLines& lines, std::string_view file,
                       Diagnostics* diagnostics);
 
 // One node of a description, as the hostlists of its racks name it.

@@ -33,7 +33,7 @@ std::string AddressProblem(absl::string_view address) {
 
 class LedgerChecker {
  public:
-  LedgerChecker(const v1::LedgerLink& l, const SourceLines& lines, std::string_view file, Diagnostics* out)
+  LedgerChecker(const v1::LedgerLink& l, const FieldPathLines& lines, std::string_view file, Diagnostics* out)
       : l_(l), lines_(lines), file_(file), out_(out) {}
 
   void Run() {
@@ -126,14 +126,14 @@ class LedgerChecker {
   }
 
   const v1::LedgerLink& l_;
-  const SourceLines& lines_;
+  const FieldPathLines& lines_;
   std::string_view file_;
   Diagnostics* out_;
 };
 
 }  // namespace
 
-void CheckLedgerLink(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+void CheckLedgerLink(const v1::ClusterDescription& description, const FieldPathLines& lines, std::string_view file,
                      Diagnostics* diagnostics) {
   if (!description.has_ledger()) return;
   LedgerChecker(description.ledger(), lines, file, diagnostics).Run();

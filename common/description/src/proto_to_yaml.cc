@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "yaml-cpp/yaml.h"
-#include "yaml_to_proto.h"
+#include "yaml_scalar.h"
 
 namespace rackwise {
 namespace {

@@ -1,6 +1,6 @@
-// The inverse of yaml_to_proto: writes a message as YAML by reflection, keys in the schema's declaration order
+// The inverse of yaml_stream: writes a message as YAML by reflection, keys in the schema's declaration order
 // (the documented order), enum values by their YAML names, numbers in their shortest exact form, and fields at
-// their default value left out. Parsing the output with YamlToProto gives back an equal message.
+// their default value left out. Reading the output with StreamYamlToProto gives back an equal message.
 #pragma once
 
 #include <string>

@@ -40,7 +40,7 @@ std::string UrlProblem(std::string_view url) {
 
 class TelemetryChecker {
  public:
-  TelemetryChecker(const v1::Telemetry& t, const SourceLines& lines, std::string_view file, Diagnostics* out)
+  TelemetryChecker(const v1::Telemetry& t, const FieldPathLines& lines, std::string_view file, Diagnostics* out)
       : t_(t), lines_(lines), file_(file), out_(out) {}
 
   void Run() {
@@ -103,14 +103,14 @@ class TelemetryChecker {
   }
 
   const v1::Telemetry& t_;
-  const SourceLines& lines_;
+  const FieldPathLines& lines_;
   std::string_view file_;
   Diagnostics* out_;
 };
 
 }  // namespace
 
-void CheckTelemetry(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+void CheckTelemetry(const v1::ClusterDescription& description, const FieldPathLines& lines, std::string_view file,
                     Diagnostics* diagnostics) {
   if (!description.has_telemetry()) return;
   TelemetryChecker(description.telemetry(), lines, file, diagnostics).Run();

@@ -4,14 +4,14 @@
 
 #include <string_view>
 
+#include "field_path_lines.h"
 #include "rackwise/diagnostic.h"
 #include "rackwise/v1/cluster.pb.h"
-#include "yaml_to_proto.h"
 
 namespace rackwise {
 
 // Appends a diagnostic for every telemetry rule `description` breaks (nothing when it has no telemetry).
-void CheckTelemetry(const v1::ClusterDescription& description, const SourceLines& lines, std::string_view file,
+void CheckTelemetry(const v1::ClusterDescription& description, const FieldPathLines& lines, std::string_view file,
                     Diagnostics* diagnostics);
 
 }  // namespace rackwise

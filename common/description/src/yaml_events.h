@@ -78,6 +78,8 @@ class YamlEventSource {
 
   struct Parser;
   std::unique_ptr<Parser> parser_;
+  std::string escaped_;    // the text with stray (non-UTF-8) bytes escaped, when it has any
+  std::string_view text_;  // what libyaml reads
   size_t max_events_;
   size_t events_ = 0;
   YamlEvent live_;

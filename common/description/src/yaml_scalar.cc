@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -24,37 +25,6 @@ namespace {
 
 // The std::string_view as absl's (Debian's abseil is built with its own string_view).
 absl::string_view A(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-// Protobuf strings must be UTF-8 (gRPC refuses to send anything else).
-bool IsUtf8(std::string_view s) {
-  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};  // shortest form per length (no overlongs)
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t extra = 0;
-    if (c < 0x80) {
-      extra = 0;
-    } else if ((c >> 5) == 0x6) {
-      extra = 1;
-    } else if ((c >> 4) == 0xe) {
-      extra = 2;
-    } else if ((c >> 3) == 0x1e) {
-      extra = 3;
-    } else {
-      return false;
-    }
-    if (extra > s.size() - i - 1) return false;
-    uint32_t cp = extra == 0 ? c : c & (0x3f >> extra);
-    for (size_t k = 1; k <= extra; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (cp < kMin[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
 
 // "NvlinkScope" -> "NVLINK_SCOPE_"
 std::string EnumPrefix(const EnumDescriptor& e) {
@@ -195,6 +165,42 @@ std::optional<std::string> SetNumber(const YamlScalar& scalar, Message* message,
 }
 
 }  // namespace
+
+bool IsUtf8(std::string_view s) {
+  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};  // shortest form per length (no overlongs)
+  size_t i = 0;
+  while (i < s.size()) {
+    // Whole texts are checked before reading (yaml_events.cc): ASCII runs go eight bytes at a time.
+    for (uint64_t word; i + 8 <= s.size(); i += 8) {
+      std::memcpy(&word, s.data() + i, 8);
+      if (word & 0x8080808080808080u) break;
+    }
+    if (i == s.size()) break;
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t extra = 0;
+    if (c < 0x80) {
+      extra = 0;
+    } else if ((c >> 5) == 0x6) {
+      extra = 1;
+    } else if ((c >> 4) == 0xe) {
+      extra = 2;
+    } else if ((c >> 3) == 0x1e) {
+      extra = 3;
+    } else {
+      return false;
+    }
+    if (extra > s.size() - i - 1) return false;
+    uint32_t cp = extra == 0 ? c : c & (0x3f >> extra);
+    for (size_t k = 1; k <= extra; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (cp < kMin[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
 
 std::optional<std::string> SetFieldFromScalar(const YamlScalar& scalar, Message* message,
                                               const FieldDescriptor& field) {

@@ -1,6 +1,6 @@
-// How one YAML value becomes a protobuf field, and the words used when it cannot: shared by the yaml-cpp
-// mapper (yaml_to_proto, descriptions) and the libyaml event reader (state_reader, state files), so both accept
-// and refuse the same text with the same diagnostics.
+// How one YAML value becomes a protobuf field, and the words used when it cannot: used by the event reader
+// (yaml_stream) and by the writer (proto_to_yaml, enum names), and by the tree mapper the tests keep as an
+// independent checker (yaml_tree_oracle), so all read and refuse the same text with the same diagnostics.
 #pragma once
 
 #include <optional>
@@ -23,6 +23,10 @@ struct YamlScalar {
 // text; the caller prefixes it with "PATH: " and the line.
 std::optional<std::string> SetFieldFromScalar(const YamlScalar& scalar, google::protobuf::Message* message,
                                               const google::protobuf::FieldDescriptor& field);
+
+// Well-formed UTF-8 (shortest forms, no surrogates). Protobuf strings must be UTF-8 (gRPC refuses to send
+// anything else).
+bool IsUtf8(std::string_view s);
 
 // A scalar quoted for a diagnostic ("'text'", cut after 40 characters).
 std::string DescribeScalar(std::string_view text);

@@ -1,12 +1,12 @@
-// See yaml_stream.h. The mapper mirrors yaml_to_proto's Mapper, but pulls events: every Map/Set/Skip function
+// See yaml_stream.h. The mapper pulls events: every Map/Set/Skip function
 // starts with the node's first event current and returns with the event after the node current.
 #include "yaml_stream.h"
 
-#include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "yaml_events.h"
 #include "yaml_scalar.h"
@@ -19,32 +19,37 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
+absl::string_view A(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 class EventMapper {
  public:
   EventMapper(YamlEventSource* source, std::string_view file, LineTable* lines, Diagnostics* diagnostics)
       : source_(*source), file_(file), lines_(*lines), diagnostics_(*diagnostics) {}
 
-  // The document: nothing (an empty message) or a map. Returns false when it is not usable at all.
-  bool MapDocument(Message* message, std::string_view what) {
+  // The document: nothing (an empty message, refused unless `empty_ok`) or a map. Returns false when it is not
+  // usable at all.
+  bool MapDocument(Message* message, std::string_view what, bool empty_ok) {
     size_t before = diagnostics_.size();
     source_.Next();  // the stream's start
     source_.Next();  // the document's start, or the stream's end when there is no document
-    if (Ok() && Current().kind == YamlEvent::kStreamEnd) return true;
-    source_.Next();  // the root node
+    bool empty = true;
     std::optional<Diagnostic> not_a_map;
-    if (Ok() && Current().kind == YamlEvent::kMapStart) {
-      int line = Current().line;
-      MapMessage(message, lines_.AddRoot(line), line);
-    } else if (Ok() && !Current().IsNull()) {
-      not_a_map = Diagnostic{
-          std::string(file_), Current().line,
-          absl::StrCat("expected a map of keys at the top of the ", absl::string_view(what.data(), what.size()),
-                       ", got ", Current().kind == YamlEvent::kListStart ? "a list" : "a value")};
-      Skip();
-    } else {
-      source_.Next();
+    if (Ok() && Current().kind != YamlEvent::kStreamEnd) {
+      source_.Next();  // the root node
+      if (Ok() && Current().kind == YamlEvent::kMapStart) {
+        int line = Current().line;
+        empty = MapMessage(message, lines_.AddRoot(line, message->GetDescriptor()->field_count()), line) == 0;
+      } else if (Ok() && !Current().IsNull()) {
+        empty = false;
+        not_a_map = Diagnostic{std::string(file_), Current().line,
+                               absl::StrCat("expected a map of keys at the top of the ", A(what), ", got ",
+                                            Current().kind == YamlEvent::kListStart ? "a list" : "a value")};
+        Skip();
+      } else {
+        source_.Next();
+      }
+      if (Ok()) source_.Next();  // past the document end
     }
-    if (Ok()) source_.Next();  // past the document end
     if (source_.over_budget()) {
       Report(source_.error_line(), source_.error());
       return false;
@@ -56,33 +61,34 @@ class EventMapper {
                                   : Diagnostic{std::string(file_), source_.error_line(), source_.error()});
       return false;
     }
+    if (empty && !empty_ok) not_a_map = Diagnostic{std::string(file_), 0, absl::StrCat("empty ", A(what))};
     if (not_a_map) diagnostics_.push_back(*not_a_map);
     return !not_a_map;
   }
 
  private:
-  void MapMessage(Message* message, LineTable::Ref ref, int line) {
+  // Per message being read, the line of each field's first key (a duplicate is refused even after `key:`).
+  using FirstKeyLines = absl::InlinedVector<int, 8>;
+
+  // Returns the number of keys the map held.
+  size_t MapMessage(Message* message, LineTable::Ref ref, int line) {
     const Descriptor& descriptor = *message->GetDescriptor();
-    if (!Resolve()) return;
+    if (!Resolve()) return 0;
     if (Current().kind != YamlEvent::kMapStart) {
       Report(line, ExpectedMapMessage(Path(), descriptor, Current().Describe()));
       Skip();
-      return;
+      return 0;
     }
-    if (descriptor.field_count() > LineTable::kMaxFields) {
-      Report(line, absl::StrCat("internal error: ", descriptor.full_name(), " has too many fields to read"));
-      Skip();
-      return;
-    }
-    std::array<int, LineTable::kMaxFields> first_key_line{};  // 0: not seen yet
+    FirstKeyLines first_key_line(static_cast<size_t>(descriptor.field_count()));  // 0: not seen yet
     source_.Next();
-    while (Ok() && Current().kind != YamlEvent::kMapEnd) MapEntry(message, descriptor, ref, &first_key_line);
+    size_t keys = 0;
+    for (; Ok() && Current().kind != YamlEvent::kMapEnd; ++keys) MapEntry(message, descriptor, ref, &first_key_line);
     source_.Next();
+    return keys;
   }
 
   // One key and its value.
-  void MapEntry(Message* message, const Descriptor& descriptor, LineTable::Ref ref,
-                std::array<int, LineTable::kMaxFields>* first_key_line) {
+  void MapEntry(Message* message, const Descriptor& descriptor, LineTable::Ref ref, FirstKeyLines* first_key_line) {
     if (!Resolve()) return;
     int key_line = Current().line;
     if (Current().kind != YamlEvent::kScalar || Current().IsNull()) {
@@ -119,7 +125,7 @@ class EventMapper {
       MapList(message, *field, ref, key_line);
     } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       Message* child = message->GetReflection()->MutableMessage(message, field);
-      MapMessage(child, lines_.AddChild(ref, field->index(), key_line), key_line);
+      MapMessage(child, lines_.AddChild(ref, field->index(), key_line, field->message_type()->field_count()), key_line);
     } else {
       SetScalar(message, *field, ref, key_line);
     }
@@ -141,7 +147,8 @@ class EventMapper {
       path_.back().index = index;
       if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
         Message* child = reflection->AddMessage(message, &field);
-        MapMessage(child, lines_.AddChild(ref, field.index(), item_line), item_line);
+        MapMessage(child, lines_.AddChild(ref, field.index(), item_line, field.message_type()->field_count()),
+                   item_line);
       } else {
         SetScalar(message, field, ref, item_line);
       }
@@ -214,11 +221,11 @@ class EventMapper {
 
 }  // namespace
 
-bool StreamYamlToProto(std::string_view yaml, std::string_view file, std::string_view what, Message* message,
-                       LineTable* lines, Diagnostics* diagnostics, size_t max_events) {
+bool StreamYamlToProto(std::string_view yaml, std::string_view file, std::string_view what, bool empty_ok,
+                       Message* message, LineTable* lines, Diagnostics* diagnostics, size_t max_events) {
   YamlEventSource source(yaml, max_events);
-  lines->AddRoot(0);
-  return EventMapper(&source, file, lines, diagnostics).MapDocument(message, what);
+  lines->AddRoot(0, message->GetDescriptor()->field_count());
+  return EventMapper(&source, file, lines, diagnostics).MapDocument(message, what, empty_ok);
 }
 
 }  // namespace rackwise

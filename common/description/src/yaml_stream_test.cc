@@ -1,5 +1,5 @@
-// The libyaml event reader of state files against the yaml-cpp mapper it replaced there (which still reads
-// descriptions, so it stays an independent checker): random states written as state files are (ProtoToYaml, which
+// The libyaml event reader against the yaml-cpp node-tree mapper it replaced (kept for the tests as an
+// independent checker, yaml_tree_testing.h): random states written as state files are (ProtoToYaml, which
 // is all placement's ClusterStateToYaml does) read back
 // equal with the same lines, and malformed texts (hand-picked and random mutations of valid ones) give the same
 // diagnostics, word for word and line for line. Then what only the stream does: aliases, budgets, documents.
@@ -19,7 +19,7 @@
 #include "rackwise/synthetic_cluster.h"
 #include "rackwise/testing/heap_usage.h"
 #include "rackwise/topology.h"
-#include "yaml_to_proto.h"
+#include "yaml_tree_testing.h"
 
 namespace rackwise {
 namespace {
@@ -41,12 +41,12 @@ struct Read {
 Read Stream(const std::string& yaml, LineTable* lines = nullptr, size_t max_events = 1'000'000) {
   Read r;
   LineTable local;
-  r.usable =
-      StreamYamlToProto(yaml, "s.yaml", "state file", &r.state, lines ? lines : &local, &r.diagnostics, max_events);
+  r.usable = StreamYamlToProto(yaml, "s.yaml", "state file", true, &r.state, lines ? lines : &local, &r.diagnostics,
+                               max_events);
   return r;
 }
 
-// What the state path did before: yaml-cpp's node tree, mapped by reflection (cluster_description.cc ParseInto).
+// What the readers did before: yaml-cpp's node tree, mapped by reflection.
 Read Tree(const std::string& yaml, SourceLines* lines = nullptr) {
   Read r;
   SourceLines local;
@@ -258,7 +258,7 @@ TEST(StreamYamlToProto, UnusableTextsGetOneDiagnosticAtTheirLine) {
       {"\n\nhello\n", 3, "expected a map of keys at the top of the state file, got a value"},
       {"caps: *c\n", 1, "alias '*c' names no anchor defined (and complete) before it"},
       {"caps: &c [*c]\n", 1, "alias '*c' names no anchor"},
-      {std::string("caps: \x80\n"), 1, "YAML syntax error"},
+      {std::string("caps: \x01\n"), 1, "YAML syntax error"},
       {"caps:\n\t- x\n", 2, "YAML syntax error"},
   };
   for (const Case& c : cases) {
@@ -322,7 +322,8 @@ TEST(StreamYamlToProto, MemoryPerAllocationIsSmallAndLinear) {
     auto lines = std::make_unique<LineTable>();
     auto state = std::make_unique<v1::ClusterState>();
     Diagnostics diagnostics;
-    EXPECT_TRUE(StreamYamlToProto(yaml, "s.yaml", "state file", state.get(), lines.get(), &diagnostics, 1u << 30));
+    EXPECT_TRUE(
+        StreamYamlToProto(yaml, "s.yaml", "state file", true, state.get(), lines.get(), &diagnostics, 1u << 30));
     EXPECT_EQ(state->allocations_size(), count);
     return static_cast<double>(::rackwise::testing::HeapBytesInUse() - before) / count;
   };

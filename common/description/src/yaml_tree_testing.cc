@@ -1,5 +1,5 @@
-// YAML -> protobuf by reflection. See yaml_to_proto.h for the mapping rules.
-#include "yaml_to_proto.h"
+// YAML -> protobuf by reflection over a yaml-cpp node tree, for the tests. See yaml_tree_testing.h.
+#include "yaml_tree_testing.h"
 
 #include <exception>
 #include <sstream>

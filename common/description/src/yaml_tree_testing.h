@@ -1,8 +1,7 @@
-// A generic YAML -> protobuf mapper driven by the message descriptors (protobuf reflection), so the schema of
-// rackwise.yaml and of state files is defined once, in proto/rackwise/v1/. YAML keys are the snake_case field
-// names; enum values are written in lower case without their prefix (`nvlink: rack`). Unknown keys, duplicate
-// keys, wrong types, bad enum values and numbers out of range are reported with their line; the mapper never
-// throws and bounds its work on hostile input (aliases that fan out, huge documents).
+// Test-only: the yaml-cpp node-tree mapper that read descriptions before yaml_stream read everything. The tests
+// keep it as an independent checker of the event reader (same mapping rules, diagnostics and lines, reached
+// through a different parser and a node tree); nothing outside the tests reads YAML with it. Unknown keys,
+// duplicate keys, wrong types, bad enum values and numbers out of range are reported with their line.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +16,7 @@
 #include "rackwise/diagnostic.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
-#include "yaml_scalar.h"  // EnumValueYamlName, for the writers and tests that include this header
+#include "yaml_scalar.h"
 
 namespace rackwise {
 
