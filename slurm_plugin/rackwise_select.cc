@@ -2,6 +2,7 @@
 // select/rackwise_cons_tres inside slurmctld: job_test. Has the job record, its candidate node bitmap
 // and its GRES selection translated into a PlacementRequest (job_translation.h), asks the Placer, and narrows
 // cons_tres's candidates to the decision (rackwise_select_ledger.cc has loading and the ledger hooks).
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <ctime>
@@ -111,7 +112,22 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
     if (statically_feasible_.size() >= kMaxFeasibleCache) statically_feasible_.clear();
     statically_feasible_.insert(job->job_id);
   }
+  if (base == SELECT_MODE_WILL_RUN && ask.translated) KeepFewestTypesForWillRunLocked(job, ask, bitmap);
   return inner();
+}
+
+void RackwiseSelect::KeepFewestTypesForWillRunLocked(const job_record_t* job, const GpuAsk& ask, bitstr_t* bitmap) {
+  const Topology& topology = model_->topology();
+  const std::optional<PlacementRequest> request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
+  if (!request || request->locality.value_or(topology.policy().default_locality) != Locality::kRequired) return;
+  const absl::StatusOr<Placer::Fewest> fewest = Placer::FewestDomains(model_->static_ledger(), *request);
+  if (!fewest.ok() || fewest->types.empty()) return;
+  for (int i : BitmapIndices(bitmap)) {
+    const NodeId node = model_->ToNode(i);
+    if (node == kNoId) continue;  // not described: cons_tres's to judge
+    if (std::find(fewest->types.begin(), fewest->types.end(), topology.nodes()[node].type) == fewest->types.end())
+      bit_clear(bitmap, i);
+  }
 }
 
 int64_t RackwiseSelect::PrologSkipWindow() {

@@ -129,6 +129,11 @@ class RackwiseSelect {
   // Takes out of `bitmap` the nodes a requeued job left too recently for slurmd to run its prolog again
   // (requeue_guard.h). False, with the pending reason set, if the job cannot start now because of it.
   bool SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap);
+  // Backfill plans a job's start with cons_tres's will-run test, which knows no NVLink domains: in a partition of
+  // several node types it may plan a `required` job on nodes of a type that can never give it its fewest domains,
+  // and reserve them for it, keeping other jobs off nodes the job will never take. Leaves in `bitmap` only the
+  // nodes of the types that give them (Placer::FewestDomains).
+  void KeepFewestTypesForWillRunLocked(const job_record_t* job, const GpuAsk& ask, bitstr_t* bitmap);
   static int64_t PrologSkipWindow();  // from slurm.conf's AuthInfo and KillWait
   void SetPendingReason(job_record_t* job, const std::string& why);
   void CommitJobLocked(job_record_t* job, bool starting);

@@ -154,6 +154,29 @@ TEST(BackfillHoldsOutTest, ABackfilledJobSpreadsOnlyOverTypesThatCannotGiveItsFe
   EXPECT_NE(t.nodes()[d->nodes[0].node].type, hgx);
 }
 
+// The types a `required` job takes (what the Slurm face leaves in backfill's will-run test): every type that
+// gives its fewest domains. 4 GPUs at 4 per node: one HGX node or one NVL72 rack, both; 16 at 4 per node: only
+// an NVL72 rack holds them in one domain (HGX needs 4 nodes).
+TEST(PlacerFewestDomainsTest, NamesEveryTypeThatGivesTheFewest) {
+  Topology t = Mixed();
+  const Ledger l(t);
+  const NodeTypeId hgx = *t.FindNodeType("hgx-h100"), nvl = *t.FindNodeType("gb200-tray");
+  PlacementRequest r;
+  r.gpus = 4;
+  r.gpus_per_node = 4;
+  absl::StatusOr<Placer::Fewest> fewest = Placer::FewestDomains(l, r);
+  ASSERT_TRUE(fewest.ok()) << fewest.status();
+  EXPECT_EQ(fewest->domains, 1);
+  std::vector<NodeTypeId> both = {hgx, nvl};
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(fewest->types, both);
+  r.gpus = 16;
+  fewest = Placer::FewestDomains(l, r);
+  ASSERT_TRUE(fewest.ok()) << fewest.status();
+  EXPECT_EQ(fewest->domains, 1);
+  EXPECT_EQ(fewest->types, std::vector<NodeTypeId>{nvl});
+}
+
 // HGX: an 8-GPU job on one node, then the node's domain (the same node: left out), its rack, everything.
 TEST(FallbackNodeSetsTest, DecisionThenDomainsThenRacksThenAllowed) {
   Topology t = Mixed();

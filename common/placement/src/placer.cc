@@ -155,7 +155,10 @@ absl::StatusOr<Placer::Fewest> Placer::FewestDomains(const Ledger& ledger, const
   absl::StatusOr<internal::RequestSetup> setup = internal::SetUpRequest(ledger.topology(), request);
   if (!setup.ok()) return setup.status();
   const internal::TypeMinimum m = internal::FewestDomainsOverTypes(ledger, request, *setup);
-  return Fewest{m.domains, m.type, internal::DescribeTypeMinimum(ledger.topology(), request, m)};
+  Fewest fewest{m.domains, m.type, {}, internal::DescribeTypeMinimum(ledger.topology(), request, m)};
+  for (NodeTypeId type = 0; m.domains > 0 && type < static_cast<NodeTypeId>(m.per_type.size()); ++type)
+    if (m.per_type[type] == m.domains) fewest.types.push_back(type);
+  return fewest;
 }
 
 std::optional<NodeReason> Placer::FilterNode(const Ledger& ledger, const PlacementRequest& request, NodeId node) {

@@ -58,6 +58,7 @@ class Placer {
   struct Fewest {
     int domains = 0;
     NodeTypeId type = kNoId;
+    std::vector<NodeTypeId> types;  // every type that gives it, in description order (the only ones `required` takes)
     std::string reason;  // "the fewest NVLink domains this cluster can give 64 GPUs is 1, on gb200-tray (...)"
   };
   static absl::StatusOr<Fewest> FewestDomains(const Ledger& ledger, const PlacementRequest& request);
