@@ -60,8 +60,8 @@ int RunImport(int argc, char** argv) {
   auto* slurm = app.add_option("--slurm-conf", args.slurm_conf, "slurm.conf (ClusterName, NodeName ... Gres=gpu:...)");
   app.add_option("--gres-conf", args.gres_conf, "gres.conf (Name=gpu Type= Count=/File=)")->needs(slurm);
   app.add_option("--topology-conf", args.topology_confs,
-                 "topology.conf: tree (leaf switch = rack, its parent = scalable unit) and/or block "
-                 "(a block = one NVLink domain); repeat for both")
+                 "topology.conf: tree (leaf switch = rack, its parent = scalable unit) and/or block (a block of "
+                 "rack-scale trays = one NVLink domain; of HGX nodes = a rack of one-node domains); repeat for both")
       ->needs(slurm);
   auto* k8s = app.add_option("--k8s-nodes", args.k8s_nodes, "kubectl get nodes -o json output");
   app.add_option("--rack-label", args.labels.rack, "node label naming the rack (default: NVLink clique)")->needs(k8s);
