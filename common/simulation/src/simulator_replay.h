@@ -223,21 +223,27 @@ class Replay {
     r.watts_per_gpu = job.watts_per_gpu;
     const bool fenced = fenced_;
     Fence(false);
-    // As for the reservation: the walk counts estimates (releasing a job cannot take its draw out of a
-    // reading), and the reading is put back afterwards.
-    std::vector<std::optional<Milliwatts>> reading;
-    if (options_.telemetry) {
-      for (RackId rack = 0; rack < static_cast<RackId>(t_.racks().size()); ++rack)
-        reading.push_back(ledger_.measured_rack_draw_now(rack));
-      ledger_.ClearMeasuredDraw();
-    }
+    const std::vector<std::optional<Milliwatts>> reading = SetReadingAside();
     const std::vector<ExpectedEnd> ends = Ends(now);
     absl::StatusOr<std::optional<double>> in = FewestDomainsIn(ledger_, r, ends, free_gpus_);
     if (in.ok() && *in) at = now + **in;
-    if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
+    PutReadingBack(reading);
     Fence(fenced);
     fewest_at_.emplace(key, at);
     return at;
+  }
+  // The ledger walks (the reservation's shadow time, FewestAt) count estimates: a reading is of now, and releasing
+  // a job from the ledger cannot take its draw out of it. The reading (with what was placed since) is put back.
+  std::vector<std::optional<Milliwatts>> SetReadingAside() {
+    std::vector<std::optional<Milliwatts>> reading;
+    if (!options_.telemetry) return reading;
+    for (RackId rack = 0; rack < static_cast<RackId>(t_.racks().size()); ++rack)
+      reading.push_back(ledger_.measured_rack_draw_now(rack));
+    ledger_.ClearMeasuredDraw();
+    return reading;
+  }
+  void PutReadingBack(const std::vector<std::optional<Milliwatts>>& reading) {
+    if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
   }
   std::optional<double> FewestIn(int j, double now) {
     const std::optional<double> at = FewestAt(j, now);
@@ -444,57 +450,7 @@ class Replay {
   // The head's reservation: release running jobs in end order (on the ledger itself, restored afterwards) until
   // the policy can place the head; that end is the shadow time and the chosen nodes are reserved. With no such
   // time (the head cannot run even on the emptied cluster) there is no reservation and backfill is unrestricted.
-  absl::Status Reserve(int head, double now) {
-    EndReservation(now);
-    reservation_.job = head;
-    reservation_.made = now;
-    reservation_.relaxed = Relaxed(head, now);
-    const TraceJob& job = jobs_[head];
-    // The shadow state is counted on estimates: a reading is of now, and releasing a job from the ledger cannot
-    // take its draw out of it. The reading (with what was placed since) is put back afterwards.
-    std::vector<std::optional<Milliwatts>> reading;
-    if (options_.telemetry) {
-      for (RackId r = 0; r < static_cast<RackId>(t_.racks().size()); ++r)
-        reading.push_back(ledger_.measured_rack_draw_now(r));
-      ledger_.ClearMeasuredDraw();
-    }
-    // A `preferred` head whose hold-out runs out before its shadow time is placed there by the same rule.
-    std::optional<double> fewest_at;
-    if (MayHoldOut(head, now)) fewest_at = FewestAt(head, now);
-    const std::vector<ExpectedEnd> ends = Ends(now);
-    sim::Choice choice;
-    auto walk = [&] {
-      return ShadowTime(ledger_, ends, free_gpus_, job.gpus, [&](const Ledger& shadow_state, double in) {
-        ++attempts_;
-        sim::Pending pending{now + in - head_since_[head], std::nullopt};
-        if (fewest_at) pending.fewest_in_s = std::max(0.0, *fewest_at - now - in);
-        choice = sim::Choice{};
-        if (policy_->Choose(shadow_state, job, pending, /*backfill=*/false, &choice) != sim::Outcome::kStart)
-          return false;
-        // The watts the head will draw are worked out in the shadow state (the ledger is restored afterwards).
-        if (policy_->commit_mode() == CommitMode::kEnforce) Budget(choice);
-        return true;
-      });
-    };
-    absl::StatusOr<std::optional<double>> shadow = walk();
-    // Another lane's draw may keep the head out even once all of this lane's jobs have ended. This lane does not
-    // know when that draw falls (a scheduler sees only its own jobs' ends), so the head reserves what it would
-    // get if the other lane gave its watts back: the nodes and watts are then held from this lane's backfill.
-    if (shadow.ok() && !*shadow && BelowCeiling()) {
-      ApplyCaps(rack_ceiling_, pd_ceiling_);
-      shadow = walk();
-      ApplyCaps(rack_cap_, pd_cap_);
-    }
-    if (!shadow.ok()) return shadow.status();
-    if (*shadow) {
-      reservation_.shadow = now + **shadow;
-      for (const NodeGpus& ng : choice.nodes) reservation_.nodes.push_back(ng.node);
-      std::sort(reservation_.nodes.begin(), reservation_.nodes.end());
-    }
-    if (options_.telemetry) ledger_.SetMeasuredDraw(reading, telemetry_.reclaim_fraction, /*count_recent=*/false);
-    failed_shapes_.clear();  // the fenced nodes changed
-    return absl::OkStatus();
-  }
+  absl::Status Reserve(int head, double now);  // simulator_reservation.cc
 
   // Whether a head that waits with nothing of this lane running could start if no other lane drew power. If not,
   // it never will. Only asked when another lane lowered the caps: otherwise the attempt just made answered it.
@@ -518,36 +474,10 @@ class Replay {
 
   // For a policy that keeps to the caps: the watts each rack and power domain the head will draw from can spare
   // for jobs that outlast the shadow time (its room then, less what the head adds). Ledger in the shadow state.
-  void Budget(const sim::Choice& choice) {
-    const double reserve = t_.policy().power_reserve_fraction;
-    for (const NodeGpus& ng : choice.nodes) {
-      const RackId r = t_.nodes()[ng.node].rack;
-      const Milliwatts w = GpuCount(ng.gpus) * (choice.per_gpu > 0 ? choice.per_gpu : t_.type_of(ng.node).per_gpu);
-      AddNeed(&reservation_.racks, r, w, ledger_.RackRoom(r, reserve));
-      for (PowerDomainId pd : t_.racks()[r].power_chain)
-        AddNeed(&reservation_.power_domains, pd, w, ledger_.PowerDomainRoom(pd, reserve));
-    }
-  }
-  static void AddNeed(std::vector<std::pair<int, Milliwatts>>* budgets, int id, Milliwatts need, Milliwatts room) {
-    auto it = std::find_if(budgets->begin(), budgets->end(), [id](const auto& b) { return b.first == id; });
-    if (it == budgets->end()) {
-      budgets->push_back({id, room - need});
-    } else {
-      it->second -= need;
-    }
-  }
+  void Budget(const sim::Choice& choice);
+  static void AddNeed(std::vector<std::pair<int, Milliwatts>>* budgets, int id, Milliwatts need, Milliwatts room);
   // A job that outlasts the shadow time started: what it draws is no longer spare.
-  void Spend(const SimPlacement& p) {
-    for (const NodeGpus& ng : p.nodes) {
-      const RackId r = t_.nodes()[ng.node].rack;
-      const Milliwatts w = GpuCount(ng.gpus) * (p.per_gpu > 0 ? p.per_gpu : t_.type_of(ng.node).per_gpu);
-      for (auto& [id, budget] : reservation_.racks)
-        if (id == r) budget -= w;
-      for (PowerDomainId pd : t_.racks()[r].power_chain)
-        for (auto& [id, budget] : reservation_.power_domains)
-          if (id == pd) budget -= w;
-    }
-  }
+  void Spend(const SimPlacement& p);
 
   void EndReservation(double now) {
     if (reservation_.job >= 0 && options_.record_placements) {
@@ -558,23 +488,7 @@ class Replay {
 
   // Drains (or restores) the reserved nodes, so that no policy places a job there, and lowers (or restores) the
   // caps of the racks and power domains the head draws from to what they can spare past the shadow time.
-  void Fence(bool on) {
-    if (on == fenced_) return;
-    fenced_ = on;
-    for (NodeId n : reservation_.nodes) ledger_.SetNodeHealth(n, on ? NodeHealth::kDrained : NodeHealth::kUp);
-    // The lane's caps (the described ones unless another lane draws under them) are what to restore. Lowered caps
-    // are set from the counted draws (the estimates unless telemetry is on), the draws Commit checks.
-    const double keep = 1.0 - t_.policy().power_reserve_fraction;
-    const auto lowered = [keep](Milliwatts draw, Milliwatts budget, Milliwatts cap) {
-      return std::min(cap, static_cast<Milliwatts>(static_cast<double>(draw + std::max<Milliwatts>(0, budget)) / keep));
-    };
-    for (const auto& [r, budget] : reservation_.racks)
-      ledger_.SetRackCap(r, on ? lowered(ledger_.counted_rack_draw(r), budget, rack_cap_[r]) : rack_cap_[r]);
-    for (const auto& [p, budget] : reservation_.power_domains) {
-      const Milliwatts cap = pd_cap_[p];
-      ledger_.SetPowerDomainCap(p, on ? lowered(ledger_.counted_power_domain_draw(p), budget, cap) : cap);
-    }
-  }
+  void Fence(bool on);
 
   struct Reservation {
     int job = -1;
