@@ -237,6 +237,6 @@ drained=$(sinfo -h -t drain -o %N | paste -sd,)
 [[ -z $drained ]] && rw_ok "no node drained" || rw_fail "drained: $drained"
 scancel "$j1" "$j2"
 gone() { [[ -z $(rw_state "$j1") && -z $(rw_state "$j2") ]]; }
-rw_wait_for 30 gone && rw_wait_for 30 all_at 700 && rw_ok "jobs ended: the epilog gave every GPU back (700 W)" ||
+rw_wait_for 120 gone && rw_wait_for 120 all_at 700 && rw_ok "jobs ended: the epilog gave every GPU back (700 W)" ||
   rw_fail "after the jobs: $(job_limits | paste -sd'|')"
 exit $((RW_FAILS != 0))
