@@ -89,8 +89,9 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
   // live power is judged when the job would start.
   // Backfill asks this for every pending job every cycle; a job found feasible stays so until the
   // description changes, so the answer is remembered.
+  std::optional<PlacementRequest> request;  // made at most once per call
   if (ask.translated && !statically_feasible_.contains(job->job_id)) {
-    const std::optional<PlacementRequest> request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
+    request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
     if (!request) return inner();  // no described (GPU) node offered: cons_tres refuses
     absl::StatusOr<PlacementOutcome> outcome = Placer::Place(model_->static_ledger(), *request);
     // Only a submit-time test sees every node the job may use; backfill's test (WILL_RUN) sees the nodes free
@@ -110,17 +111,23 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
       return SLURM_ERROR;
     }
     if (statically_feasible_.size() >= kMaxFeasibleCache) statically_feasible_.clear();
-    statically_feasible_.insert(job->job_id);
+    statically_feasible_[job->job_id] = request->locality.value_or(model_->topology().policy().default_locality);
   }
-  if (base == SELECT_MODE_WILL_RUN && ask.translated) KeepFewestTypesForWillRunLocked(job, ask, bitmap);
+  // Only a `required` job's will-run test is narrowed; the locality was kept with the static answer, so that
+  // backfill's test of any other job builds no request.
+  if (base == SELECT_MODE_WILL_RUN && ask.translated) {
+    const auto feasible = statically_feasible_.find(job->job_id);
+    if (feasible != statically_feasible_.end() && feasible->second == Locality::kRequired) {
+      if (!request) request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
+      if (request) KeepFewestTypesForWillRunLocked(*request, bitmap);
+    }
+  }
   return inner();
 }
 
-void RackwiseSelect::KeepFewestTypesForWillRunLocked(const job_record_t* job, const GpuAsk& ask, bitstr_t* bitmap) {
+void RackwiseSelect::KeepFewestTypesForWillRunLocked(const PlacementRequest& request, bitstr_t* bitmap) {
   const Topology& topology = model_->topology();
-  const std::optional<PlacementRequest> request = MakeRequest(job, ask, bitmap, *model_, time(nullptr));
-  if (!request || request->locality.value_or(topology.policy().default_locality) != Locality::kRequired) return;
-  const absl::StatusOr<Placer::Fewest> fewest = Placer::FewestDomains(model_->static_ledger(), *request);
+  const absl::StatusOr<Placer::Fewest> fewest = Placer::FewestDomains(model_->static_ledger(), request);
   if (!fewest.ok() || fewest->types.empty()) return;
   for (int i : BitmapIndices(bitmap)) {
     const NodeId node = model_->ToNode(i);
@@ -213,9 +220,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   // that cannot start): the core's hold-out rule says what such a job may take.
   request.started_by_backfill = (job->bit_flags & BACKFILL_SCHED) != 0;
   EstimateFewestDomainsLocked(job, &request);
-  const bool backfill_hold_out =
-      request.started_by_backfill &&
-      request.locality.value_or(model_->topology().policy().default_locality) == Locality::kPreferred;
+  const bool backfill_hold_out = UnderBackfillRule(request, model_->topology().policy());
   CountOversubscribedLocked(job, &request);
   absl::StatusOr<PlacementOutcome> outcome = refusals_.Place(model_->ledger(), request);
   if (!outcome.ok()) {

@@ -132,8 +132,8 @@ class RackwiseSelect {
   // Backfill plans a job's start with cons_tres's will-run test, which knows no NVLink domains: in a partition of
   // several node types it may plan a `required` job on nodes of a type that can never give it its fewest domains,
   // and reserve them for it, keeping other jobs off nodes the job will never take. Leaves in `bitmap` only the
-  // nodes of the types that give them (Placer::FewestDomains).
-  void KeepFewestTypesForWillRunLocked(const job_record_t* job, const GpuAsk& ask, bitstr_t* bitmap);
+  // nodes of the types that give them (Placer::FewestDomains) to `request`, made from `bitmap`.
+  void KeepFewestTypesForWillRunLocked(const PlacementRequest& request, bitstr_t* bitmap);
   static int64_t PrologSkipWindow();  // from slurm.conf's AuthInfo and KillWait
   void SetPendingReason(job_record_t* job, const std::string& why);
   void CommitJobLocked(job_record_t* job, bool starting);
@@ -186,7 +186,9 @@ class RackwiseSelect {
     void operator()(bitstr_t* b) const { FREE_NULL_BITMAP(b); }
   };
   std::unique_ptr<bitstr_t, FreeBitmap> usable_nodes_;
-  absl::flat_hash_set<uint32_t> statically_feasible_;  // job ids that fit the empty, healthy cluster
+  // Job ids that fit the empty, healthy cluster, with the locality each asked (its will-run test is narrowed
+  // when `required`); until the description changes or the job is gone.
+  absl::flat_hash_map<uint32_t, Locality> statically_feasible_;
   // Each pending job's last refusal, kept while neither the ledger nor what the job asks has changed: slurmctld
   // tries every pending job on every pass, and a pass where nothing ended then costs a lookup per job.
   RefusalMemo refusals_;

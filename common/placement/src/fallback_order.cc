@@ -7,9 +7,12 @@
 
 namespace rackwise {
 
+bool UnderBackfillRule(const PlacementRequest& request, const PlacementPolicy& policy) {
+  return request.started_by_backfill && request.locality.value_or(policy.default_locality) == Locality::kPreferred;
+}
+
 bool BackfillHoldsOut(const PlacementRequest& request, const PlacementPolicy& policy) {
-  if (!request.started_by_backfill || request.locality.value_or(policy.default_locality) != Locality::kPreferred)
-    return false;
+  if (!UnderBackfillRule(request, policy)) return false;
   if (!request.fewest_domains_in_seconds || !request.time_limit_seconds)
     return PreferredWantsEstimate(policy, Locality::kPreferred, request.waited_seconds);
   return PreferredHoldsOut(policy, request.waited_seconds, request.fewest_domains_in_seconds,

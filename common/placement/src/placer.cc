@@ -118,8 +118,7 @@ absl::StatusOr<PlacementOutcome> Placer::Place(const Ledger& ledger, const Place
     if (ShareGranule(request) > t.node_types()[type].gpus) continue;
     // A backfilled job that may spread still takes only its fewest domains on a type that can give them.
     const bool required =
-        setup->locality == Locality::kRequired ||
-        (setup->fewest_types_required && fewest.domains > 0 && fewest.per_type[type] == fewest.domains);
+        setup->locality == Locality::kRequired || (setup->fewest_types_required && fewest.Gives(type));
     const PlacementContext ctx = context(type, required ? Locality::kRequired : setup->locality);
     if (ctx.EffectiveDomainSize() <= 0) continue;
     // With no type that can ever hold it, this type's own minimum (a cap raised at run time may let it fit).
@@ -156,8 +155,8 @@ absl::StatusOr<Placer::Fewest> Placer::FewestDomains(const Ledger& ledger, const
   if (!setup.ok()) return setup.status();
   const internal::TypeMinimum m = internal::FewestDomainsOverTypes(ledger, request, *setup);
   Fewest fewest{m.domains, m.type, {}, internal::DescribeTypeMinimum(ledger.topology(), request, m)};
-  for (NodeTypeId type = 0; m.domains > 0 && type < static_cast<NodeTypeId>(m.per_type.size()); ++type)
-    if (m.per_type[type] == m.domains) fewest.types.push_back(type);
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(m.per_type.size()); ++type)
+    if (m.Gives(type)) fewest.types.push_back(type);
   return fewest;
 }
 

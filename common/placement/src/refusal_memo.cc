@@ -18,7 +18,7 @@ std::optional<RefusalMemo::Key> RefusalMemo::KeyOf(const Ledger& ledger, const P
   key.watts_per_gpu = r.watts_per_gpu;
   key.node_type = r.node_type;
   key.report_refusal = r.report_refusal;
-  key.fewest_types_required = internal::FewestTypesRequired(ledger.topology().policy(), r, *locality);
+  key.fewest_types_required = internal::FewestTypesRequired(r, *locality);
   key.allowed = r.allowed_nodes.size();
   key.excluded = r.excluded_nodes.size();
   key.nodes_hash = absl::HashOf(r.allowed_nodes, r.excluded_nodes);

@@ -51,9 +51,9 @@ absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const 
   return holds_out ? Locality::kRequired : locality;
 }
 
-bool FewestTypesRequired(const PlacementPolicy& policy, const PlacementRequest& r, Locality locality) {
-  return r.started_by_backfill && locality == Locality::kPreferred &&
-         r.locality.value_or(policy.default_locality) == Locality::kPreferred;
+bool FewestTypesRequired(const PlacementRequest& r, Locality locality) {
+  // EffectiveLocality is `preferred` only for a job that asked for it and does not hold out.
+  return r.started_by_backfill && locality == Locality::kPreferred;
 }
 
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequest& r) {
@@ -81,7 +81,7 @@ absl::StatusOr<RequestSetup> SetUpRequest(const Topology& t, const PlacementRequ
   absl::StatusOr<Locality> locality = EffectiveLocality(policy, r);
   if (!locality.ok()) return locality.status();
   s.locality = *locality;
-  s.fewest_types_required = FewestTypesRequired(policy, r, s.locality);
+  s.fewest_types_required = FewestTypesRequired(r, s.locality);
   const NodeId n = static_cast<NodeId>(t.nodes().size());
   auto check = [n](NodeId id) { return id >= 0 && id < n; };
   if (!r.allowed_nodes.empty()) {

@@ -33,7 +33,7 @@ struct RequestSetup {
 // fewest-domains-in and time-limit seconds. InvalidArgument when one of them is not finite (or negative).
 absl::StatusOr<Locality> EffectiveLocality(const PlacementPolicy& policy, const PlacementRequest& r);
 // RequestSetup::fewest_types_required, for a request whose EffectiveLocality is `locality`.
-bool FewestTypesRequired(const PlacementPolicy& policy, const PlacementRequest& r, Locality locality);
+bool FewestTypesRequired(const PlacementRequest& r, Locality locality);
 
 // InvalidArgument for malformed requests (see Placer::Place).
 absl::StatusOr<RequestSetup> SetUpRequest(const Topology& topology, const PlacementRequest& request);

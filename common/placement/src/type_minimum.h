@@ -20,6 +20,8 @@ struct TypeMinimum {
   std::vector<int> per_type;     // indexed by node type id: that type's fewest (0: never, or not allowed)
   std::vector<int> by_size;      // indexed by node type id: ceil(gpus / usable domain size)
   std::vector<int> domain_gpus;  // indexed by node type id: the usable domain size for this job
+  // Whether `candidate` gives the least (and some type can hold the job at all).
+  bool Gives(NodeTypeId candidate) const { return domains > 0 && per_type[candidate] == domains; }
 };
 
 TypeMinimum FewestDomainsOverTypes(const Ledger& ledger, const PlacementRequest& request, const RequestSetup& setup);

@@ -130,8 +130,7 @@ class RackwisePolicy : public Policy {
     r.time_limit_seconds = job.duration;  // the trace has no limit column (docs/simulation.md)
     // A backfilled `preferred` job follows the core's backfill rule (BackfillHoldsOut), as on the Slurm face.
     r.started_by_backfill = backfill;
-    const bool decided_by_backfill_rule =
-        backfill && r.locality.value_or(t_.policy().default_locality) == Locality::kPreferred;
+    const bool decided_by_backfill_rule = UnderBackfillRule(r, t_.policy());
     // Whether a shape can ever run is decided once, by the full refusal; later refusals only need to say no.
     r.report_refusal = !decided_by_backfill_rule && !seen_shapes_.contains(shape);
     absl::StatusOr<PlacementOutcome> out = Placer::Place(ledger, r);

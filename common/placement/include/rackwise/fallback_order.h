@@ -21,6 +21,9 @@ namespace rackwise {
 // over the other types, where it takes no domain a job of its shape could use whole (the placer applies that).
 // True when `request` must be treated as `required` everywhere.
 bool BackfillHoldsOut(const PlacementRequest& request, const PlacementPolicy& policy);
+// Whether BackfillHoldsOut's rule applies to `request` at all: a `preferred` job (as asked, else by the policy's
+// default) started by backfill.
+bool UnderBackfillRule(const PlacementRequest& request, const PlacementPolicy& policy);
 
 // The node sets to offer, most preferred first: the decision's nodes; then every node of the NVLink domains it
 // uses; unless the job requires locality, every node of the racks it uses, then every node in `allowed` (the
