@@ -190,10 +190,11 @@ class Replay {
   }
   // Whether backfill may only start job j in its fewest domains (the core's BackfillHoldsOut, as the policy asks it).
   bool BackfillHeld(int j, double now) {
+    const sim::Pending pending = PendingOf(j, now);
     PlacementRequest r;
     r.locality = jobs_[j].locality;
-    r.waited_seconds = Waited(j, now);
-    if (WantsEstimate(j, now)) r.fewest_domains_in_seconds = FewestIn(j, now);
+    r.waited_seconds = pending.waited_s;
+    r.fewest_domains_in_seconds = pending.fewest_in_s;
     r.time_limit_seconds = jobs_[j].duration;
     r.started_by_backfill = true;
     return BackfillHoldsOut(r, t_.policy());
