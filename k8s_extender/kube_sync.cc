@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <httplib.h>
 #include "absl/strings/str_cat.h"
 
 #include "http_server.h"

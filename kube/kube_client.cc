@@ -1,15 +1,15 @@
-// Kubernetes LIST/WATCH/binding over cpp-httplib (see kube_client.h).
+// Kubernetes LIST/WATCH/binding over the project's HTTP client (see kube_client.h).
 #include "kube_client.h"
 
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <httplib.h>
-
 #include "absl/strings/str_cat.h"
 
 namespace rackwise::k8s {
 namespace {
+
+using http::UrlEncode;
 
 absl::Status HttpError(int status, absl::string_view body, absl::string_view what) {
   std::string msg = absl::StrCat(what, ": HTTP ", status);
@@ -24,106 +24,88 @@ absl::Status HttpError(int status, absl::string_view body, absl::string_view wha
   return absl::UnavailableError(msg);
 }
 
-X509_STORE* StoreFromPem(const std::string& pem) {
+// How many PEM certificates `pem` holds (0 for none or garbage).
+int CountCertificates(const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) return nullptr;
-  X509_STORE* store = X509_STORE_new();
-  int added = 0;
+  if (bio == nullptr) return 0;
+  int count = 0;
   while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    if (X509_STORE_add_cert(store, cert) == 1) ++added;
+    ++count;
     X509_free(cert);
   }
   BIO_free(bio);
-  if (added == 0) {
-    X509_STORE_free(store);
-    return nullptr;
-  }
-  return store;
+  return count;
+}
+
+bool IsPrivateKey(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return false;
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (key == nullptr) return false;
+  EVP_PKEY_free(key);
+  return true;
+}
+
+// The TLS material of a kubeconfig, read before the first request so that a bad file is named at start-up.
+absl::Status CheckTls(const KubeConfig& config) {
+  if (!config.https) return absl::OkStatus();
+  if (!config.client_cert_pem.empty() &&
+      (CountCertificates(config.client_cert_pem) == 0 || !IsPrivateKey(config.client_key_pem)))
+    return absl::InvalidArgumentError(absl::StrCat(config.source, ": cannot read the client certificate or key"));
+  if (!config.ca_pem.empty() && CountCertificates(config.ca_pem) == 0)
+    return absl::InvalidArgumentError(absl::StrCat(config.source, ": no CA certificate found"));
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 bool IsGone(const absl::Status& status) { return status.code() == absl::StatusCode::kOutOfRange; }
 
-std::string UrlEncode(absl::string_view value) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
+absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
+  if (absl::Status tls = CheckTls(config); !tls.ok()) return tls;
+  return std::unique_ptr<KubeClient>(new KubeClient(std::move(config)));
 }
 
-absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
-  auto client = std::unique_ptr<KubeClient>(new KubeClient(std::move(config)));
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> probe = client->Connect(30);
-  if (!probe.ok()) return probe.status();
-  client->bind_client_ = std::move(*probe);
-  return client;
-}
+KubeClient::KubeClient(KubeConfig config)
+    : config_(std::move(config)), post_client_(OpenClient(std::chrono::seconds(30))) {}
 
 KubeClient::~KubeClient() { Stop(); }
 
-absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> KubeClient::Connect(int read_timeout_s) const {
-  std::unique_ptr<httplib::ClientImpl> cli;
-  if (config_.https) {
-    std::unique_ptr<httplib::SSLClient> ssl;
-    if (!config_.client_cert_pem.empty()) {
-      BIO* cb = BIO_new_mem_buf(config_.client_cert_pem.data(), static_cast<int>(config_.client_cert_pem.size()));
-      BIO* kb = BIO_new_mem_buf(config_.client_key_pem.data(), static_cast<int>(config_.client_key_pem.size()));
-      X509* cert = cb ? PEM_read_bio_X509(cb, nullptr, nullptr, nullptr) : nullptr;
-      EVP_PKEY* key = kb ? PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr) : nullptr;
-      if (cb) BIO_free(cb);
-      if (kb) BIO_free(kb);
-      if (cert == nullptr || key == nullptr) {
-        if (cert) X509_free(cert);
-        if (key) EVP_PKEY_free(key);
-        return absl::InvalidArgumentError(absl::StrCat(config_.source, ": cannot read the client certificate or key"));
-      }
-      ssl = std::make_unique<httplib::SSLClient>(config_.host, config_.port, cert, key);
-      X509_free(cert);
-      EVP_PKEY_free(key);
-    } else {
-      ssl = std::make_unique<httplib::SSLClient>(config_.host, config_.port);
-    }
-    if (!ssl->is_valid()) return absl::InternalError("cannot set up TLS");
-    if (!config_.ca_pem.empty()) {
-      X509_STORE* store = StoreFromPem(config_.ca_pem);
-      if (store == nullptr)
-        return absl::InvalidArgumentError(absl::StrCat(config_.source, ": no CA certificate found"));
-      ssl->set_ca_cert_store(store);  // owned by the client's SSL_CTX from here on
-    }
-    ssl->enable_server_certificate_verification(!config_.insecure_skip_verify);
-    cli = std::move(ssl);
-  } else {
-    cli = std::make_unique<httplib::ClientImpl>(config_.host, config_.port);
-  }
-  cli->set_connection_timeout(5, 0);
-  cli->set_read_timeout(read_timeout_s, 0);
-  cli->set_write_timeout(10, 0);
-  cli->set_keep_alive(true);
-  if (std::string token = config_.CurrentToken(); !token.empty()) cli->set_bearer_token_auth(token);
-  return cli;
+std::unique_ptr<http::HttpClient> KubeClient::OpenClient(std::chrono::seconds idle) const {
+  http::ClientOptions options{.tls = {.ca_pem = config_.ca_pem,
+                                      .cert_pem = config_.client_cert_pem,
+                                      .key_pem = config_.client_key_pem,
+                                      .verify_server = !config_.insecure_skip_verify},
+                              .connect_timeout = std::chrono::seconds(5),
+                              .idle_timeout = idle,
+                              .cancel = &stopped_};
+  return std::make_unique<http::HttpClient>(std::move(options));
+}
+
+std::string KubeClient::Url(absl::string_view path) const {
+  const bool ipv6 = config_.host.find(':') != std::string::npos;
+  return absl::StrCat(config_.https ? "https://" : "http://", ipv6 ? "[" : "", config_.host, ipv6 ? "]" : "", ":",
+                      config_.port, config_.base_path, path);
+}
+
+std::vector<std::string> KubeClient::Headers() const {
+  std::vector<std::string> headers = {"Accept: application/json"};
+  if (std::string token = config_.CurrentToken(); !token.empty())
+    headers.push_back(absl::StrCat("Authorization: Bearer ", token));
+  return headers;
 }
 
 absl::StatusOr<ListPage> KubeClient::List(const std::string& path, const std::string& field_selector, int limit,
                                           const std::string& continue_token) {
-  if (stopped_) return absl::CancelledError("stopped");
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> cli = Connect(60);
-  if (!cli.ok()) return cli.status();
-  std::string url = absl::StrCat(config_.base_path, path, "?limit=", limit);
+  std::string url = absl::StrCat(Url(path), "?limit=", limit);
   if (!field_selector.empty()) absl::StrAppend(&url, "&fieldSelector=", UrlEncode(field_selector));
   if (!continue_token.empty()) absl::StrAppend(&url, "&continue=", UrlEncode(continue_token));
-  httplib::Result res = (*cli)->Get(url, httplib::Headers{{"Accept", "application/json"}});
-  if (!res) return absl::UnavailableError(absl::StrCat("LIST ", path, ": ", httplib::to_string(res.error())));
-  if (res->status != 200) return HttpError(res->status, res->body, absl::StrCat("LIST ", path));
-  absl::StatusOr<Json> body = ParseJsonObject(res->body);
+  absl::StatusOr<http::HttpAnswer> answer =
+      OpenClient(std::chrono::seconds(60))->Send({.url = url, .headers = Headers()});
+  if (!answer.ok()) return absl::Status(answer.status().code(), absl::StrCat("LIST ", answer.status().message()));
+  if (answer->status != 200) return HttpError(answer->status, answer->body, absl::StrCat("LIST ", path));
+  absl::StatusOr<Json> body = ParseJsonObject(answer->body);
   if (!body.ok()) return absl::InvalidArgumentError(absl::StrCat("LIST ", path, ": ", body.status().message()));
   ListPage page;
   if (const Json* meta = FindField(*body, "metadata")) {
@@ -137,84 +119,87 @@ absl::StatusOr<ListPage> KubeClient::List(const std::string& path, const std::st
   return page;
 }
 
+namespace {
+
+// Splits a watch stream into events, one JSON object a line, and hands each to the caller's handler.
+class WatchLineReader {
+ public:
+  WatchLineReader(const std::string& path, const std::function<bool(const WatchEvent&)>& on_event)
+      : path_(path), on_event_(on_event) {}
+
+  // False ends the stream; status() then says why.
+  bool Read(absl::string_view data) {
+    buffer_.append(data.data(), data.size());
+    size_t start = 0, nl;
+    while ((nl = buffer_.find('\n', start)) != std::string::npos) {
+      absl::string_view line(buffer_.data() + start, nl - start);
+      start = nl + 1;
+      if (line.find_first_not_of(" \r\t") == absl::string_view::npos) continue;
+      if (!Event(line)) return false;
+    }
+    buffer_.erase(0, start);
+    constexpr size_t kMaxLine = size_t{64} << 20;
+    if (buffer_.size() > kMaxLine) {
+      status_ = absl::InvalidArgumentError(absl::StrCat("WATCH ", path_, ": event larger than 64 MiB"));
+      return false;
+    }
+    return true;
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  bool Event(absl::string_view line) {
+    absl::StatusOr<Json> j = ParseJsonObject(line);
+    if (!j.ok()) {
+      status_ = absl::InvalidArgumentError(absl::StrCat("WATCH ", path_, ": ", j.status().message()));
+      return false;
+    }
+    WatchEvent ev;
+    ev.type = StringField(*j, "type");
+    if (const Json* o = FindField(*j, "object")) ev.object = *o;
+    if (ev.type == "ERROR") {
+      int code = 0;
+      if (const Json* c = FindField(ev.object, "code"); c && c->is_number_integer()) code = c->get<int>();
+      status_ = HttpError(code, ev.object.dump(), absl::StrCat("WATCH ", path_));
+      return false;
+    }
+    if (!on_event_(ev)) {
+      status_ = absl::CancelledError("watch cancelled by its handler");
+      return false;
+    }
+    return true;
+  }
+
+  const std::string& path_;
+  const std::function<bool(const WatchEvent&)>& on_event_;
+  std::string buffer_;
+  absl::Status status_;
+};
+
+}  // namespace
+
 absl::Status KubeClient::Watch(const std::string& path, const std::string& field_selector,
                                const std::string& resource_version, int timeout_seconds,
                                const std::function<bool(const WatchEvent&)>& on_event) {
-  if (stopped_) return absl::CancelledError("stopped");
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> cli = Connect(timeout_seconds + 30);
-  if (!cli.ok()) return cli.status();
-  {
-    std::lock_guard<std::mutex> lock(watches_mu_);
-    watches_.insert(cli->get());
-  }
-  std::string url =
-      absl::StrCat(config_.base_path, path, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", timeout_seconds,
-                   "&resourceVersion=", UrlEncode(resource_version));
+  std::string url = absl::StrCat(Url(path), "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", timeout_seconds,
+                                 "&resourceVersion=", UrlEncode(resource_version));
   if (!field_selector.empty()) absl::StrAppend(&url, "&fieldSelector=", UrlEncode(field_selector));
-  std::string buffer, error_body;
-  absl::Status stream_status = absl::OkStatus();
+  WatchLineReader reader(path, on_event);
   int http_status = 0;
-  constexpr size_t kMaxLine = 64u << 20;
-  httplib::Result res = (*cli)->Get(
-      url, httplib::Headers{{"Accept", "application/json"}},
-      [&](const httplib::Response& r) {
-        http_status = r.status;
-        return true;
-      },
-      [&](const char* data, size_t n) {
-        if (stopped_) {
-          stream_status = absl::CancelledError("stopped");
-          return false;
-        }
-        if (http_status != 200) {
-          if (error_body.size() < 65536) error_body.append(data, n);
-          return true;
-        }
-        buffer.append(data, n);
-        size_t start = 0, nl;
-        while ((nl = buffer.find('\n', start)) != std::string::npos) {
-          absl::string_view line(buffer.data() + start, nl - start);
-          start = nl + 1;
-          if (line.find_first_not_of(" \r\t") == absl::string_view::npos) continue;
-          absl::StatusOr<Json> j = ParseJsonObject(line);
-          if (!j.ok()) {
-            stream_status = absl::InvalidArgumentError(absl::StrCat("WATCH ", path, ": ", j.status().message()));
-            return false;
-          }
-          WatchEvent ev;
-          ev.type = StringField(*j, "type");
-          if (const Json* o = FindField(*j, "object")) ev.object = *o;
-          if (ev.type == "ERROR") {
-            int code = 0;
-            if (const Json* c = FindField(ev.object, "code"); c && c->is_number_integer()) code = c->get<int>();
-            stream_status = HttpError(code, ev.object.dump(), absl::StrCat("WATCH ", path));
-            return false;
-          }
-          if (!on_event(ev)) {
-            stream_status = absl::CancelledError("watch cancelled by its handler");
-            return false;
-          }
-        }
-        buffer.erase(0, start);
-        if (buffer.size() > kMaxLine) {
-          stream_status = absl::InvalidArgumentError(absl::StrCat("WATCH ", path, ": event larger than 64 MiB"));
-          return false;
-        }
-        return true;
-      });
-  {
-    std::lock_guard<std::mutex> lock(watches_mu_);
-    watches_.erase(cli->get());
-  }
-  if (!stream_status.ok()) return stream_status;
+  absl::StatusOr<http::HttpAnswer> answer =
+      OpenClient(std::chrono::seconds(timeout_seconds + 30))
+          ->Stream(
+              {.url = url, .headers = Headers()}, [&](absl::string_view data) { return reader.Read(data); },
+              &http_status);
+  if (!reader.status().ok()) return reader.status();
   if (stopped_) return absl::CancelledError("stopped");
-  if (http_status != 0 && http_status != 200) return HttpError(http_status, error_body, absl::StrCat("WATCH ", path));
-  if (!res) {
-    // A read timeout or a reset after the stream started is an ordinary end: resume from the last version.
-    if (res.error() == httplib::Error::Read && http_status == 200) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat("WATCH ", path, ": ", httplib::to_string(res.error())));
+  if (answer.ok()) {
+    if (answer->status != 200) return HttpError(answer->status, answer->body, absl::StrCat("WATCH ", path));
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  // A timeout or a reset after the stream started is an ordinary end: resume from the last version.
+  if (http_status == 200) return absl::OkStatus();
+  return absl::Status(answer.status().code(), absl::StrCat("WATCH ", answer.status().message()));
 }
 
 absl::Status KubeClient::BindPod(const BindingArgs& b) {
@@ -235,32 +220,19 @@ absl::Status KubeClient::EvictPod(const std::string& pod_namespace, const std::s
 
 absl::Status KubeClient::PostPodSubresource(const std::string& pod_namespace, const std::string& pod_name,
                                             const char* subresource, const Json& body) {
-  if (stopped_) return absl::CancelledError("stopped");
-  const std::string path = absl::StrCat(config_.base_path, "/api/v1/namespaces/", UrlEncode(pod_namespace), "/pods/",
-                                        UrlEncode(pod_name), "/", subresource);
-  std::lock_guard<std::mutex> lock(bind_mu_);
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!bind_client_ || attempt > 0) {
-      absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> cli = Connect(30);
-      if (!cli.ok()) return cli.status();
-      bind_client_ = std::move(*cli);
-    }
-    if (std::string token = config_.CurrentToken(); !token.empty()) bind_client_->set_bearer_token_auth(token);
-    httplib::Result res = bind_client_->Post(path, body.dump(), "application/json");
-    if (!res) {
-      if (attempt == 0) continue;  // a kept-alive connection the server closed: reconnect once
-      return absl::UnavailableError(absl::StrCat("POST ", path, ": ", httplib::to_string(res.error())));
-    }
-    if (res->status == 200 || res->status == 201) return absl::OkStatus();
-    return HttpError(res->status, res->body, absl::StrCat("POST ", path));
-  }
-  return absl::UnavailableError("unreachable");
+  const std::string path =
+      absl::StrCat("/api/v1/namespaces/", UrlEncode(pod_namespace), "/pods/", UrlEncode(pod_name), "/", subresource);
+  std::vector<std::string> headers = Headers();
+  headers.push_back("Content-Type: application/json");
+  absl::StatusOr<http::HttpAnswer> answer = post_client_->Send({.method = http::HttpRequest::Method::kPost,
+                                                                .url = Url(path),
+                                                                .headers = std::move(headers),
+                                                                .body = body.dump()});
+  if (!answer.ok()) return absl::Status(answer.status().code(), absl::StrCat("POST ", answer.status().message()));
+  if (answer->status == 200 || answer->status == 201) return absl::OkStatus();
+  return HttpError(answer->status, answer->body, absl::StrCat("POST ", path));
 }
 
-void KubeClient::Stop() {
-  stopped_ = true;
-  std::lock_guard<std::mutex> lock(watches_mu_);
-  for (httplib::ClientImpl* c : watches_) c->stop();
-}
+void KubeClient::Stop() { stopped_ = true; }
 
 }  // namespace rackwise::k8s

@@ -1,21 +1,18 @@
 // A minimal Kubernetes API client for what the extender and the node agent need: paginated LIST, a streaming WATCH
 // (chunked, one JSON event per line), and POST of a pod's binding subresource. Plain HTTP is allowed for tests against
 // a local replay server; real clusters use HTTPS with a CA and a bearer token or client certificate.
-// Thread-safe: every call opens (or, for binds, reuses under a mutex) its own connection; Stop() aborts
-// watches in progress.
+// Thread-safe: every LIST and WATCH opens its own connection, binds and evictions share one kept alive; Stop()
+// ends watches in progress (within about a second) and refuses new calls. HTTP is http_client/'s.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
-#include <httplib.h>
-
 #include "absl/status/statusor.h"
+#include "http_client.h"
 #include "json_fields.h"
 #include "kube_config.h"
 #include "pod_binder.h"
@@ -60,21 +57,20 @@ class KubeClient : public PodBinder {
   const KubeConfig& config() const { return config_; }
 
  private:
-  explicit KubeClient(KubeConfig config) : config_(std::move(config)) {}
-  // POST path/{subresource} of a pod (binding, eviction) on the kept-alive connection, reconnecting once.
+  explicit KubeClient(KubeConfig config);
+  // POST path/{subresource} of a pod (binding, eviction) on the kept-alive connection.
   absl::Status PostPodSubresource(const std::string& pod_namespace, const std::string& pod_name,
                                   const char* subresource, const Json& body);
-  absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> Connect(int read_timeout_s) const;
+  // A client for one LIST or WATCH: no byte for `idle` ends it.
+  std::unique_ptr<http::HttpClient> OpenClient(std::chrono::seconds idle) const;
+  // scheme://host:port plus the server's path prefix and `path`.
+  std::string Url(absl::string_view path) const;
+  // Accept: JSON, and the bearer token as it is now (a rotated token file is re-read).
+  std::vector<std::string> Headers() const;
 
   KubeConfig config_;
   std::atomic<bool> stopped_{false};
-  std::mutex watches_mu_;
-  std::set<httplib::ClientImpl*> watches_;
-  std::mutex bind_mu_;
-  std::unique_ptr<httplib::ClientImpl> bind_client_;
+  std::unique_ptr<http::HttpClient> post_client_;
 };
-
-// Percent-encodes a query value.
-std::string UrlEncode(absl::string_view value);
 
 }  // namespace rackwise::k8s

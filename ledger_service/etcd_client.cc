@@ -2,7 +2,6 @@
 // are left out, so a missing "succeeded" means false and a missing "TTL" means 0.
 #include "etcd_client.h"
 
-#include <curl/curl.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -13,17 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "daemon_support.h"
+#include "http_client.h"
 #include "loopback.h"
 
 namespace rackwise::ledger {
 namespace {
 
 using nlohmann::json;
-
-size_t AppendBody(char* data, size_t size, size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
 
 // An int64 that the gateway writes as a decimal string (or, from other encoders, as a number); 0 when absent.
 absl::StatusOr<int64_t> Int64Field(const json& object, const char* name) {
@@ -132,11 +127,17 @@ absl::Status CheckEtcdEndpoint(const std::string& endpoint, const EtcdTls& tls) 
 }
 
 EtcdClient::EtcdClient(std::string endpoint, int timeout_ms, EtcdTls tls)
-    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), tls_(std::move(tls)), curl_(curl_easy_init()) {}
+    : endpoint_(std::move(endpoint)),
+      timeout_ms_(timeout_ms),
+      client_(std::make_unique<http::HttpClient>(http::ClientOptions{
+          .tls = {.ca_file = tls.ca_file, .cert_file = tls.cert_file, .key_file = tls.key_file},
+          .connect_timeout = std::chrono::milliseconds(timeout_ms),
+          .idle_timeout = std::chrono::milliseconds(timeout_ms),
+          .total_timeout = std::chrono::milliseconds(timeout_ms),
+          // Far above a ledger's whole prefix; a proxy or another server on the port cannot fill memory.
+          .max_body_bytes = size_t{256} << 20})) {}
 
-EtcdClient::~EtcdClient() {
-  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
-}
+EtcdClient::~EtcdClient() = default;
 
 std::string EtcdClient::PrefixEnd(absl::string_view prefix) {
   std::string end(prefix);
@@ -152,42 +153,18 @@ std::string EtcdClient::PrefixEnd(absl::string_view prefix) {
 
 absl::StatusOr<std::string> EtcdClient::Call(absl::string_view path, const std::string& body) {
   const std::string url = absl::StrCat(endpoint_, path);
-  std::lock_guard<std::mutex> lock(mu_);
-  CURL* curl = static_cast<CURL*>(curl_);
-  if (curl == nullptr) return absl::InternalError("etcd client: curl_easy_init failed");
-  curl_easy_reset(curl);
-  std::string response;
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms_));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  // Never anything but the URL's own scheme: a redirect to http:// must not carry the ledger's writes.
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  if (!tls_.ca_file.empty()) {
-    curl_easy_setopt(curl, CURLOPT_CAINFO, tls_.ca_file.c_str());
-    curl_easy_setopt(curl, CURLOPT_CAPATH, static_cast<char*>(nullptr));  // that CA alone, not the system's
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  }
-  if (!tls_.cert_file.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERT, tls_.cert_file.c_str());
-    curl_easy_setopt(curl, CURLOPT_SSLKEY, tls_.key_file.c_str());
-  }
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  http::HttpRequest request{.url = url, .headers = {"Content-Type: application/json"}};
   if (!body.empty()) {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    request.method = http::HttpRequest::Method::kPost;
+    request.body = body;
   }
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
-  if (rc == CURLE_OPERATION_TIMEDOUT)
+  absl::StatusOr<http::HttpAnswer> answer = client_->Send(request);
+  if (answer.status().code() == absl::StatusCode::kDeadlineExceeded)
     return absl::DeadlineExceededError(absl::StrCat("etcd ", url, ": no answer within ", timeout_ms_, " ms"));
-  if (rc != CURLE_OK) return absl::UnavailableError(absl::StrCat("etcd ", url, ": ", curl_easy_strerror(rc)));
-  long http_status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &http_status);
-  if (http_status == 200) return response;
+  if (!answer.ok()) return absl::Status(answer.status().code(), absl::StrCat("etcd ", answer.status().message()));
+  const int http_status = answer->status;
+  std::string& response = answer->body;
+  if (http_status == 200) return std::move(response);
   // The gateway's error body: {"error": ..., "message": ..., "code": <gRPC code>}.
   json error = json::parse(response, nullptr, /*allow_exceptions=*/false);
   int code = static_cast<int>(absl::StatusCode::kUnknown);

@@ -11,7 +11,7 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <vector>
 #include "absl/strings/string_view.h"
@@ -19,6 +19,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+
+namespace rackwise::http {
+class HttpClient;
+}
 
 namespace rackwise::ledger {
 
@@ -97,15 +101,13 @@ class EtcdClient {
   static std::string PrefixEnd(absl::string_view prefix);
 
  private:
-  // POSTs (or GETs when `body` is empty) and returns the response body, or the error etcd or curl reported.
+  // POSTs (or GETs when `body` is empty) and returns the response body, or the error etcd or HTTP reported.
   absl::StatusOr<std::string> Call(absl::string_view path, const std::string& body);
   absl::StatusOr<std::vector<EtcdKeyValue>> Range(absl::string_view key, absl::string_view range_end);
 
   std::string endpoint_;
   int timeout_ms_;
-  EtcdTls tls_;
-  std::mutex mu_;
-  void* curl_ = nullptr;  // CURL*, kept so that connections are reused
+  std::unique_ptr<http::HttpClient> client_;  // one kept-alive connection; serializes the calls
 };
 
 }  // namespace rackwise::ledger

@@ -6,12 +6,11 @@
 #include <map>
 #include <sstream>
 
-#include <httplib.h>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "http_client.h"
 
 namespace rackwise::node_agent {
 
@@ -82,35 +81,26 @@ absl::StatusOr<k8s::LimitsDocument> FetchLimits(const LimitsSource& source, cons
   if (!SplitUrl(source.url, &https, &host, &port, &prefix)) {
     return absl::InvalidArgumentError(absl::StrCat("--limits-url ", source.url, ": want http(s)://HOST:PORT[/PATH]"));
   }
-  std::unique_ptr<httplib::ClientImpl> cli;
-  if (https) {
-    auto ssl = std::make_unique<httplib::SSLClient>(host, port);
-    if (!source.ca_file.empty()) ssl->set_ca_cert_path(source.ca_file.c_str());
-    ssl->enable_server_certificate_verification(true);
-    cli = std::move(ssl);
-  } else {
-    cli = std::make_unique<httplib::ClientImpl>(host, port);
-  }
-  const auto timeout = std::chrono::duration<double>(source.timeout_s);
-  cli->set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  cli->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  httplib::Headers headers;
+  const auto timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(source.timeout_s));
+  http::HttpClient client({.tls = {.ca_file = source.ca_file},
+                           .connect_timeout = timeout,
+                           .idle_timeout = timeout,
+                           .total_timeout = timeout});
+  http::HttpRequest request{.url = absl::StrCat(https ? "https://" : "http://", host, ":", port, prefix,
+                                                "/limits?node=", http::UrlEncode(node))};
   if (!source.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadToken(source.token_file);
     if (!token.ok()) return token.status();
-    headers.emplace("Authorization", "Bearer " + *token);
+    request.headers.push_back("Authorization: Bearer " + *token);
   }
-  const std::string path = absl::StrCat(prefix, "/limits?node=", node);
-  httplib::Result res = cli->Get(path, headers);
-  if (!res) {
-    return absl::UnavailableError(
-        absl::StrCat("GET ", source.url, path.substr(prefix.size()), ": ", httplib::to_string(res.error())));
+  const std::string what = absl::StrCat("GET ", source.url, "/limits?node=", node);
+  absl::StatusOr<http::HttpAnswer> answer = client.Send(request);
+  if (!answer.ok()) return absl::UnavailableError(absl::StrCat(what, ": ", answer.status().message()));
+  if (answer->status != 200) {
+    return absl::UnavailableError(absl::StrCat(what, ": HTTP ", answer->status, ": ", answer->body.substr(0, 200)));
   }
-  if (res->status != 200) {
-    return absl::UnavailableError(absl::StrCat("GET ", source.url, path.substr(prefix.size()), ": HTTP ", res->status,
-                                               ": ", res->body.substr(0, 200)));
-  }
-  return k8s::ParseLimitsDocument(res->body);
+  return k8s::ParseLimitsDocument(answer->body);
 }
 
 LimitFollower::LimitFollower(std::string node, std::function<absl::StatusOr<k8s::LimitsDocument>()> fetch,

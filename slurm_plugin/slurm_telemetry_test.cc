@@ -47,7 +47,7 @@ TEST(SlurmTelemetryTest, AppliesParkedReadingsOnceAndReportsChangesOnce) {
   }
   ASSERT_EQ(log.size(), 1u);
   EXPECT_NE(log[0].find("telemetry: stale (0 of 1 racks measured; the others count their estimates); node power "
-                        "query failed: prometheus: http://127.0.0.1:1:"),
+                        "query failed: prometheus: http://127.0.0.1:1/api/v1/query:"),
             std::string::npos)
       << log[0];
   telemetry.Deliver(Nodes(t, 1000, 1));

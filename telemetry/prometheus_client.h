@@ -1,12 +1,17 @@
-// A small client for Prometheus's HTTP API instant query (`GET <url>/api/v1/query?query=...`), over libcurl,
-// with a connect timeout and a total timeout so that a hung server cannot stall a face, and a cap on the
-// answer's size. Thread-compatible: one client per thread (it keeps one connection alive between queries).
+// A small client for Prometheus's HTTP API instant query (`GET <url>/api/v1/query?query=...`), over the
+// project's HTTP client (http_client/), with a connect timeout and a total timeout so that a hung server cannot
+// stall a face, and a cap on the answer's size. Thread-compatible: one client per thread (it keeps one connection alive
+// between queries).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+
+namespace rackwise::http {
+class HttpClient;
+}
 
 namespace rackwise::telemetry {
 
@@ -29,10 +34,8 @@ class PrometheusClient {
   absl::StatusOr<std::string> Query(const std::string& promql);
 
  private:
-  struct Handle;
   std::string base_url_;
-  PrometheusClientOptions options_;
-  std::unique_ptr<Handle> handle_;
+  std::unique_ptr<http::HttpClient> client_;
 };
 
 }  // namespace rackwise::telemetry

@@ -57,7 +57,8 @@ TEST(CliContractTest, UnreachableTelemetryFallsBackToEstimatesAndSaysSo) {
   CliRun r = Rackwise("place --cluster " + yaml + " --gpus 8 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   // stderr (merged, unbuffered) says why first; the JSON is the last line.
-  EXPECT_EQ(r.out.rfind("rackwise: telemetry: node power query failed: prometheus: http://127.0.0.1:1:", 0), 0u)
+  EXPECT_EQ(
+      r.out.rfind("rackwise: telemetry: node power query failed: prometheus: http://127.0.0.1:1/api/v1/query:", 0), 0u)
       << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1));
   EXPECT_EQ(j["telemetry"], "stale");
