@@ -4,11 +4,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <condition_variable>
 #include <random>
 #include <thread>
@@ -139,22 +134,8 @@ TEST_F(HttpClientTest, AServerThatSaysNothingIsATimeout) {
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kDeadlineExceeded) << answer.status();
 }
 
-// A loopback port that nothing listens on: bound and closed again, so connecting is refused at once.
-int ClosedPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-    return -1;
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 TEST_F(HttpClientTest, NoServerIsUnavailable) {
-  const int port = ClosedPort();
+  const int port = rackwise::testing::FreeLoopbackPort();  // bound and released: nothing listens there
   ASSERT_GT(port, 0);
   HttpClient client({});
   absl::StatusOr<HttpAnswer> answer = client.Send({.url = absl::StrCat("http://127.0.0.1:", port, "/")});

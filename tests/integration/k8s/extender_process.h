@@ -1,18 +1,23 @@
-// The real rackwise-extender binary as a child process, for tests that measure the process itself (peak
-// memory) or its command line. Started on a free loopback port; the port is read from its log.
+// The real rackwise-extender binary as a child process, for tests of the process itself (peak memory, command
+// line, restarts). Started with port 0 (`--listen 127.0.0.1:0`, and `--grpc-listen 127.0.0.1:0` when it serves
+// gRPC), the ports it bound are read from its log: no port is picked by the test and lost to another process.
 #pragma once
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "rackwise/testing/child_process.h"
 
 namespace rackwise::k8s::testing {
 
@@ -20,10 +25,14 @@ class ExtenderProcess {
  public:
   ~ExtenderProcess() { Kill(); }
 
-  // Starts `binary args...` with stderr into `log_path`; waits for "extender verbs on http(s)://host:PORT".
-  // Returns "" on success, else why (the log included).
+  // Starts `binary args...` with stderr into `log_path`; waits for "extender verbs on http(s)://host:PORT" and,
+  // with a non-empty --grpc-listen among the args, "gRPC rackwise.v1.Placement on port PORT". Returns "" on success, else why
+  // (the log included).
   std::string Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
     log_path_ = log_path;
+    port_ = grpc_port_ = 0;
+    const auto grpc_flag = std::find(args.begin(), args.end(), "--grpc-listen");
+    const bool grpc = grpc_flag != args.end() && grpc_flag + 1 != args.end() && !grpc_flag[1].empty();
     pid_ = ::fork();
     if (pid_ == 0) {
       std::FILE* log = std::freopen(log_path.c_str(), "w", stderr);
@@ -35,23 +44,22 @@ class ExtenderProcess {
       ::execv(binary.c_str(), argv.data());
       std::_Exit(127);
     }
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < until) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return "rackwise-extender exited at start-up:\n" + Log();
-      }
-      std::string log = Log();
-      size_t at = log.find("extender verbs on ");
-      if (at != std::string::npos && log.find('\n', at) != std::string::npos) {
-        size_t colon = log.rfind(':', log.find('\n', at));
-        port_ = std::stoi(log.substr(colon + 1));
-        return "";
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return "rackwise-extender did not start listening within 60 s:\n" + Log();
+    const std::string why = rackwise::testing::WaitFor(
+        "rackwise-extender to listen",
+        [&] {
+          const std::string log = Log();
+          if (port_ == 0) port_ = PortAfter(log, "extender verbs on ");
+          if (grpc && grpc_port_ == 0) grpc_port_ = PortAfter(log, "gRPC rackwise.v1.Placement on port ");
+          return port_ != 0 && (!grpc || grpc_port_ != 0);
+        },
+        std::chrono::seconds(60),
+        [&]() -> std::string {
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) != pid_) return "";
+          pid_ = -1;
+          return "it exited at start-up (status " + std::to_string(status) + ")";
+        });
+    return why.empty() ? "" : why + ":\n" + Log();
   }
 
   // Runs `binary args...` to completion; returns its exit status and fills *output with stdout+stderr.
@@ -86,19 +94,35 @@ class ExtenderProcess {
     s << in.rdbuf();
     return s.str();
   }
-  void Kill() {
+  void Kill() { Stop(SIGTERM); }
+  // SIGKILL: the process ends where it is, nothing flushed on the way out (a crash, for restart tests).
+  void Crash() { Stop(SIGKILL); }
+  void Stop(int signal) {
     if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
+    ::kill(pid_, signal);
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
   }
   int port() const { return port_; }
+  int grpc_port() const { return grpc_port_; }
   pid_t pid() const { return pid_; }
 
  private:
+  // The port the whole line starting with `marker` names: a URL's ("http://host:PORT") or the number right after
+  // the marker ("on port PORT ..."); 0 before that line is written out.
+  static int PortAfter(const std::string& log, const std::string& marker) {
+    const size_t at = log.find(marker);
+    if (at == std::string::npos) return 0;
+    const size_t end = log.find('\n', at);
+    if (end == std::string::npos) return 0;
+    std::string rest = log.substr(at + marker.size(), end - at - marker.size());
+    if (rest.find("://") != std::string::npos) rest = rest.substr(rest.rfind(':') + 1);
+    return std::atoi(rest.c_str());
+  }
+
   pid_t pid_ = -1;
-  int port_ = 0;
+  int port_ = 0, grpc_port_ = 0;
   std::string log_path_;
 };
 

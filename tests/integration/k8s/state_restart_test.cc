@@ -22,26 +22,15 @@
 #include <httplib.h>
 
 #include "extender_fixture.h"
+#include "extender_process.h"
 #include "rackwise/cluster_description.h"
+#include "rackwise/testing/child_process.h"
 #include "rackwise/v1/placement_service.grpc.pb.h"
 
 namespace rackwise::k8s::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p);
@@ -50,70 +39,45 @@ std::string ReadAll(const fs::path& p) {
   return s.str();
 }
 
-// One run of the real extender binary, its stderr in a log file.
-class ExtenderProcess {
+// One run of the real extender binary on ports it picks itself, its stderr in a log file.
+class ExtenderRun {
  public:
-  ExtenderProcess(const fs::path& dir, const std::string& run) : dir_(dir), log_(dir / (run + ".log")) {}
-  ~ExtenderProcess() { Kill(); }
+  ExtenderRun(const fs::path& dir, const std::string& run) : log_(dir / (run + ".log")) {}
 
   void Start(const fs::path& cluster, const fs::path& token) {
-    http_port_ = FreePort();
-    grpc_port_ = FreePort();
-    // Everything the child needs is made before fork: only async-signal-safe calls may follow it.
-    const std::string listen = "127.0.0.1:" + std::to_string(http_port_);
-    const std::string grpc = "127.0.0.1:" + std::to_string(grpc_port_);
-    const std::string log = log_.string();
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 2);
-      ::dup2(fd, 1);
-      ::execl(RACKWISE_EXTENDER_BINARY, RACKWISE_EXTENDER_BINARY, "--cluster", cluster.c_str(), "--listen",
-              listen.c_str(), "--grpc-listen", grpc.c_str(), "--admin-token-file", token.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    ASSERT_EQ(process_.Start(RACKWISE_EXTENDER_BINARY,
+                             {"--cluster", cluster.string(), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
+                              "--admin-token-file", token.string()},
+                             log_.string()),
+              "");
   }
 
-  // Waits until /readyz answers 200; fails at once, with the log, if the process dies.
+  // Waits until /readyz answers 200 (the state file is read back by then); fails at once, with the log, if the
+  // process dies.
   void WaitReady() {
-    httplib::Client http("127.0.0.1", http_port_);
+    httplib::Client http("127.0.0.1", process_.port());
     http.set_connection_timeout(1, 0);
-    bool ready = false;
-    for (int i = 0; i < 1200 && !ready; ++i) {  // a minute: the machine may be busy
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        FAIL() << "rackwise-extender exited (status " << status << "):\n" << ReadAll(log_);
-      }
-      auto res = http.Get("/readyz");
-      ready = res && res->status == 200;
-      if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    // main starts the gRPC port after the HTTP one: wait for it too.
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
-    if (!ready || !channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(60)))
-      FAIL() << "/readyz never answered 200 or the gRPC port never opened:\n" << ReadAll(log_);
+    const std::string why = rackwise::testing::WaitFor(
+        "/readyz to answer 200",
+        [&] {
+          auto res = http.Get("/readyz");
+          return res && res->status == 200;
+        },
+        std::chrono::seconds(60), [&] { return process_.Alive() ? "" : std::string("rackwise-extender exited"); });
+    ASSERT_EQ(why, "") << ReadAll(log_);
   }
 
-  void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  void Crash() { process_.Crash(); }
 
   std::unique_ptr<v1::Placement::Stub> Stub() const {
     return v1::Placement::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(process_.grpc_port()), grpc::InsecureChannelCredentials()));
   }
   std::string log() const { return ReadAll(log_); }
 
  private:
-  fs::path dir_, log_;
-  pid_t pid_ = -1;
-  int http_port_ = 0, grpc_port_ = 0;
+  fs::path log_;
+  ExtenderProcess process_;
 };
 
 std::unique_ptr<grpc::ClientContext> Admin() {
@@ -164,8 +128,8 @@ TEST(ExtenderRestart, OperatorStateIsBackAfterKillNine) {
   // H100 nodes: b0-r0000-n01..n04 and b0-r0001-n01..n04 (rack caps 30 kW).
   const std::string placed_node = "b0-r0000-n01", drained_node = "b0-r0001-n01", failed_node = "b0-r0001-n02";
   {
-    ExtenderProcess first(dir, "first");
-    first.Start(cluster, token);
+    ExtenderRun first(dir, "first");
+    ASSERT_NO_FATAL_FAILURE(first.Start(cluster, token));
     ASSERT_NO_FATAL_FAILURE(first.WaitReady());
     auto stub = first.Stub();
     v1::SetPowerCapRequest cap;
@@ -195,12 +159,12 @@ TEST(ExtenderRestart, OperatorStateIsBackAfterKillNine) {
     EXPECT_TRUE(Has(ExplainOn(stub.get(), drained_node, 1), "Node drained"));
     EXPECT_TRUE(Has(ExplainOn(stub.get(), failed_node, 8), "Insufficient free GPUs"));
     EXPECT_TRUE(Has(ExplainOn(stub.get(), placed_node, 1), "Insufficient free GPUs"));
-    first.Kill();  // SIGKILL: nothing is flushed on the way out
+    first.Crash();  // SIGKILL: nothing is flushed on the way out
   }
   ASSERT_TRUE(fs::exists(dir / "rackwise.state.yaml")) << "the state file is beside the description";
 
-  ExtenderProcess second(dir, "second");
-  second.Start(cluster, token);
+  ExtenderRun second(dir, "second");
+  ASSERT_NO_FATAL_FAILURE(second.Start(cluster, token));
   ASSERT_NO_FATAL_FAILURE(second.WaitReady());
   auto stub = second.Stub();
   EXPECT_DOUBLE_EQ(CapWatts(stub.get(), "b0-r0001"), 21'500) << second.log();
@@ -219,7 +183,7 @@ TEST(ExtenderRestart, OperatorStateIsBackAfterKillNine) {
   ASSERT_TRUE(stub->Release(Admin().get(), release, &released).ok());
   EXPECT_TRUE(released.released());
   EXPECT_EQ(ExplainOn(stub.get(), placed_node, 8), "fits");
-  second.Kill();
+  second.Crash();
 }
 
 }  // namespace

@@ -518,6 +518,16 @@ rw_start_sampler() {
   RW_SAMPLER=$!
   RW_PIDS+=("$RW_SAMPLER")
 }
+rw_samples_taken() { grep -c '^sample ' "$RW_SAMPLES" 2>/dev/null; }
+rw_samples_at_least() {
+  kill -0 "$RW_SAMPLER" 2>/dev/null || rw_die "the sampler died: $(tail -5 "$RW_TMP/log/sampler.err")"
+  (($(rw_samples_taken) >= $1))
+}
+# rw_wait_samples N: waits until the sampler has taken N more samples, so that it has seen what runs now; fails
+# the test at once if the sampler died, and when it takes none for 60 s.
+rw_wait_samples() {
+  rw_wait_for 60 rw_samples_at_least $(($(rw_samples_taken) + $1)) || rw_fail "the sampler took no sample in 60 s"
+}
 
 # --- measured power: a DCGM exporter's page and the real Prometheus scraping it ---------------------------------
 # rw_start_prometheus WORK PAGE_PORT PROM_PORT: serves WORK/dcgm.prom (the page the test writes) on PAGE_PORT with

@@ -58,17 +58,6 @@ submit() {
   echo "$id $gpus $per_node $watts $locality $part" >>"$jobs_file"
   echo "$id"
 }
-samples_taken() { grep -c '^sample ' "$samples" 2>/dev/null; }
-# Waits until the sampler has taken N more samples (so that it has seen what runs now).
-wait_samples() {
-  local want=$(($(samples_taken) + $1)) t
-  for ((t = 0; t < 300; t++)); do
-    kill -0 "$sampler" 2>/dev/null || rw_die "the sampler died: $(tail -5 "$RW_TMP/log/sampler.err")"
-    (($(samples_taken) >= want)) && return 0
-    sleep 0.2
-  done
-  rw_fail "the sampler took no sample in 60 s"
-}
 # idx=limit_mw of a node's fake GPUs, e.g. "0=700000 1=700000 ...".
 limits_of() {
   awk '$1 == "gpu" {printf "%s%d=%s", (i ? " " : ""), i, $6; i++}' "$RW_TMP/nvml/$1/fake_nvml.state"
@@ -119,7 +108,7 @@ g=$(submit 30 8 0 0 none - --gpus=8 --nvlink=none)
 h=$(submit 30 12 4 0 preferred - -N 3 --gpus-per-node=4)
 i=$(submit 30 24 0 700 required "$hgx_nodes" -p hgx --gpus=24 --gpu-watts=700 --nvlink=required)
 wait_running "$a" "$b" "$d" "$e" "$i"
-wait_samples 2
+rw_wait_samples 2
 check_job_limits "$b" 700
 check_job_limits "$d" 250
 
@@ -131,7 +120,7 @@ hgx_jobs=()
 for s in 1 2 3 4 5 6; do hgx_jobs+=("$(submit 20 8 0 0 preferred "$hgx_nodes" -p hgx --gpus=8)"); done
 r1=$(submit 20 16 0 0 required - --gpus=16 --nvlink=required)
 w1=$(submit 20 32 0 400 required - --gpus=32 --gpu-watts=400 --nvlink=required)
-wait_samples 2
+rw_wait_samples 2
 
 # --- A rack cap lowered at run time: h04 from 41 to 25 kW (13.75 kW above idle: 14 GPUs at 962.5 W) ------------
 sed -i '/name: h04/,/power_domain/ s/power_cap_kw: 41/power_cap_kw: 25/' "$yaml"
@@ -161,7 +150,7 @@ for ((t = 0; t < 1500; t++)); do
 done
 [[ -z $(squeue -h) ]] && rw_ok "the queue drained" ||
   rw_fail "jobs stuck: $(squeue -h -o '%i %T %r' | paste -sd';')"
-wait_samples 1
+rw_wait_samples 1
 touch "$stop"
 wait "$sampler" 2>/dev/null
 
@@ -174,7 +163,7 @@ done <"$jobs_file"
 drained=$(sinfo -h -R -o '%N: %E' 2>/dev/null)
 [[ -z $drained ]] && rw_ok "no node drained" || rw_fail "nodes drained: $drained"
 grep -q FINDING "$samples" && rw_fail "the sampler found broken promises: $(grep FINDING "$samples" | head -5)" ||
-  rw_ok "$(samples_taken) samples: no rack or power domain over its usable cap, no GPU held twice"
+  rw_ok "$(rw_samples_taken) samples: no rack or power domain over its usable cap, no GPU held twice"
 if /usr/bin/python3 "$here/live_checker.py" domains "$RW_TMP/rackwise.yaml.good" "$jobs_file" "$samples.seen" \
   >"$RW_TMP/domains.txt"; then
   rw_ok "every required job in its fewest NVLink domains ($(grep -c ': ok' "$RW_TMP/domains.txt") judged)"

@@ -64,11 +64,7 @@ after_b=$(running_snapshot)
 echo "$after_b" >"$RW_TMP/after_b.txt"
 
 # --- Judged: domains, victims against the fewest that make room, caps in every sample ------------------------
-wait_samples() {
-  local want=$(($(grep -c '^sample ' "$samples") + 2)) t
-  for ((t = 0; t < 300; t++)); do (($(grep -c '^sample ' "$samples") >= want)) && return 0; sleep 0.2; done
-}
-wait_samples
+rw_wait_samples 2
 touch "$stop"
 wait "$sampler" 2>/dev/null
 racks=$(rw_job_nodes "$a" | sed 's/-t[0-9]*$//' | sort -u | paste -sd,)

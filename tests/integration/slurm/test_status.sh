@@ -13,16 +13,15 @@ rw_start || exit 1
 state=$RW_TMP/state/rackwise_state.yaml
 cluster=$RW_TMP/etc/rackwise.yaml
 
-# Waits until the published file does (or, with "!", does not) mention job $2; fails at once if slurmctld died.
+# published_is yes|no ID: the published file mentions job ID (yes), or is there without it (no).
+published_is() {
+  [[ -f $state ]] || return 1
+  if grep -Eq "id: ['\"]?${2}['\"]?\$" "$state"; then [[ $1 == yes ]]; else [[ $1 == no ]]; fi
+}
+# Waits until the published file does (yes) or does not (no) mention job $2; fails at once if slurmctld died.
 wait_published() {
-  local want=$1 id=$2 t
-  for ((t = 0; t < 100; t++)); do
-    kill -0 "$RW_CTLD_PID" 2>/dev/null || { rw_fail "slurmctld died"; tail -20 "$RW_TMP/log/slurmctld.log" >&2; return 1; }
-    if [[ -f $state ]] && grep -Eq "id: ['\"]?${id}['\"]?\$" "$state"; then [[ $want == "yes" ]] && return 0
-    elif [[ -f $state && $want == "no" ]]; then return 0; fi
-    sleep 0.2
-  done
-  rw_fail "$state never showed job $id as $want (content: $(cat "$state" 2>/dev/null))"
+  rw_wait_for 20 published_is "$1" "$2" && return 0
+  rw_fail "$state never showed job $2 as $1 (content: $(cat "$state" 2>/dev/null))"
   return 1
 }
 

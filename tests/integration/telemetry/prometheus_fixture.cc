@@ -18,25 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rackwise/testing/child_process.h"
+
 extern char** environ;
 
 namespace rackwise::testing {
-
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    return 0;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 void DcgmExporterPage::Start() {
   server_ = std::make_unique<httplib::Server>();
@@ -114,13 +100,14 @@ std::string PrometheusServer::Start(int target_port) {
   // Ready: the HTTP API answers.
   httplib::Client c("127.0.0.1", port_);
   c.set_connection_timeout(1, 0);
-  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-       std::chrono::steady_clock::now() < end;) {
-    if (std::string d = Died(); !d.empty()) return d;
-    if (auto res = c.Get("/-/ready"); res && res->status == 200) return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "prometheus not ready after 60 s:\n" + Log();
+  const std::string why = WaitFor(
+      "prometheus to be ready",
+      [&] {
+        auto res = c.Get("/-/ready");
+        return res && res->status == 200;
+      },
+      std::chrono::seconds(60), [this] { return Died(); });
+  return why.empty() ? "" : why + "\n" + Log();
 }
 
 void PrometheusServer::Stop() {
@@ -153,6 +140,8 @@ std::string PrometheusServer::Died() const {
 
 namespace {
 
+std::chrono::milliseconds Seconds(double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); }
+
 // The first value of an instant query, or nullopt for an empty vector; *answer gets the body.
 std::optional<double> FirstValue(int port, const std::string& promql, std::string* answer) {
   httplib::Client c("127.0.0.1", port);
@@ -175,24 +164,23 @@ std::optional<double> FirstValue(int port, const std::string& promql, std::strin
 std::string PrometheusServer::WaitForQuery(const std::string& promql, const std::function<bool(double)>& want,
                                            double timeout_s) {
   std::string answer;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < end) {
-    if (std::string d = Died(); !d.empty()) return d;
-    if (std::optional<double> v = FirstValue(port_, promql, &answer); v && want(*v)) return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return "timed out waiting for " + promql + "; last answer: " + answer;
+  const std::string why = WaitFor(
+      promql,
+      [&] {
+        std::optional<double> v = FirstValue(port_, promql, &answer);
+        return v && want(*v);
+      },
+      Seconds(timeout_s), [this] { return Died(); });
+  return why.empty() ? "" : why + "; last answer: " + answer;
 }
 
 std::string PrometheusServer::WaitForEmpty(const std::string& promql, double timeout_s) {
   std::string answer;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < end) {
-    if (std::string d = Died(); !d.empty()) return d;
-    if (!FirstValue(port_, promql, &answer) && answer.find("\"result\":[]") != std::string::npos) return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return "timed out waiting for " + promql + " to be empty; last answer: " + answer;
+  const std::string why = WaitFor(
+      promql + " to be empty",
+      [&] { return !FirstValue(port_, promql, &answer) && answer.find("\"result\":[]") != std::string::npos; },
+      Seconds(timeout_s), [this] { return Died(); });
+  return why.empty() ? "" : why + "; last answer: " + answer;
 }
 
 }  // namespace rackwise::testing

@@ -57,7 +57,4 @@ class PrometheusServer {
   pid_t pid_ = -1;
 };
 
-// A free TCP port on 127.0.0.1 (bound, read and released).
-int FreeLoopbackPort();
-
 }  // namespace rackwise::testing

@@ -12,6 +12,7 @@
 #include "extender_fixture.h"
 #include "prometheus_fixture.h"
 #include "rackwise/cluster_description.h"
+#include "rackwise/testing/child_process.h"
 #include "telemetry_face.h"
 
 namespace rackwise::k8s::testing {
@@ -37,16 +38,12 @@ v1::ClusterDescription Described(const std::string& prometheus_url) {
   return d;
 }
 
-// Polls `check` until it returns "" (done) or the time is up; returns the last complaint.
-std::string WaitFor(const std::function<std::string()>& check, double timeout_s) {
+// Polls `check` until it returns "" (done) or the time is up: "" or why not, with the last complaint.
+std::string Settles(const std::function<std::string()>& check, int timeout_s) {
   std::string last;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < end) {
-    last = check();
-    if (last.empty()) return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return "timed out: " + last;
+  const std::string why = rackwise::testing::WaitFor(
+      "the state", [&] { return (last = check()).empty(); }, std::chrono::seconds(timeout_s));
+  return why.empty() ? "" : why + "; last: " + last;
 }
 
 // Runs a command and returns its stdout.
@@ -115,12 +112,12 @@ class PrometheusTelemetryTest : public ExtenderHttpFixture {
 TEST_F(PrometheusTelemetryTest, RackNearItsCapIsRefusedNamingMeasuredWattsThenStaleFallsBack) {
   // Fresh readings, low draw: every node can take the pod.
   ASSERT_EQ(
-      WaitFor([&] { return Metrics().find("rackwise_telemetry_fresh 1") != std::string::npos ? "" : "not fresh"; }, 30),
+      Settles([&] { return Metrics().find("rackwise_telemetry_fresh 1") != std::string::npos ? "" : "not fresh"; }, 30),
       "")
       << LogText();
   EXPECT_EQ(Filter()["NodeNames"].size(), 8u);
   // The poller logs right after it applied the readings (which /metrics already shows).
-  EXPECT_EQ(WaitFor(
+  EXPECT_EQ(Settles(
                 [&] {
                   return LogText().find("telemetry: fresh (2 of 2 racks measured)") == std::string::npos ? LogText()
                                                                                                          : "";
@@ -134,7 +131,7 @@ TEST_F(PrometheusTelemetryTest, RackNearItsCapIsRefusedNamingMeasuredWattsThenSt
                 "sum(DCGM_FI_DEV_POWER_USAGE{Hostname=~\"b0-r0000-.*\"})", [](double v) { return v > 17000; }, 30),
             "");
   std::string reason;
-  ASSERT_EQ(WaitFor(
+  ASSERT_EQ(Settles(
                 [&] {
                   Json f = Filter();
                   if (!f["FailedNodes"].is_object() || !f["FailedNodes"].contains(NodeName(0, 1))) return f.dump();
@@ -171,12 +168,12 @@ TEST_F(PrometheusTelemetryTest, RackNearItsCapIsRefusedNamingMeasuredWattsThenSt
   page_.Stop();
   ASSERT_EQ(prometheus_.WaitForEmpty(kNodeQuery, 30), "");
   ASSERT_EQ(
-      WaitFor([&] { return Metrics().find("rackwise_telemetry_fresh 0") != std::string::npos ? "" : "fresh"; }, 30),
+      Settles([&] { return Metrics().find("rackwise_telemetry_fresh 0") != std::string::npos ? "" : "fresh"; }, 30),
       "");
   m = Metrics();
   EXPECT_NE(m.find("rackwise_telemetry_state{state=\"stale\"} 1"), std::string::npos) << m;
   EXPECT_EQ(m.find("rackwise_rack_measured_watts{rack="), std::string::npos) << m;
-  EXPECT_EQ(WaitFor(
+  EXPECT_EQ(Settles(
                 [&] {
                   return LogText().find("telemetry: stale (0 of 2 racks measured; the others count their estimates)") ==
                                  std::string::npos
@@ -197,7 +194,7 @@ TEST_F(PrometheusTelemetryTest, RackAboveItsCapRaisesTheOverdrawAlarmNamingItsPo
   // 31 kW measured on rack 0: above its 30 kW cap.
   for (int n = 1; n <= 4; ++n) page_.SetGpuWatts(NodeName(0, n), 656.25);
   ASSERT_EQ(
-      WaitFor(
+      Settles(
           [&] {
             return Metrics().find("rackwise_rack_overdraw{rack=\"b0-r0000\"} 1") != std::string::npos ? "" : "no alarm";
           },
