@@ -26,8 +26,8 @@ class ExtenderProcess {
   ~ExtenderProcess() { Kill(); }
 
   // Starts `binary args...` with stderr into `log_path`; waits for "extender verbs on http(s)://host:PORT" and,
-  // with a non-empty --grpc-listen among the args, "gRPC rackwise.v1.Placement on port PORT". Returns "" on success, else why
-  // (the log included).
+  // with a non-empty --grpc-listen among the args, "gRPC rackwise.v1.Placement on port PORT". Returns "" on success,
+  // else why (the log included).
   std::string Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
     log_path_ = log_path;
     port_ = grpc_port_ = 0;
