@@ -5,11 +5,11 @@
 
 #include <string>
 #include <vector>
-#include "absl/strings/string_view.h"
 
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace rackwise::testing {
 

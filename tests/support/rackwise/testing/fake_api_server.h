@@ -24,7 +24,8 @@
 //        metadata.uid names another pod.
 //   POST /api/v1/namespaces/NS/pods/NAME/eviction
 //        deletes the pod (DELETED), 201; 404 unknown pod. Disruption budgets are not modelled: Script() a 429.
-//   Bad input answers 400 with a Status naming what is wrong; errors are Status objects, as upstream.
+//   Bad input answers 400 with a Status naming what is wrong; errors are Status objects, as upstream. Anything
+//   else (namespaced LIST paths, labelSelector, writes other than these) is not served: 404, or ignored.
 //
 // Nodes come from Options::nodes (all Ready, 8 allocatable nvidia.com/gpu); other objects from the in-process
 // calls below (or the /_test routes). Events are kept for the life of the server (a test's worth).
