@@ -115,8 +115,9 @@ int64_t FakeApiServer::resource_version() const {
 }
 
 void FakeApiServer::Script(Route route, ScriptedAnswer answer, int times) {
+  if (times == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  scripts_.push_back({std::move(route), std::move(answer), times});
+  scripts_.push_back({std::move(route), std::move(answer), times < 0 ? kAlways : times});
 }
 
 std::vector<FakeApiServer::RecordedRequest> FakeApiServer::Requests(const std::string& method,

@@ -143,6 +143,7 @@ class FakeApiServer {
   // Resource versions up to now are gone: watches from them (and open ones) get 410, their continue tokens too.
   void Compact();
 
+  // `times` kAlways (any negative): never used up, so later answers for the same route are never reached.
   void Script(Route route, ScriptedAnswer answer, int times = 1);
   // The requests whose method is `method` and whose path matches the regular expression `path_pattern`.
   std::vector<RecordedRequest> Requests(const std::string& method, const std::string& path_pattern) const;
