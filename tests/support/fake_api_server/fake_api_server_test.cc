@@ -167,16 +167,16 @@ TEST_F(FakeApiServerHttpTest, WatchFromAResourceVersionSeesExactlyTheLaterChange
   ASSERT_TRUE(api_.CreatePod(Pod("c")).ok());
   const int64_t middle = api_.resource_version();
   ASSERT_TRUE(api_.DeletePod("ml", "a").ok());
-  const std::vector<Json> events =
-      WatchEvents("/api/v1/pods?watch=1&timeoutSeconds=1&resourceVersion=" + std::to_string(from));
-  EXPECT_EQ(TypesAndNames(events), "MODIFIED b;ADDED c;DELETED a;");
+  // The last change: a watch that has it has had everything before it, so nothing else may come between.
+  ASSERT_TRUE(api_.CreatePod(Pod("zz-last")).ok());
+  const std::vector<Json> events = WatchEvents("/api/v1/pods?watch=1&resourceVersion=" + std::to_string(from), 4);
+  EXPECT_EQ(TypesAndNames(events), "MODIFIED b;ADDED c;DELETED a;ADDED zz-last;");
   for (size_t i = 0; i < events.size(); ++i)
     EXPECT_EQ(events[i]["object"]["metadata"]["resourceVersion"], std::to_string(from + 1 + i));
-  EXPECT_EQ(
-      TypesAndNames(WatchEvents("/api/v1/pods?watch=true&timeoutSeconds=1&resourceVersion=" + std::to_string(middle))),
-      "DELETED a;");
+  EXPECT_EQ(TypesAndNames(WatchEvents("/api/v1/pods?watch=true&resourceVersion=" + std::to_string(middle), 2)),
+            "DELETED a;ADDED zz-last;");
   // Without a resourceVersion: the objects there now, as ADDED, first.
-  EXPECT_EQ(TypesAndNames(WatchEvents("/api/v1/pods?watch=1&timeoutSeconds=1")), "ADDED b;ADDED c;");
+  EXPECT_EQ(TypesAndNames(WatchEvents("/api/v1/pods?watch=1&timeoutSeconds=1")), "ADDED b;ADDED c;ADDED zz-last;");
   // Other collections too.
   ASSERT_TRUE(api_.PutObject({{"apiVersion", "resource.k8s.io/v1"},
                               {"kind", "ResourceClaim"},
@@ -192,9 +192,12 @@ TEST_F(FakeApiServerHttpTest, WatchWithASelectorSeesObjectsEnterAndLeaveIt) {
   const std::string from = std::to_string(api_.resource_version());
   ASSERT_EQ(Post("/api/v1/namespaces/ml/pods/p/binding", {{"target", {{"name", "n1"}}}}), 201);
   ASSERT_TRUE(api_.PutPod(Pod("p", "n1", "Succeeded")).ok());
-  EXPECT_EQ(TypesAndNames(WatchEvents("/api/v1/pods?watch=1&timeoutSeconds=1&resourceVersion=" + from +
-                                      "&fieldSelector=spec.nodeName!%3D,status.phase!%3DSucceeded")),
-            "ADDED p;DELETED p;");
+  ASSERT_TRUE(api_.CreatePod(Pod("never-selected")).ok());
+  ASSERT_TRUE(api_.PutPod(Pod("zz-last", "n2", "Running")).ok());  // the last change (see above)
+  EXPECT_EQ(TypesAndNames(WatchEvents("/api/v1/pods?watch=1&resourceVersion=" + from +
+                                          "&fieldSelector=spec.nodeName!%3D,status.phase!%3DSucceeded",
+                                      3)),
+            "ADDED p;DELETED p;ADDED zz-last;");
 }
 
 TEST_F(FakeApiServerHttpTest, WatchFromBeforeACompactionGetsGoneAndOpenWatchesEndWithIt) {
