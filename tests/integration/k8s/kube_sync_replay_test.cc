@@ -1,40 +1,19 @@
-// The API-server client and reflector against a local HTTP server that replays recorded LIST / WATCH / 410
+// The API-server client and reflector against the fake API server replaying recorded LIST / WATCH / 410
 // sequences (paginated lists, chunked watch streams with bookmarks, an ERROR 410 event, an HTTP 410, a
-// failing list) and records the bindings it receives.
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+// failing list), answering bindings and evictions from its state (a conflict, a disruption budget's 429), and
+// recording what the client sent.
+#include <sstream>
 
 #include "extender_fixture.h"
 #include "kube_client.h"
 #include "kube_sync.h"
 #include "rackwise/testing/child_process.h"
+#include "rackwise/testing/fake_api_server.h"
 
 namespace rackwise::k8s::testing {
 namespace {
 
 using rackwise::testing::Eventually;
-
-// Streams `lines` as a chunked watch body, then either ends or idles until `stop`.
-void StreamLines(httplib::Response& res, std::vector<std::string> lines, bool idle, std::atomic<bool>* stop) {
-  auto state = std::make_shared<std::pair<std::vector<std::string>, size_t>>(std::move(lines), 0);
-  res.set_chunked_content_provider("application/json", [state, idle, stop](size_t, httplib::DataSink& sink) {
-    if (state->second < state->first.size()) {
-      std::string line = state->first[state->second++] + "\n";
-      // Split each event over two chunks, as a real stream may.
-      size_t half = line.size() / 2;
-      sink.write(line.data(), half);
-      sink.write(line.data() + half, line.size() - half);
-      return true;
-    }
-    if (idle && !stop->load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      return true;
-    }
-    sink.done();
-    return true;
-  });
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
@@ -45,107 +24,54 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-class FakeApiServer {
+using rackwise::testing::FakeApiServer;
+using Route = FakeApiServer::Route;
+
+// The fake API server with the nodes these tests bind to, started.
+class ApiServer : public FakeApiServer {
  public:
-  FakeApiServer() {
-    server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (req.has_param("watch")) {
-        pod_watch_versions_.push_back(req.get_param_value("resourceVersion"));
-        field_selector_ = req.get_param_value("fieldSelector");
-        int n = pod_watches_++;
-        if (n == 0) return StreamLines(res, Lines(ReadTestData("pods_watch_1.jsonl")), false, &stop_);
-        if (n == 1) return StreamLines(res, Lines(ReadTestData("pods_watch_gone.jsonl")), false, &stop_);
-        if (n == 2) {  // a plain HTTP 410 on the watch request must also relist
-          res.status = 410;
-          res.set_content(R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})", "application/json");
-          return;
-        }
-        return StreamLines(res, {}, true, &stop_);
-      }
-      int n = pod_lists_++;
-      if (n == 0) {  // the first list fails: the reflector backs off and retries
-        res.status = 500;
-        res.set_content(R"({"kind":"Status","message":"etcdserver: leader changed"})", "application/json");
-        return;
-      }
-      if (req.get_param_value("continue") == "c1")
-        return res.set_content(ReadTestData("pods_list_page2.json"), "application/json");
-      if (n == 1) return res.set_content(ReadTestData("pods_list_page1.json"), "application/json");
-      res.set_content(ReadTestData("pods_list_relist.json"), "application/json");
-    });
-    server_.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (req.has_param("watch")) {
-        int n = node_watches_++;
-        return StreamLines(res, n == 0 ? Lines(ReadTestData("nodes_watch_1.jsonl")) : std::vector<std::string>{}, true,
-                           &stop_);
-      }
-      res.set_content(ReadTestData("nodes_list.json"), "application/json");
-    });
-    server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)", [this](const httplib::Request& req,
-                                                                               httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      evictions_.push_back(Json::parse(req.body));
-      eviction_paths_.push_back(req.path);
-      authorization_ = req.get_header_value("Authorization");
-      if (req.matches[2] == "guarded") {  // a PodDisruptionBudget says no, as the API server answers it
-        res.status = 429;
-        res.set_content(
-            R"({"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget."})",
-            "application/json");
-        return;
-      }
-      res.status = 201;
-      res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
-    });
-    server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this](const httplib::Request& req,
-                                                                              httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      bindings_.push_back(Json::parse(req.body));
-      authorization_ = req.get_header_value("Authorization");
-      if (req.matches[2] == "conflict") {
-        res.status = 409;
-        res.set_content(R"({"kind":"Status","message":"pod conflict is already assigned"})", "application/json");
-        return;
-      }
-      res.status = 201;
-      res.set_content(req.body, "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~FakeApiServer() {
-    stop_ = true;
-    server_.stop();
-    thread_.join();
-  }
+  ApiServer() : FakeApiServer({.nodes = {"b0-r0000-n01", "b0-r0000-n02"}}) { started_ = Start(); }
+  const absl::Status& started() const { return started_; }
   KubeConfig Config() const {
     KubeConfig c;
     c.source = "test";
     c.https = false;
     c.host = "127.0.0.1";
-    c.port = port_;
+    c.port = port();
     c.token = "test-token";
     return c;
   }
+  // The recorded LIST / WATCH sequences: the first pod list fails (500), then a list in two pages (continue c1,
+  // resourceVersion 100), a watch that ends after an ADDED, a BOOKMARK and a DELETED (106), a watch that gets an
+  // ERROR 410 event, relists (200), a plain HTTP 410 on a watch, and watches that stay open and quiet. Nodes: a
+  // list, and a watch with one MODIFIED that stays open.
+  void ScriptRecordedStreams() {
+    const Route pods{.path = "/api/v1/pods"}, pod_watch{.path = "/api/v1/pods", .watch = true};
+    Script({.path = "/api/v1/pods", .query = {{"continue", "c1"}}}, {.body = ReadTestData("pods_list_page2.json")},
+           kAlways);
+    Script(pods, {.status = 500, .body = R"({"kind":"Status","message":"etcdserver: leader changed"})"});
+    Script(pods, {.body = ReadTestData("pods_list_page1.json")});
+    Script(pods, {.body = ReadTestData("pods_list_relist.json")}, kAlways);
+    Script(pod_watch, {.events = Lines(ReadTestData("pods_watch_1.jsonl"))});
+    Script(pod_watch, {.events = Lines(ReadTestData("pods_watch_gone.jsonl"))});
+    // A plain HTTP 410 on the watch request must also relist.
+    Script(pod_watch,
+           {.status = 410, .body = R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})"});
+    Script(pod_watch, {.hold_open = true}, kAlways);
+    const Route node_watch{.path = "/api/v1/nodes", .watch = true};
+    Script({.path = "/api/v1/nodes"}, {.body = ReadTestData("nodes_list.json")}, kAlways);
+    Script(node_watch, {.events = Lines(ReadTestData("nodes_watch_1.jsonl")), .hold_open = true});
+    Script(node_watch, {.hold_open = true}, kAlways);
+  }
 
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  int pod_lists_ = 0, pod_watches_ = 0, node_watches_ = 0;
-  std::vector<std::string> pod_watch_versions_;
-  std::string field_selector_, authorization_;
-  std::vector<Json> bindings_;
-  std::vector<Json> evictions_;
-  std::vector<std::string> eviction_paths_;
+ private:
+  absl::Status started_;
 };
 
 TEST(KubeSyncReplay, ListWatchResumeRelistOnGoneAndBackoff) {
-  FakeApiServer api;
+  ApiServer api;
+  ASSERT_TRUE(api.started().ok()) << api.started();
+  api.ScriptRecordedStreams();
   auto client = KubeClient::Create(api.Config());
   ASSERT_TRUE(client.ok()) << client.status();
   auto topology = Topology::Build(MixedCluster());
@@ -180,35 +106,61 @@ TEST(KubeSyncReplay, ListWatchResumeRelistOnGoneAndBackoff) {
     return 0;
   });
   sync.Stop();
-  std::lock_guard<std::mutex> lock(api.mu_);
-  ASSERT_GE(api.pod_watch_versions_.size(), 3u);
-  EXPECT_EQ(api.pod_watch_versions_[0], "100");  // from the paginated list
-  EXPECT_EQ(api.pod_watch_versions_[1], "106");  // resumed after the last event (bookmark 105, delete 106)
-  EXPECT_EQ(api.pod_watch_versions_[2], "200");  // after the relist that followed the 410 event
-  EXPECT_EQ(api.field_selector_, "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed");
+  std::vector<std::string> pod_watch_versions;
+  std::string field_selector;
+  for (const FakeApiServer::RecordedRequest& r : api.Requests("GET", "/api/v1/pods")) {
+    if (!r.watch) continue;
+    pod_watch_versions.push_back(r.param("resourceVersion"));
+    field_selector = r.param("fieldSelector");
+  }
+  ASSERT_GE(pod_watch_versions.size(), 3u);
+  EXPECT_EQ(pod_watch_versions[0], "100");  // from the paginated list
+  EXPECT_EQ(pod_watch_versions[1], "106");  // resumed after the last event (bookmark 105, delete 106)
+  EXPECT_EQ(pod_watch_versions[2], "200");  // after the relist that followed the 410 event
+  EXPECT_EQ(field_selector, "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed");
 }
 
 TEST(KubeSyncReplay, EvictPostsAPolicyV1Eviction) {
-  FakeApiServer api;
+  ApiServer api;
+  ASSERT_TRUE(api.started().ok()) << api.started();
+  ASSERT_TRUE(api.PutPod(MakePod("train-9", 8)).ok());
+  // A PodDisruptionBudget says no, as the API server answers it.
+  api.Script(
+      {.method = "POST", .path = "/api/v1/namespaces/ml/pods/guarded/eviction"},
+      {.status = 429,
+       .body = R"({"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget."})"},
+      FakeApiServer::kAlways);
   auto client = KubeClient::Create(api.Config());
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->EvictPod("ml", "train-9").ok());
   absl::Status refused = (*client)->EvictPod("ml", "guarded");
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.message().find("disruption budget"), std::string::npos) << refused;
-  std::lock_guard<std::mutex> lock(api.mu_);
-  ASSERT_EQ(api.evictions_.size(), 2u);
-  EXPECT_EQ(api.eviction_paths_[0], "/api/v1/namespaces/ml/pods/train-9/eviction");
-  const Json& body = api.evictions_[0];
+  const std::vector<FakeApiServer::RecordedRequest> evictions = api.Requests("POST", ".*/eviction");
+  ASSERT_EQ(evictions.size(), 2u);
+  EXPECT_EQ(evictions[0].path, "/api/v1/namespaces/ml/pods/train-9/eviction");
+  const Json body = Json::parse(evictions[0].body);
   EXPECT_EQ(body["apiVersion"], "policy/v1");
   EXPECT_EQ(body["kind"], "Eviction");
   EXPECT_EQ(body["metadata"]["name"], "train-9");
   EXPECT_EQ(body["metadata"]["namespace"], "ml");
-  EXPECT_EQ(api.authorization_, "Bearer test-token");
+  EXPECT_EQ(evictions.back().header("Authorization"), "Bearer test-token");
+}
+
+// A pod already bound to a node: binding it again conflicts (409).
+Json BoundPod(const std::string& name) {
+  Json pod = MakePod(name, 8);
+  pod["spec"]["nodeName"] = "b0-r0000-n02";
+  return pod;
 }
 
 TEST(KubeSyncReplay, BindPostsTheBindingSubresource) {
-  FakeApiServer api;
+  ApiServer api;
+  ASSERT_TRUE(api.started().ok()) << api.started();
+  Json train = MakePod("train-0", 8);
+  train["metadata"]["uid"] = "uid-t0";
+  ASSERT_TRUE(api.CreatePod(train).ok());
+  ASSERT_TRUE(api.PutPod(BoundPod("conflict")).ok());
   auto client = KubeClient::Create(api.Config());
   ASSERT_TRUE(client.ok());
   BindingArgs b{"train-0", "ml", "uid-t0", "b0-r0000-n01"};
@@ -217,20 +169,23 @@ TEST(KubeSyncReplay, BindPostsTheBindingSubresource) {
   absl::Status s = (*client)->BindPod(conflict);
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(s.message().find("already assigned"), std::string::npos);
-  std::lock_guard<std::mutex> lock(api.mu_);
-  ASSERT_EQ(api.bindings_.size(), 2u);
-  const Json& body = api.bindings_[0];
+  const std::vector<FakeApiServer::RecordedRequest> bindings = api.Requests("POST", ".*/binding");
+  ASSERT_EQ(bindings.size(), 2u);
+  const Json body = Json::parse(bindings[0].body);
   EXPECT_EQ(body["kind"], "Binding");
   EXPECT_EQ(body["metadata"]["name"], "train-0");
   EXPECT_EQ(body["metadata"]["namespace"], "ml");
   EXPECT_EQ(body["metadata"]["uid"], "uid-t0");
   EXPECT_EQ(body["target"]["kind"], "Node");
   EXPECT_EQ(body["target"]["name"], "b0-r0000-n01");
-  EXPECT_EQ(api.authorization_, "Bearer test-token");
+  EXPECT_EQ(bindings.back().header("Authorization"), "Bearer test-token");
 }
 
 TEST(KubeSyncReplay, FailedBindingUndoesTheBooking) {
-  FakeApiServer api;
+  ApiServer api;
+  ASSERT_TRUE(api.started().ok()) << api.started();
+  ASSERT_TRUE(api.PutPod(BoundPod("conflict")).ok());
+  ASSERT_TRUE(api.CreatePod(MakePod("ok", 8)).ok());
   auto client = KubeClient::Create(api.Config());
   ASSERT_TRUE(client.ok());
   auto topology = Topology::Build(MixedCluster());

@@ -17,6 +17,7 @@
 #include "grpc_service.h"
 #include "kube_client.h"
 #include "kube_config.h"
+#include "rackwise/testing/fake_api_server.h"
 
 namespace rackwise::k8s::testing {
 namespace {
@@ -192,30 +193,6 @@ TEST_F(GrpcTlsTest, AdminClientCertificateMayChangeCapsOthersMayOnlyRead) {
   EXPECT_EQ(RackCap(), WattsToMilliwatts(25'000));
 }
 
-// A local API server over HTTPS that demands client certificates signed by the test CA.
-class TlsApiServer {
- public:
-  explicit TlsApiServer(const TestPki& pki)
-      : server_(pki.Path("server.crt").c_str(), pki.Path("server.key").c_str(), pki.Path("ca.crt").c_str()) {
-    server_.Get("/api/v1/pods", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"kind":"PodList","metadata":{"resourceVersion":"42"},"items":[]})", "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~TlsApiServer() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-
- private:
-  httplib::SSLServer server_;
-  std::thread thread_;
-  int port_ = 0;
-};
-
 std::string WriteKubeconfig(const TestPki& pki, const std::string& name, int port, const std::string& user_yaml,
                             const std::string& cluster_ca_yaml) {
   const std::string path = pki.Path(name);
@@ -231,7 +208,11 @@ std::string WriteKubeconfig(const TestPki& pki, const std::string& name, int por
 TEST(KubeconfigTls, ClientCertificatesFromFilesAndFromData) {
   TestPki pki;
   ASSERT_TRUE(pki.ok()) << "the openssl command could not make the test PKI";
-  TlsApiServer api(pki);
+  // The fake API server over HTTPS, demanding client certificates signed by the test CA.
+  rackwise::testing::FakeApiServer api({.tls = rackwise::testing::FakeApiServer::Tls{
+                                            pki.Path("server.crt"), pki.Path("server.key"), pki.Path("ca.crt")}});
+  ASSERT_TRUE(api.Start().ok());
+  const std::string served_version = std::to_string(api.resource_version());
   auto list = [&](const std::string& kubeconfig) -> absl::Status {
     absl::StatusOr<KubeConfig> config = LoadKubeconfig(kubeconfig);
     if (!config.ok()) return config.status();
@@ -239,7 +220,7 @@ TEST(KubeconfigTls, ClientCertificatesFromFilesAndFromData) {
     if (!client.ok()) return client.status();
     absl::StatusOr<ListPage> page = (*client)->List("/api/v1/pods", "", 10, "");
     if (!page.ok()) return page.status();
-    return page->resource_version == "42" ? absl::OkStatus() : absl::InternalError("wrong list");
+    return page->resource_version == served_version ? absl::OkStatus() : absl::InternalError("wrong list");
   };
   const std::string ca_file = "    certificate-authority: ca.crt\n";  // relative to the kubeconfig's directory
   const std::string ca_data =

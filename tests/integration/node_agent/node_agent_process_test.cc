@@ -1,7 +1,8 @@
 // rackwise-node-agent, the real binary, against:
 //  - a local kubelet: a gRPC server implementing v1.PodResourcesLister/List on a unix socket, from the same
 //    protocol file the agent is built with;
-//  - a local API server: HTTP answering GET /api/v1/pods?fieldSelector=spec.nodeName=... with a PodList;
+//  - the fake API server (rackwise/testing/fake_api_server.h) in process, answering the agent's pod list for its
+//    node (GET /api/v1/pods?fieldSelector=spec.nodeName=...) in pages of two, as a server may;
 //  - the fake libnvidia-ml.so.1 (tests/fake_nvml), whose state file shows each board's limit and whose log shows
 //    every NVML call.
 // Tests wait on states (a limit in the fake's state, a metric), and fail at once with the agent's log if it dies.
@@ -14,7 +15,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -29,48 +29,14 @@
 #include "fake_kubelet.h"
 #include "fake_nvml_state.h"
 #include "json_fields.h"
-#include "loopback_server.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "rackwise/testing/child_process.h"
+#include "rackwise/testing/fake_api_server.h"
 
 namespace rackwise::node_agent {
 namespace {
 
 using k8s::Json;
-
-// The API server's pod list for the agent's node (paginated in pages of two, as a server may).
-class FakeApiServer {
- public:
-  FakeApiServer() {
-    http_.server().Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      field_selector_ = req.get_param_value("fieldSelector");
-      size_t start = 0;
-      if (req.has_param("continue")) absl::SimpleAtoi(req.get_param_value("continue"), &start);
-      Json page = {{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "42"}}}};
-      page["items"] = Json::array();
-      for (size_t i = start; i < pods_.size() && i < start + 2; ++i) page["items"].push_back(pods_[i]);
-      if (start + 2 < pods_.size()) page["metadata"]["continue"] = std::to_string(start + 2);
-      res.set_content(page.dump(), "application/json");
-    });
-    http_.Start();
-  }
-  void SetPods(std::vector<Json> pods) {
-    std::lock_guard<std::mutex> lock(mu_);
-    pods_ = std::move(pods);
-  }
-  std::string field_selector() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return field_selector_;
-  }
-  int port() const { return http_.port(); }
-
- private:
-  LoopbackServer http_;
-  std::mutex mu_;
-  std::vector<Json> pods_;
-  std::string field_selector_;
-};
 
 Json Pod(const std::string& name, const std::string& uid, const std::string& watts, int gpus = 2) {
   Json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", uid}}},
@@ -88,6 +54,7 @@ class NodeAgentProcessTest : public ::testing::Test {
     std::string pattern = (std::filesystem::temp_directory_path() / "rackwise_node_agent_it.XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
+    ASSERT_TRUE(api_.Start().ok());
     nvml_state_ = dir_ + "/fake_nvml.state";
     std::ofstream(nvml_state_) << "gpu GPU-aaaa-0 200000 700000 700000 700000 91000\n"
                                   "gpu GPU-aaaa-1 200000 700000 700000 700000 92000\n"
@@ -209,8 +176,16 @@ class NodeAgentProcessTest : public ::testing::Test {
   }
   bool MetricIs(const std::string& line) { return absl::StrContains(Metrics(), line + "\n"); }
 
+  // The pods the API server holds now (the agent's selector picks gpu001's).
+  void SetPods(std::vector<Json> pods) { ASSERT_TRUE(api_.ReplacePods(std::move(pods)).ok()); }
+  // The field selector of the agent's last pod list.
+  std::string PodListFieldSelector() {
+    std::vector<rackwise::testing::FakeApiServer::RecordedRequest> lists = api_.Requests("GET", "/api/v1/pods");
+    return lists.empty() ? "" : lists.back().param("fieldSelector");
+  }
+
   std::string dir_, nvml_state_;
-  FakeApiServer api_;
+  rackwise::testing::FakeApiServer api_{{.nodes = {"gpu001"}, .max_page_items = 2}};
   std::unique_ptr<FakeKubelet> kubelet_;
   pid_t pid_ = -1;
   int metrics_port_ = 0;
@@ -219,7 +194,7 @@ class NodeAgentProcessTest : public ::testing::Test {
 const std::vector<int64_t> kDefaults = {700'000, 700'000, 700'000, 700'000};
 
 TEST_F(NodeAgentProcessTest, PodGetsExactlyItsGpusLimitedUntilItIsGone) {
-  api_.SetPods({Pod("train", "u-train", "450"), Pod("plain", "u-plain", ""), Pod("other", "u-other", "300", 1)});
+  SetPods({Pod("train", "u-train", "450"), Pod("plain", "u-plain", ""), Pod("other", "u-other", "300", 1)});
   kubelet_->SetPods({{"ml/train", {"GPU-aaaa-1", "GPU-aaaa-2"}}, {"ml/plain", {"GPU-aaaa-0"}}});
   StartAgent();
   ASSERT_TRUE(Eventually([&] {
@@ -227,14 +202,14 @@ TEST_F(NodeAgentProcessTest, PodGetsExactlyItsGpusLimitedUntilItIsGone) {
   })) << ReadAll(dir_ + "/agent.log");
   // The call log is appended after the state changes: wait for it too.
   EXPECT_TRUE(SetCallsBecome({"gpu=1 limit=450000", "gpu=2 limit=450000"})) << ReadAll(nvml_state_ + ".log");
-  EXPECT_EQ(api_.field_selector(), "spec.nodeName=gpu001");
+  EXPECT_EQ(PodListFieldSelector(), "spec.nodeName=gpu001");
   ASSERT_TRUE(Eventually([&] { return MetricIs("rackwise_node_agent_limits_applied_total 1"); })) << Metrics();
   EXPECT_TRUE(MetricIs("rackwise_node_agent_gpu_power_limit_watts{gpu=\"2\",pod=\"ml/train\"} 450.000")) << Metrics();
   EXPECT_TRUE(MetricIs("rackwise_node_agent_gpu_power_limit_watts{gpu=\"0\",pod=\"\"} 700.000")) << Metrics();
 
   // The pod ends: gone from the kubelet and the API server.
   kubelet_->SetPods({{"ml/plain", {"GPU-aaaa-0"}}});
-  api_.SetPods({Pod("plain", "u-plain", "")});
+  SetPods({Pod("plain", "u-plain", "")});
   ASSERT_TRUE(Eventually([&] { return Limits() == kDefaults; })) << ReadAll(dir_ + "/agent.log");
   EXPECT_TRUE(SetCallsBecome({"gpu=1 limit=450000", "gpu=2 limit=450000", "gpu=1 limit=700000", "gpu=2 limit=700000"}))
       << ReadAll(nvml_state_ + ".log");
@@ -244,7 +219,7 @@ TEST_F(NodeAgentProcessTest, PodGetsExactlyItsGpusLimitedUntilItIsGone) {
 
 TEST_F(NodeAgentProcessTest, IndexDeviceIdsAndFinishedPods) {
   // The device plugin with --device-id-strategy=index; a replica suffix from time-slicing.
-  api_.SetPods({Pod("a", "u-a", "312.5"), Pod("b", "u-b", "250", 1)});
+  SetPods({Pod("a", "u-a", "312.5"), Pod("b", "u-b", "250", 1)});
   kubelet_->SetPods({{"ml/a", {"0", "3::1"}}, {"ml/b", {"2"}}});
   StartAgent();
   ASSERT_TRUE(Eventually([&] {
@@ -253,7 +228,7 @@ TEST_F(NodeAgentProcessTest, IndexDeviceIdsAndFinishedPods) {
   // b finishes (phase Succeeded) while the kubelet still lists its devices: its limit goes.
   Json done = Pod("b", "u-b", "250", 1);
   done["status"]["phase"] = "Succeeded";
-  api_.SetPods({Pod("a", "u-a", "312.5"), done});
+  SetPods({Pod("a", "u-a", "312.5"), done});
   ASSERT_TRUE(Eventually([&] {
     return Limits() == std::vector<int64_t>{312'500, 700'000, 700'000, 312'500};
   })) << ReadAll(dir_ + "/agent.log");
@@ -261,21 +236,21 @@ TEST_F(NodeAgentProcessTest, IndexDeviceIdsAndFinishedPods) {
 
 // GPUs a pod got through a DRA claim get the same limits as device-plugin GPUs, next to a device-plugin pod.
 TEST_F(NodeAgentProcessTest, DraClaimedGpusAreLimitedLikeDevicePluginGpus) {
-  api_.SetPods({Pod("dra", "u-dra", "400", 0), Pod("plugin", "u-plugin", "300", 1)});
+  SetPods({Pod("dra", "u-dra", "400", 0), Pod("plugin", "u-plugin", "300", 1)});
   kubelet_->SetPods({{"ml/dra", {"dra:gpu-1", "dra:gpu-3"}}, {"ml/plugin", {"GPU-aaaa-0"}}});
   StartAgent();
   ASSERT_TRUE(Eventually([&] {
     return Limits() == std::vector<int64_t>{300'000, 400'000, 700'000, 400'000};
   })) << ReadAll(dir_ + "/agent.log");
   kubelet_->SetPods({{"ml/plugin", {"GPU-aaaa-0"}}});
-  api_.SetPods({Pod("plugin", "u-plugin", "300", 1)});
+  SetPods({Pod("plugin", "u-plugin", "300", 1)});
   ASSERT_TRUE(Eventually([&] {
     return Limits() == std::vector<int64_t>{300'000, 700'000, 700'000, 700'000};
   })) << ReadAll(dir_ + "/agent.log");
 }
 
 TEST_F(NodeAgentProcessTest, KilledAgentRestoresPodsThatEndedWhileItWasDown) {
-  api_.SetPods({Pod("a", "u-a", "450", 1), Pod("b", "u-b", "300", 1)});
+  SetPods({Pod("a", "u-a", "450", 1), Pod("b", "u-b", "300", 1)});
   kubelet_->SetPods({{"ml/a", {"GPU-aaaa-0"}}, {"ml/b", {"GPU-aaaa-1"}}});
   StartAgent();
   ASSERT_TRUE(Eventually([&] {
@@ -283,7 +258,7 @@ TEST_F(NodeAgentProcessTest, KilledAgentRestoresPodsThatEndedWhileItWasDown) {
   })) << ReadAll(dir_ + "/agent.log");
   ASSERT_TRUE(SetCallsBecome({"gpu=0 limit=450000", "gpu=1 limit=300000"})) << ReadAll(nvml_state_ + ".log");
   StopAgent(SIGKILL);
-  api_.SetPods({Pod("a", "u-a", "450", 1)});
+  SetPods({Pod("a", "u-a", "450", 1)});
   kubelet_->SetPods({{"ml/a", {"GPU-aaaa-0"}}});
   EXPECT_EQ(Limits()[1], 300'000);  // nobody restores it while the agent is down
   StartAgent();
@@ -296,8 +271,8 @@ TEST_F(NodeAgentProcessTest, KilledAgentRestoresPodsThatEndedWhileItWasDown) {
 }
 
 TEST_F(NodeAgentProcessTest, BadWattsAreRefusedNotApplied) {
-  api_.SetPods({Pod("words", "u-w", "lots", 1), Pod("tiny", "u-t", "0.001", 1), Pod("huge", "u-h", "1e17", 1),
-                Pod("ok", "u-ok", "400", 1)});
+  SetPods({Pod("words", "u-w", "lots", 1), Pod("tiny", "u-t", "0.001", 1), Pod("huge", "u-h", "1e17", 1),
+           Pod("ok", "u-ok", "400", 1)});
   kubelet_->SetPods({{"ml/words", {"GPU-aaaa-0"}},
                      {"ml/tiny", {"GPU-aaaa-1"}},
                      {"ml/huge", {"GPU-aaaa-2"}},
@@ -330,7 +305,7 @@ TEST_F(NodeAgentProcessTest, VersionAndHealth) {
   std::string cmd = absl::StrCat(RACKWISE_NODE_AGENT_BIN, " --version > ", out);
   ASSERT_EQ(system(cmd.c_str()), 0);
   EXPECT_TRUE(absl::StartsWith(ReadAll(out), "rackwise-node-agent ")) << ReadAll(out);
-  api_.SetPods({});
+  SetPods({});
   StartAgent();
   httplib::Client cli("127.0.0.1", metrics_port_);
   httplib::Result res = cli.Get("/healthz");
