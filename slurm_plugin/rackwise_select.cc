@@ -9,9 +9,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "gpu_selection.h"
 #include "rackwise/fallback_order.h"
 #include "rackwise/oversubscription.h"
 #include "rackwise/placer.h"
+#include "rackwise/start_guard.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 // Slurm last (see slurm_headers.h).
 #include "slurm_records.h"
@@ -165,6 +167,25 @@ bool RackwiseSelect::SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap)
   return false;
 }
 
+bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
+  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
+  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
+  CountAsPlacedLocked(&*allocation);
+  const std::string id = allocation->id;
+  allocation->id = "probe/" + id;
+  // The usable cap, not the raw one: what Slurm starts must keep the reserve exactly as the Placer does.
+  absl::Status status = CheckWithinUsableCaps(model_->ledger(), *allocation);
+  if (!status.ok()) {
+    *why = std::string(status.message());
+    return false;
+  }
+  // What the job may start on, for the judgement at its start (CommitJobLocked).
+  allocation->id = id;
+  if (approved_.size() >= kMaxApprovals) approved_.clear();  // only unstarted jobs' leftovers can pile up
+  approved_.insert_or_assign(job->job_id, *std::move(allocation));
+  return true;
+}
+
 void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request) {
   // The core says whether the job counts at less than it declares (the telemetry state is this face's fact); the
   // GPUs' limit stays what it declares (the prolog sets that), and steering gets the declared watts back.
@@ -199,7 +220,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps (at what it declares).
     oversubscribed_.Forget(JobId(job));
-    ClearGpuSelection(job);
+    ClearGpuSelection(job, gpu_plugin_id_);
     int rc =
         InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc != SLURM_SUCCESS) return rc;
@@ -278,12 +299,12 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       if (k >= min_nodes && k <= max_nodes) tier_min = k;
       tier_req = tier_min;
     }
-    ClearGpuSelection(job);  // no stale GPU picks of ours from an earlier try
+    ClearGpuSelection(job, gpu_plugin_id_);  // no stale GPU picks of ours from an earlier try
     rc = InnerTest(job, candidate, tier_min, max_nodes, tier_req, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc == SLURM_SUCCESS) {
       // What Slurm will start is what the GPU selection now says: the core's decision where it could be
       // imposed, else cons_tres's own split, which is checked against the usable caps like any other.
-      const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate);
+      const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate, *model_, gpu_plugin_id_);
       // The shared ledger has the last word: what it refuses is tried in the next tier, like a local cap.
       if (PowerFits(job, candidate, &power_why) && ReserveSharedLocked(job, candidate, &power_why)) {
         bit_copybits(bitmap, candidate);

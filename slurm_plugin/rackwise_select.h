@@ -91,13 +91,6 @@ class RackwiseSelect {
   // The wait a `preferred` job expects for fewest domains that only completing nodes keep from it: an epilog
   // takes seconds, and each try re-decides.
   static constexpr double kCompletingNodeSeconds = 1.0;
-  // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
-  // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between
-  // nodes for a per-job GPU count (no per-node, per-task or per-GPU CPU/memory ties). Returns true if the
-  // selection now equals the decision; otherwise cons_tres's picks stay (and are checked against the caps).
-  bool ApplyCoreDecision(job_record_t* job, const PlacementDecision& decision, const bitstr_t* nodes) const;
-  // Drops every per-node GPU pick of the job's request (ours or a previous try's) before cons_tres runs.
-  void ClearGpuSelection(job_record_t* job) const;
   int JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
                     uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
                     const JobTestTail& tail);
@@ -106,6 +99,8 @@ class RackwiseSelect {
   int RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
+  // The final power check of what Slurm will really start (the GPUs cons_tres selected on `nodes`), against the
+  // usable caps (the policy's reserve kept free); what passes is remembered for the judgement at the job's start.
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry state; `request` then asks
   // for the counted watts, and the job is remembered (declared and counted) until it is gone.

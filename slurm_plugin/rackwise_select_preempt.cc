@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gpu_selection.h"
 #include "rackwise/preemption.h"
 #include "rackwise_select.h"
 // Slurm last (see slurm_headers.h).
@@ -73,7 +74,7 @@ int RackwiseSelect::PreemptForLocked(job_record_t* job, const PlacementRequest& 
   for (const std::string& id : p.victims) list_append(victims, by_id.at(id));
   const uint32_t k = static_cast<uint32_t>(p.decision.nodes.size());
   const uint32_t nodes = k >= min_nodes && k <= max_nodes ? k : min_nodes;
-  ClearGpuSelection(job);
+  ClearGpuSelection(job, gpu_plugin_id_);
   SlurmList picked = nullptr;
   const int rc = InnerTest(job, planned, nodes, max_nodes, nodes, mode, victims, &picked, tail);
   FREE_NULL_LIST(picked);
