@@ -213,7 +213,10 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   SyncHealthLocked();
   ApplyTelemetryLocked();
   approved_.erase(job->job_id);  // an earlier try's approval does not cover what this try lets through
-  if (WaitsForVictimsLocked(job)) return SLURM_ERROR;
+  if (std::optional<std::string> waiting = preemption_.WaitingForVictimsLocked(job->job_id, model_->ledger())) {
+    SetPendingReason(job, *waiting);  // no further victims are chosen for it meanwhile
+    return SLURM_ERROR;
+  }
   // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
   if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   std::string power_why;
@@ -249,8 +252,15 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-    if (!refusal->unresolvable && PreemptForLocked(job, request, bitmap, min_nodes, max_nodes, mode,
-                                                   preemptee_candidates, preemptee_job_list, tail) == SLURM_SUCCESS) {
+    const auto fit = [&](bitstr_t* nodes, uint32_t count, SlurmList victims, SlurmList* picked) {
+      ClearGpuSelection(job, gpu_plugin_id_);
+      return InnerTest(job, nodes, count, max_nodes, count, mode, victims, picked, tail);
+    };
+    if (std::optional<std::string> preempting =
+            refusal->unresolvable ? std::nullopt
+                                  : preemption_.PreemptForLocked(job, request, *model_, bitmap, min_nodes, max_nodes,
+                                                                 preemptee_candidates, preemptee_job_list, fit)) {
+      SetPendingReason(job, *preempting);  // slurmctld preempts the victims; the job starts once they are gone
       return SLURM_SUCCESS;
     }
     // The core's "never" is about the nodes it was offered, which here are only those usable now.

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "cluster_model.h"
+#include "job_preemption.h"
 #include "job_requeuer.h"
 #include "job_translation.h"
 #include "pending_reasons.h"
@@ -112,15 +113,6 @@ class RackwiseSelect {
   }
   // After a restart: the jobs counted oversubscribed, from the ledger slurmctld published last (once per process).
   void RestoreOversubscribedLocked();
-  // Preemption (rackwise_select_preempt.cc). For a job the core refuses as things are: the core's victims among
-  // slurmctld's candidates, cons_tres fitted on the planned nodes, and *preemptee_job_list set to exactly the
-  // victims (SLURM_SUCCESS: slurmctld preempts them and the job waits). SLURM_ERROR: no plan.
-  int PreemptForLocked(job_record_t* job, const PlacementRequest& request, bitstr_t* bitmap, uint32_t min_nodes,
-                       uint32_t max_nodes, uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
-                       const JobTestTail& tail);
-  // True (pending reason set) while a job's victims still hold GPUs or power in the ledger: no further victims
-  // are chosen for it meanwhile.
-  bool WaitsForVictimsLocked(job_record_t* job);
   // Takes out of `bitmap` the nodes a requeued job left too recently for slurmd to run its prolog again
   // (requeue_guard.h). False, with the pending reason set, if the job cannot start now because of it.
   bool SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap);
@@ -193,8 +185,7 @@ class RackwiseSelect {
   absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
   // job id -> the GPUs its last RUN_NOW test let through (PowerFits); judged against what starts (CommitJobLocked)
   absl::flat_hash_map<uint32_t, Allocation> approved_;
-  // job id -> the allocation ids of the jobs preempted for it, until they have left the ledger
-  absl::flat_hash_map<uint32_t, std::vector<std::string>> preempting_;
+  JobPreemption preemption_;  // the jobs waiting for the jobs preempted for them
   static constexpr size_t kMaxApprovals = 100000;
   std::unique_ptr<JobRequeuer> requeuer_;  // started on the first requeue that needs it
   int64_t inner_ns_ = 0;                   // time spent in cons_tres during the current job_test (debug2 log)

@@ -209,7 +209,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   oversubscribed_.Forget(JobId(job));
   unconfirmed_.Confirm(job->job_id);
   approved_.erase(job->job_id);
-  preempting_.erase(job->job_id);
+  preemption_.ForgetLocked(job->job_id);
   ReleaseJobLocked(JobId(job));
 }
 
