@@ -79,8 +79,8 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
   if (ask.gpus == 0) return inner();  // not a GPU job: cons_tres alone
 
   if (base == SELECT_MODE_RUN_NOW) {
-    if (!mismatch_.empty() || !ledger_error_.empty()) {
-      SetPendingReason(job, mismatch_.empty() ? ledger_error_ : mismatch_);
+    if (const std::string& mismatch = description_.mismatch(); !mismatch.empty() || !ledger_error_.empty()) {
+      SetPendingReason(job, mismatch.empty() ? ledger_error_ : mismatch);
       return SLURM_ERROR;
     }
     if (!SkipNodesWithoutProlog(job, bitmap)) return SLURM_ERROR;

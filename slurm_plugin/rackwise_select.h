@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "cluster_model.h"
+#include "description_in_force.h"
 #include "job_preemption.h"
 #include "job_requeuer.h"
 #include "job_translation.h"
@@ -71,15 +72,9 @@ class RackwiseSelect {
   void JobChanged(job_record_t* job);   // resized, expanded, resumed
 
  private:
-  std::string DescriptionPath() const;
-  std::string LastGoodPath() const;  // empty without a StateSaveLocation
-  // Compiles `text` against slurm.conf's nodes and puts it in force (the ledger is rebuilt by the caller).
+  // Compiles `text` against slurm.conf's nodes and puts it in force: the model, and everything drawn from it, is
+  // replaced (the ledger is rebuilt by the caller). On error nothing changes. DescriptionInForce decides which text.
   absl::Status UseDescription(const std::string& text, const std::string& file);
-  void SaveLastGood() const;
-  std::vector<SlurmNode> SlurmNodes() const;
-  // Reads rackwise.yaml and puts it in force. Without `force`, an unchanged file that already fits is left as it
-  // is; on error nothing changes (the description in force stays).
-  absl::Status LoadModel(bool force);
   void RebuildLedgerLocked();
   void SyncHealthLocked();
 
@@ -128,8 +123,6 @@ class RackwiseSelect {
   // (rackwise_select_state.cc). Start: once; later calls only follow a change of the telemetry interval.
   void StartStatePublisherLocked();
   std::vector<std::optional<std::string>> StateSnapshot();
-  // StateSaveLocation/`name`, the one folder for every file the plugin keeps; "" when slurm.conf sets none.
-  static std::string StateSavePath(absl::string_view name);
   std::chrono::milliseconds PublishIntervalLocked() const;
   // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
   // and applies the readings parked since the last decision, logging what changed.
@@ -158,9 +151,7 @@ class RackwiseSelect {
   slurm_select_ops_t* inner_;
   std::timed_mutex mu_;  // timed: the shared ledger's thread waits on it in bounded slices
   std::unique_ptr<ClusterModel> model_;
-  std::string loaded_text_;    // the file content the model was built from, to skip unchanged reloads
-  std::string rejected_text_;  // the last file content refused, so that it is not retried and relogged
-  std::string mismatch_;       // non-empty: slurm.conf changed under a description that no longer fits
+  DescriptionInForce description_;  // which rackwise.yaml text model_ was built from
   std::vector<NodeHealth> health_cache_;
   // Every node's state is read again only when slurmctld's last_node_update says a node record changed, and at
   // least every kHealthResyncSeconds (not every path that marks a node unresponsive stamps last_node_update).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld: node health and the ledger hooks that charge and
-// release the GPUs Slurm actually gave each job (rackwise_select_description.cc loads rackwise.yaml).
+// select/rackwise_cons_tres inside slurmctld: putting a description in force (which one:
+// description_in_force.h), node health, and the ledger hooks that charge and release the GPUs Slurm actually
+// gave each job.
 #include <algorithm>
 #include <ctime>
 
@@ -18,6 +19,53 @@ extern rackwise::slurm::SlurmList job_list __attribute__((weak));
 }
 
 namespace rackwise::slurm {
+
+absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::string& file) {
+  absl::StatusOr<std::unique_ptr<ClusterModel>> model = ClusterModel::FromYaml(text, file, SlurmNodes());
+  if (!model.ok()) return model.status();
+  shared_.reset();  // it points at the model being replaced (its thread stops within a lock slice)
+  unconfirmed_.Clear();
+  model_ = *std::move(model);
+  statically_feasible_.clear();
+  health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
+  synced_at_ = 0;  // a new ledger: read every node's health at the next decision
+  usable_nodes_.reset();
+  ConfigureTelemetryLocked(text, file);
+  ConfigureSharedLedgerLocked(text, file);
+  info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
+       model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
+       model_->topology().power_domains().size());
+  return absl::OkStatus();
+}
+
+int RackwiseSelect::NodeInit() {
+  std::lock_guard lock(mu_);
+  gpu_plugin_id_ = gres_build_id(const_cast<char*>("gpu"));
+  const auto use = [this](const std::string& text, const std::string& file) { return UseDescription(text, file); };
+  switch (description_.StartLocked(/*have_model=*/model_ != nullptr, use)) {
+    case DescriptionInForce::Start::kInForce:
+      RebuildLedgerLocked();
+      StartStatePublisherLocked();
+      return SLURM_SUCCESS;
+    case DescriptionInForce::Start::kHolding:  // the caps stay, nothing new is placed until a description fits
+      return SLURM_SUCCESS;
+    case DescriptionInForce::Start::kRefused: break;
+  }
+  return SLURM_ERROR;
+}
+
+void RackwiseSelect::Reconfigure() {
+  std::lock_guard lock(mu_);
+  if (!model_) return;
+  absl::Status status = description_.ReloadLocked(
+      [this](const std::string& text, const std::string& file) { return UseDescription(text, file); });
+  if (!status.ok()) {
+    error("rackwise: rejected the cluster description, keeping the one in force: %s",
+          std::string(status.message()).c_str());
+  }
+  RebuildLedgerLocked();
+  StartStatePublisherLocked();  // a new telemetry interval sets the publishing interval
+}
 
 void RackwiseSelect::RebuildLedgerLocked() {
   if (!model_) return;

@@ -7,6 +7,7 @@
 // ledger, and again on the ledger's return after a fallback (slurm_ledger_face.h). Round trips on the decision
 // path: one Reserve per started job and one Release per ended job while the ledger answers; none in fallback.
 #include "absl/strings/str_cat.h"
+#include "plugin_files.h"
 #include "rackwise/cluster_description.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 // Slurm last (see slurm_headers.h).

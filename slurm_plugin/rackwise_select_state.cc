@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "plugin_files.h"
 #include "published_ledger.h"
 #include "rackwise/cluster_state.h"
 #include "rackwise_select.h"
@@ -31,11 +32,6 @@ namespace {
 constexpr std::chrono::milliseconds kStateInterval{5000};
 
 }  // namespace
-
-std::string RackwiseSelect::StateSavePath(absl::string_view name) {
-  if (slurm_conf.state_save_location == nullptr || *slurm_conf.state_save_location == '\0') return "";
-  return absl::StrCat(slurm_conf.state_save_location, "/", name);
-}
 
 std::chrono::milliseconds RackwiseSelect::PublishIntervalLocked() const {
   const TelemetrySettings& t = telemetry_.settings();
@@ -70,7 +66,7 @@ void RackwiseSelect::RestoreOversubscribedLocked() {
   oversubscribed_restored_ = true;
   const std::string path = StateSavePath(kPublishedLedgerFileName);
   if (path.empty()) return;
-  absl::StatusOr<OversubscribedAllocations> read = ReadOversubscribedJobs(path, loaded_text_, DescriptionPath());
+  absl::StatusOr<OversubscribedAllocations> read = ReadOversubscribedJobs(path, description_.text(), DescriptionPath());
   if (read.status().code() == absl::StatusCode::kNotFound) return;  // the first start
   if (!read.ok()) {
     // The jobs counted oversubscribed before now count what they declared: the safe side, logged.
