@@ -74,13 +74,13 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
                      tail);
   };
   if (!model_ || !job || !bitmap || base == SELECT_MODE_RESV) return inner();
-  SweepUnconfirmedLocked(job->job_id);
+  shared_.SweepUnconfirmedLocked(job->job_id, &model_->ledger());
   const GpuAsk ask = ReadGpuAsk(job, gpu_plugin_id_);
   if (ask.gpus == 0) return inner();  // not a GPU job: cons_tres alone
 
   if (base == SELECT_MODE_RUN_NOW) {
-    if (const std::string& mismatch = description_.mismatch(); !mismatch.empty() || !ledger_error_.empty()) {
-      SetPendingReason(job, mismatch.empty() ? ledger_error_ : mismatch);
+    if (const std::string& mismatch = description_.mismatch(); !mismatch.empty() || !shared_.error().empty()) {
+      SetPendingReason(job, mismatch.empty() ? shared_.error() : mismatch);
       return SLURM_ERROR;
     }
     if (!SkipNodesWithoutProlog(job, bitmap)) return SLURM_ERROR;
@@ -186,6 +186,14 @@ bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, s
   return true;
 }
 
+bool RackwiseSelect::ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
+  if (!shared_.active()) return true;
+  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
+  if (!allocation) return true;  // no GPUs on described nodes: nothing to reserve
+  CountAsPlacedLocked(&*allocation);
+  return shared_.ReserveLocked(job->job_id, *allocation, why);
+}
+
 void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request) {
   // The core says whether the job counts at less than it declares (the telemetry state is this face's fact); the
   // GPUs' limit stays what it declares (the prolog sets that), and steering gets the declared watts back.
@@ -218,7 +226,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
   // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
-  if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
+  if (shared_.active() && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   std::string power_why;
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps (at what it declares).
@@ -228,7 +236,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
         InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc != SLURM_SUCCESS) return rc;
     if (PowerFits(job, bitmap, &power_why) && ReserveSharedLocked(job, bitmap, &power_why)) return SLURM_SUCCESS;
-    SetPendingReason(job, power_why + SharedNoteLocked());
+    SetPendingReason(job, power_why + shared_.NoteLocked());
     return SLURM_ERROR;
   }
 
@@ -268,7 +276,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                                 ? absl::StrCat("the ", request.allowed_nodes.size(), " nodes usable now cannot hold ",
                                                request.gpus, " GPUs as asked")
                                 : refusal->Message();
-    SetPendingReason(job, absl::StrCat(why, backfill_hold_out ? kBackfillHoldOut : "", SharedNoteLocked()));
+    SetPendingReason(job, absl::StrCat(why, backfill_hold_out ? kBackfillHoldOut : "", shared_.NoteLocked()));
     return SLURM_ERROR;
   }
   const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
@@ -327,7 +335,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     }
     FREE_NULL_BITMAP(candidate);
   }
-  if (!power_why.empty()) SetPendingReason(job, power_why + SharedNoteLocked());
+  if (!power_why.empty()) SetPendingReason(job, power_why + shared_.NoteLocked());
   return rc;
 }
 

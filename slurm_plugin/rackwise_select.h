@@ -10,7 +10,7 @@
 //
 // With a `ledger:` section in rackwise.yaml, the plugin is a face of the shared power ledger
 // (slurm_ledger_face.h): a job's GPUs are reserved there in job_test, once the allocation Slurm will run is known,
-// and released at job end (rackwise_select_shared.cc).
+// and released at job end (shared_power_ledger.h).
 #pragma once
 
 #include <chrono>
@@ -35,7 +35,7 @@
 #include "rackwise/placement_request.h"
 #include "rackwise/refusal_memo.h"
 #include "requeue_guard.h"
-#include "slurm_ledger_face.h"
+#include "shared_power_ledger.h"
 #include "slurm_telemetry.h"
 #include "state_publisher.h"
 #include "steered_limits.h"
@@ -135,18 +135,11 @@ class RackwiseSelect {
   // A job that started outside its placement over a usable cap (StartVerdict::kOutsidePlacement): logged, and
   // requeued so that the core places it again.
   void TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why);
-  // The shared power ledger (rackwise_select_shared.cc). Configure: from the loaded description's text, after
-  // shared_ was reset (before the model it points at was replaced).
-  void ConfigureSharedLedgerLocked(const std::string& yaml, const std::string& path);
-  // Reserves the GPUs Slurm will give `job` on `nodes` through the shared ledger (no-op without one). False,
-  // with `why`, when the ledger (or, in fallback, the guaranteed slice) refuses.
+  // Reserves the GPUs Slurm will give `job` on `nodes`, as counted, through the shared ledger (no-op without one).
+  // False, with `why`, when the ledger (or, in fallback, the guaranteed slice) refuses.
   bool ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why);
-  // Gives back the reservations of jobs that slurmctld did not start after their job_test (other than `current`).
-  void SweepUnconfirmedLocked(uint32_t current);
   // Releases job `id` from the ledger (and the shared ledger, if any).
   void ReleaseJobLocked(const std::string& id);
-  // What a refusal's pending reason says of the shared ledger (empty without one).
-  std::string SharedNoteLocked() const { return shared_ ? shared_->ReasonNote() : ""; }
 
   slurm_select_ops_t* inner_;
   std::timed_mutex mu_;  // timed: the shared ledger's thread waits on it in bounded slices
@@ -181,11 +174,9 @@ class RackwiseSelect {
   std::unique_ptr<JobRequeuer> requeuer_;  // started on the first requeue that needs it
   int64_t inner_ns_ = 0;                   // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
-  // The shared power ledger's face (null without a `ledger:` section); it points at model_'s topology and ledger.
-  std::unique_ptr<SlurmLedgerFace> shared_;
-  UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
-  std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
-  SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
+  // The shared power ledger (inactive without a `ledger:` section); its face points at model_'s topology and ledger.
+  SharedPowerLedger shared_;
+  SteeredLimitsBook steered_book_;  // the steered limits file's generations (publisher's snapshot)
   // Jobs counted at less than they declare (policy.oversubscribe_pct), saved in the published ledger.
   OversubscribedAllocations oversubscribed_;
   bool oversubscribed_restored_ = false;  // read back from the published ledger (the first rebuild only)

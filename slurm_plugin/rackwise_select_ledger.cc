@@ -23,15 +23,14 @@ namespace rackwise::slurm {
 absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::string& file) {
   absl::StatusOr<std::unique_ptr<ClusterModel>> model = ClusterModel::FromYaml(text, file, SlurmNodes());
   if (!model.ok()) return model.status();
-  shared_.reset();  // it points at the model being replaced (its thread stops within a lock slice)
-  unconfirmed_.Clear();
+  shared_.Reset();  // it points at the model being replaced (its thread stops within a lock slice)
   model_ = *std::move(model);
   statically_feasible_.clear();
   health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
   synced_at_ = 0;  // a new ledger: read every node's health at the next decision
   usable_nodes_.reset();
   ConfigureTelemetryLocked(text, file);
-  ConfigureSharedLedgerLocked(text, file);
+  shared_.ConfigureLocked(text, file, model_.get(), &mu_);
   info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
        model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
        model_->topology().power_domains().size());
@@ -73,11 +72,11 @@ void RackwiseSelect::RebuildLedgerLocked() {
   // mirrored from the shared ledger stay: its face refreshes them).
   for (const Allocation* a : model_->ledger().Allocations()) {
     const std::string id = a->id;
-    if (shared_ && shared_->IsMirrored(id)) continue;
+    if (shared_.IsMirroredLocked(id)) continue;
     model_->ledger().Release(id);
   }
   started_at_.clear();
-  unconfirmed_.Clear();
+  shared_.ForgetUnconfirmedLocked();
   SyncHealthLocked();
   // The first rebuild of a process reads the book back; slurmctld may not have loaded its jobs yet then (they come
   // through JobRunning), so only later rebuilds drop what is not running.
@@ -108,7 +107,7 @@ void RackwiseSelect::RebuildLedgerLocked() {
   ledger.SetMeasuredDraw(readings, ledger.reclaim_fraction(), /*count_recent=*/false);
   debug("rackwise: ledger rebuilt from %d running jobs, %zu hold GPUs", recovered, model_->ledger().allocation_count());
   // The whole slurm/<ClusterName>/ list is now known: the shared ledger is made to hold exactly it.
-  if (shared_) shared_->ReconcileSoon();
+  shared_.ReconcileSoonLocked();
 }
 
 void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request) {
@@ -193,7 +192,7 @@ void RackwiseSelect::SyncHealthLocked() {
 }
 
 void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
-  unconfirmed_.Confirm(job->job_id);
+  shared_.ConfirmLocked(job->job_id);
   std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
   CountAsPlacedLocked(&*allocation);
@@ -203,7 +202,7 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   if (held && *held == *allocation) return;
   // Not what job_test reserved (a recovered job, a resize, cons_tres's own split): recorded locally here, and the
   // shared ledger is brought in line by the reconcile this asks for.
-  if (shared_) shared_->ReconcileSoon();
+  shared_.ReconcileSoonLocked();
   const std::optional<Allocation> old = held ? std::optional<Allocation>(*held) : std::nullopt;
   if (old) model_->ledger().Release(old->id);
   // The same usable caps (the reserve kept free) as the placement, judged against what job_test let through.
@@ -241,6 +240,8 @@ void RackwiseSelect::TakeOffOutsidePlacementLocked(const job_record_t* job, cons
   }
 }
 
+void RackwiseSelect::ReleaseJobLocked(const std::string& id) { shared_.ReleaseLocked(id, &model_->ledger()); }
+
 void RackwiseSelect::JobRunning(job_record_t* job) {
   std::lock_guard lock(mu_);
   if (!model_ || !job) return;
@@ -255,7 +256,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   started_at_.erase(JobId(job));
   refusals_.Forget(JobId(job));
   oversubscribed_.Forget(JobId(job));
-  unconfirmed_.Confirm(job->job_id);
+  shared_.ConfirmLocked(job->job_id);
   approved_.erase(job->job_id);
   preemption_.ForgetLocked(job->job_id);
   ReleaseJobLocked(JobId(job));
