@@ -197,8 +197,8 @@ bool RackwiseSelect::ReserveSharedLocked(const job_record_t* job, const bitstr_t
 void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request) {
   // The core says whether the job counts at less than it declares (the telemetry state is this face's fact); the
   // GPUs' limit stays what it declares (the prolog sets that), and steering gets the declared watts back.
-  const OversubscribedWatts count =
-      CountOversubscribed(model_->topology(), *request, telemetry_.settings(), telemetry_.tracker().state());
+  const OversubscribedWatts count = CountOversubscribed(model_->topology(), *request, power_.telemetry().settings(),
+                                                        power_.telemetry().tracker().state());
   oversubscribed_.Placed(request->id, count);
   if (count.applied) {
     debug("rackwise: JobId=%u counted oversubscribed: %.0f W per GPU (declared %.0f W)", job->job_id,
@@ -219,7 +219,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                            uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
                            SlurmList* preemptee_job_list, const JobTestTail& tail, const GpuAsk& ask) {
   SyncHealthLocked();
-  ApplyTelemetryLocked();
+  power_.ApplyLocked(model_.get(), oversubscribed_);
   approved_.erase(job->job_id);  // an earlier try's approval does not cover what this try lets through
   if (std::optional<std::string> waiting = preemption_.WaitingForVictimsLocked(job->job_id, model_->ledger())) {
     SetPendingReason(job, *waiting);  // no further victims are chosen for it meanwhile

@@ -26,8 +26,8 @@
 #include "cluster_model.h"
 #include "description_in_force.h"
 #include "job_preemption.h"
-#include "job_requeuer.h"
 #include "job_translation.h"
+#include "measured_power.h"
 #include "pending_reasons.h"
 #include "rackwise/ledger.h"
 #include "rackwise/oversubscribed_allocations.h"
@@ -36,7 +36,6 @@
 #include "rackwise/refusal_memo.h"
 #include "requeue_guard.h"
 #include "shared_power_ledger.h"
-#include "slurm_telemetry.h"
 #include "state_publisher.h"
 #include "steered_limits.h"
 // Slurm last (see slurm_headers.h).
@@ -48,7 +47,7 @@ class RackwiseSelect {
  public:
   // `inner` is cons_tres's operations table; it must outlive this object.
   explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) { reasons_.Start(); }
-  // Stops the publisher's thread before the members it reads go (telemetry_ among them).
+  // Stops the publisher's thread before the members it reads go (power_ among them).
   ~RackwiseSelect();
   RackwiseSelect(const RackwiseSelect&) = delete;
   RackwiseSelect& operator=(const RackwiseSelect&) = delete;
@@ -124,14 +123,6 @@ class RackwiseSelect {
   void StartStatePublisherLocked();
   std::vector<std::optional<std::string>> StateSnapshot();
   std::chrono::milliseconds PublishIntervalLocked() const;
-  // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
-  // and applies the readings parked since the last decision, logging what changed.
-  void ConfigureTelemetryLocked(const std::string& yaml, const std::string& path);
-  void ApplyTelemetryLocked();
-  // on_overdraw: requeue_newest: queues the newest jobs of each rack that just went over its cap for requeue.
-  void RequeueForOverdrawLocked();
-  // The requeue thread, started on first use; null (logged) if it cannot start.
-  JobRequeuer* RequeuerLocked();
   // A job that started outside its placement over a usable cap (StartVerdict::kOutsidePlacement): logged, and
   // requeued so that the core places it again.
   void TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why);
@@ -166,13 +157,11 @@ class RackwiseSelect {
   uint32_t gpu_plugin_id_ = 0;
   PendingReasons reasons_;
   RecentDepartures departures_;
-  absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
   // job id -> the GPUs its last RUN_NOW test let through (PowerFits); judged against what starts (CommitJobLocked)
   absl::flat_hash_map<uint32_t, Allocation> approved_;
   JobPreemption preemption_;  // the jobs waiting for the jobs preempted for them
   static constexpr size_t kMaxApprovals = 100000;
-  std::unique_ptr<JobRequeuer> requeuer_;  // started on the first requeue that needs it
-  int64_t inner_ns_ = 0;                   // time spent in cons_tres during the current job_test (debug2 log)
+  int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
   // The shared power ledger (inactive without a `ledger:` section); its face points at model_'s topology and ledger.
   SharedPowerLedger shared_;
@@ -181,8 +170,8 @@ class RackwiseSelect {
   OversubscribedAllocations oversubscribed_;
   bool oversubscribed_restored_ = false;  // read back from the published ledger (the first rebuild only)
   std::string oversubscription_off_;      // the last reason it was not applied (logged once in a row)
-  SlurmTelemetry telemetry_;
-  // Its thread reads the members above (telemetry_ included), and telemetry's poller wakes it: the destructor
+  MeasuredPower power_;                   // the telemetry, the requeue thread, when each job started
+  // Its thread reads the members above (power_ included), and telemetry's poller wakes it: the destructor
   // unhooks the wake-up and stops it before any of them goes.
   std::unique_ptr<StatePublisher> state_publisher_;
 };

@@ -29,7 +29,7 @@ absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::
   health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
   synced_at_ = 0;  // a new ledger: read every node's health at the next decision
   usable_nodes_.reset();
-  ConfigureTelemetryLocked(text, file);
+  power_.ConfigureLocked(text, file);
   shared_.ConfigureLocked(text, file, model_.get(), &mu_);
   info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
        model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
@@ -75,7 +75,7 @@ void RackwiseSelect::RebuildLedgerLocked() {
     if (shared_.IsMirroredLocked(id)) continue;
     model_->ledger().Release(id);
   }
-  started_at_.clear();
+  power_.ForgetStartsLocked();
   shared_.ForgetUnconfirmedLocked();
   SyncHealthLocked();
   // The first rebuild of a process reads the book back; slurmctld may not have loaded its jobs yet then (they come
@@ -197,7 +197,7 @@ void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
   if (!allocation) return;
   CountAsPlacedLocked(&*allocation);
   refusals_.Forget(allocation->id);
-  started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
+  power_.StartedLocked(allocation->id, static_cast<int64_t>(job->start_time));
   const Allocation* held = model_->ledger().Find(allocation->id);
   if (held && *held == *allocation) return;
   // Not what job_test reserved (a recovered job, a resize, cons_tres's own split): recorded locally here, and the
@@ -235,7 +235,7 @@ void RackwiseSelect::TakeOffOutsidePlacementLocked(const job_record_t* job, cons
   // power) and is requeued at once, from the requeue thread, so that the core places it again.
   error("rackwise: JobId=%u started outside its placement, above a usable cap: %s; requeueing it", job->job_id,
         std::string(why.message()).c_str());
-  if (JobRequeuer* requeuer = RequeuerLocked()) {
+  if (JobRequeuer* requeuer = power_.RequeuerLocked()) {
     requeuer->Requeue(job->job_id, std::string(why.message()), "started outside its placement");
   }
 }
@@ -253,7 +253,7 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   std::lock_guard lock(mu_);
   if (!model_ || !job) return;
   statically_feasible_.erase(job->job_id);
-  started_at_.erase(JobId(job));
+  power_.GoneLocked(JobId(job));
   refusals_.Forget(JobId(job));
   oversubscribed_.Forget(JobId(job));
   shared_.ConfirmLocked(job->job_id);

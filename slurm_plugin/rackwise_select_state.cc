@@ -23,7 +23,7 @@ namespace rackwise::slurm {
 RackwiseSelect::~RackwiseSelect() {
   // The poller calls the wake-up under the telemetry's lock, so none is in flight once the hook is cleared;
   // then the publisher's thread is joined while everything it reads still exists.
-  telemetry_.SetOnDelivered(nullptr);
+  power_.SetOnDelivered(nullptr);
   state_publisher_.reset();
 }
 
@@ -34,7 +34,7 @@ constexpr std::chrono::milliseconds kStateInterval{5000};
 }  // namespace
 
 std::chrono::milliseconds RackwiseSelect::PublishIntervalLocked() const {
-  const TelemetrySettings& t = telemetry_.settings();
+  const TelemetrySettings& t = power_.telemetry().settings();
   if (!t.enabled) return kStateInterval;
   return std::min<std::chrono::milliseconds>(
       kStateInterval, std::chrono::milliseconds(static_cast<int64_t>(std::max(0.1, t.interval_s) * 1000)));
@@ -53,7 +53,7 @@ void RackwiseSelect::StartStatePublisherLocked() {
         std::vector<std::string>{path, limits_path}, PublishIntervalLocked(), [this] { return StateSnapshot(); },
         [](const std::string& why) { error("rackwise: cannot publish the ledger: %s", why.c_str()); });
     StatePublisher* publisher = state_publisher_.get();  // the destructor clears this hook before it goes
-    telemetry_.SetOnDelivered([publisher] { publisher->Wake(); });
+    power_.SetOnDelivered([publisher] { publisher->Wake(); });
     info("rackwise: publishing the ledger to %s and the steered GPU limits to %s every %.1fs", path.c_str(),
          limits_path.c_str(), PublishIntervalLocked().count() / 1000.0);
   } catch (const std::exception& e) {  // std::system_error: no thread; the plugin works without the file
@@ -84,10 +84,10 @@ std::vector<std::optional<std::string>> RackwiseSelect::StateSnapshot() {
   if (!lock.owns_lock() || !model_) return {};
   // Readings are otherwise applied at the next decision: applying them here too raises an overdraw alarm (and
   // acts on it) within one publishing round even when nothing is pending.
-  ApplyTelemetryLocked();
+  power_.ApplyLocked(model_.get(), oversubscribed_);
   v1::ClusterState state = PublishedLedger(model_->ledger(), oversubscribed_);
   std::optional<std::string> limits;
-  if (std::optional<std::vector<LimitChange>> lowered = telemetry_.LimitsToPublish())
+  if (std::optional<std::vector<LimitChange>> lowered = power_.telemetry().LimitsToPublish())
     limits = SteeredLimitsToText(steered_book_.Lines(model_->ledger(), *lowered));
   lock.unlock();
   return {ClusterStateToYaml(state), std::move(limits)};
