@@ -13,7 +13,6 @@
 // and released at job end (shared_power_ledger.h).
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +26,7 @@
 #include "description_in_force.h"
 #include "job_preemption.h"
 #include "job_translation.h"
+#include "ledger_publisher.h"
 #include "measured_power.h"
 #include "pending_reasons.h"
 #include "rackwise/ledger.h"
@@ -36,8 +36,6 @@
 #include "rackwise/refusal_memo.h"
 #include "requeue_guard.h"
 #include "shared_power_ledger.h"
-#include "state_publisher.h"
-#include "steered_limits.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_headers.h"
 
@@ -47,8 +45,7 @@ class RackwiseSelect {
  public:
   // `inner` is cons_tres's operations table; it must outlive this object.
   explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) { reasons_.Start(); }
-  // Stops the publisher's thread before the members it reads go (power_ among them).
-  ~RackwiseSelect();
+  // The publisher (the last member) goes first: its thread stops before the members it reads go.
   RackwiseSelect(const RackwiseSelect&) = delete;
   RackwiseSelect& operator=(const RackwiseSelect&) = delete;
 
@@ -118,11 +115,6 @@ class RackwiseSelect {
   static int64_t PrologSkipWindow();  // from slurm.conf's AuthInfo and KillWait
   void SetPendingReason(job_record_t* job, const std::string& why);
   void CommitJobLocked(job_record_t* job, bool starting);
-  // The live ledger as a state file in StateSaveLocation, and the steered GPU limits beside it
-  // (rackwise_select_state.cc). Start: once; later calls only follow a change of the telemetry interval.
-  void StartStatePublisherLocked();
-  std::vector<std::optional<std::string>> StateSnapshot();
-  std::chrono::milliseconds PublishIntervalLocked() const;
   // A job that started outside its placement over a usable cap (StartVerdict::kOutsidePlacement): logged, and
   // requeued so that the core places it again.
   void TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why);
@@ -165,15 +157,15 @@ class RackwiseSelect {
   int inner_calls_ = 0;
   // The shared power ledger (inactive without a `ledger:` section); its face points at model_'s topology and ledger.
   SharedPowerLedger shared_;
-  SteeredLimitsBook steered_book_;  // the steered limits file's generations (publisher's snapshot)
   // Jobs counted at less than they declare (policy.oversubscribe_pct), saved in the published ledger.
   OversubscribedAllocations oversubscribed_;
   bool oversubscribed_restored_ = false;  // read back from the published ledger (the first rebuild only)
   std::string oversubscription_off_;      // the last reason it was not applied (logged once in a row)
   MeasuredPower power_;                   // the telemetry, the requeue thread, when each job started
-  // Its thread reads the members above (power_ included), and telemetry's poller wakes it: the destructor
-  // unhooks the wake-up and stops it before any of them goes.
-  std::unique_ptr<StatePublisher> state_publisher_;
+  // The live ledger as a state file in StateSaveLocation, and the steered GPU limits beside it. Last: its thread
+  // reads the members above (model_, power_ and oversubscribed_, under mu_), and telemetry's poller wakes it; its
+  // destructor, run first, unhooks the wake-up and stops the thread before any of them goes.
+  LedgerPublisher publisher_{&mu_, &model_, &power_, &oversubscribed_};
 };
 
 }  // namespace rackwise::slurm

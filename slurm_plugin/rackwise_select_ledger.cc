@@ -6,6 +6,8 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "plugin_files.h"
+#include "published_ledger.h"
 #include "rackwise/shadow_time.h"
 #include "rackwise/start_guard.h"
 #include "rackwise_select.h"
@@ -44,7 +46,7 @@ int RackwiseSelect::NodeInit() {
   switch (description_.StartLocked(/*have_model=*/model_ != nullptr, use)) {
     case DescriptionInForce::Start::kInForce:
       RebuildLedgerLocked();
-      StartStatePublisherLocked();
+      publisher_.StartLocked();
       return SLURM_SUCCESS;
     case DescriptionInForce::Start::kHolding:  // the caps stay, nothing new is placed until a description fits
       return SLURM_SUCCESS;
@@ -63,7 +65,7 @@ void RackwiseSelect::Reconfigure() {
           std::string(status.message()).c_str());
   }
   RebuildLedgerLocked();
-  StartStatePublisherLocked();  // a new telemetry interval sets the publishing interval
+  publisher_.StartLocked();  // a new telemetry interval sets the publishing interval
 }
 
 void RackwiseSelect::RebuildLedgerLocked() {
@@ -108,6 +110,24 @@ void RackwiseSelect::RebuildLedgerLocked() {
   debug("rackwise: ledger rebuilt from %d running jobs, %zu hold GPUs", recovered, model_->ledger().allocation_count());
   // The whole slurm/<ClusterName>/ list is now known: the shared ledger is made to hold exactly it.
   shared_.ReconcileSoonLocked();
+}
+
+void RackwiseSelect::RestoreOversubscribedLocked() {
+  if (oversubscribed_restored_ || !model_) return;
+  oversubscribed_restored_ = true;
+  const std::string path = StateSavePath(kPublishedLedgerFileName);
+  if (path.empty()) return;
+  absl::StatusOr<OversubscribedAllocations> read = ReadOversubscribedJobs(path, description_.text(), DescriptionPath());
+  if (read.status().code() == absl::StatusCode::kNotFound) return;  // the first start
+  if (!read.ok()) {
+    // The jobs counted oversubscribed before now count what they declared: the safe side, logged.
+    error("rackwise: %s: not read back (%s): running jobs count the watts they declared", path.c_str(),
+          std::string(read.status().message()).c_str());
+    return;
+  }
+  oversubscribed_ = *std::move(read);
+  if (oversubscribed_.size() > 0)
+    info("rackwise: %zu jobs counted oversubscribed, read back from %s", oversubscribed_.size(), path.c_str());
 }
 
 void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request) {
