@@ -227,9 +227,9 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
   }
   // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
   if (shared_.active() && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
-  std::string power_why;
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps (at what it declares).
+    std::string power_why;
     oversubscribed_.Forget(JobId(job));
     ClearGpuSelection(job, gpu_plugin_id_);
     int rc =
@@ -279,7 +279,15 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     SetPendingReason(job, absl::StrCat(why, backfill_hold_out ? kBackfillHoldOut : "", shared_.NoteLocked()));
     return SLURM_ERROR;
   }
-  const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
+  return PlaceAsDecidedLocked(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                              preemptee_job_list, tail, request, std::get<PlacementDecision>(*outcome));
+}
+
+int RackwiseSelect::PlaceAsDecidedLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                                         uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                                         SlurmList* preemptee_job_list, const JobTestTail& tail,
+                                         const PlacementRequest& request, const PlacementDecision& decision) {
+  std::string power_why;
   const Topology& topology = model_->topology();
   if (get_log_level() >= LOG_LEVEL_DEBUG) {
     std::string where;

@@ -91,6 +91,12 @@ class RackwiseSelect {
   int RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
+  // RUN_NOW once the core decided: cons_tres is offered the core's fallback node sets for `decision`, most
+  // preferred first, and the first pick that passes the usable caps (PowerFits) and the shared ledger is the job's.
+  int PlaceAsDecidedLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                           uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                           SlurmList* preemptee_job_list, const JobTestTail& tail, const PlacementRequest& request,
+                           const PlacementDecision& decision);
   // The final power check of what Slurm will really start (the GPUs cons_tres selected on `nodes`), against the
   // usable caps (the policy's reserve kept free); what passes is remembered for the judgement at the job's start.
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
