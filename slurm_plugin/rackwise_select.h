@@ -4,9 +4,16 @@
 // decision, and keeps the core's power ledger in step with the jobs Slurm runs. No placement logic here:
 // the Placer decides, the Ledger enforces; cons_tres keeps doing cores, memory and GRES bookkeeping.
 //
-// Thread safety: slurmctld calls the select plugin under its own locks; a mutex guards against the few
+// Its own members are job_test (rackwise_select.cc) and putting a description in force, node health and the
+// ledger hooks (rackwise_select_ledger.cc). The rest is a class of its own, held here and called with what it needs:
+// which description is in force (description_in_force.h), the GPU selection cons_tres made (gpu_selection.h),
+// preemption (job_preemption.h), the shared power ledger (shared_power_ledger.h), measured power and the answer to
+// an overdraw (measured_power.h), publishing the ledger and the steered limits (ledger_publisher.h).
+//
+// Thread safety: slurmctld calls the select plugin under its own locks; a mutex (mu_) guards against the few
 // entry points (reconfigure from an RPC thread) that hold different ones, and against the plugin's own threads
-// (the state publisher, the shared ledger's sync), which never hold a slurmctld lock.
+// (the state publisher, the shared ledger's sync), which never hold a slurmctld lock. mu_ guards every member and
+// every piece above; their ...Locked methods are called with it held.
 //
 // With a `ledger:` section in rackwise.yaml, the plugin is a face of the shared power ledger
 // (slurm_ledger_face.h): a job's GPUs are reserved there in job_test, once the allocation Slurm will run is known,
@@ -45,7 +52,8 @@ class RackwiseSelect {
  public:
   // `inner` is cons_tres's operations table; it must outlive this object.
   explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) { reasons_.Start(); }
-  // The publisher (the last member) goes first: its thread stops before the members it reads go.
+  // No destructor of its own: the publisher, the last member, goes first and stops its thread before the members
+  // it reads go.
   RackwiseSelect(const RackwiseSelect&) = delete;
   RackwiseSelect& operator=(const RackwiseSelect&) = delete;
 
