@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "plugin_files.h"
 #include "published_ledger.h"
