@@ -9,9 +9,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "gpu_selection.h"
 #include "rackwise/fallback_order.h"
 #include "rackwise/oversubscription.h"
 #include "rackwise/placer.h"
+#include "rackwise/start_guard.h"
 #include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
 // Slurm last (see slurm_headers.h).
 #include "slurm_records.h"
@@ -72,13 +74,13 @@ int RackwiseSelect::JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t 
                      tail);
   };
   if (!model_ || !job || !bitmap || base == SELECT_MODE_RESV) return inner();
-  SweepUnconfirmedLocked(job->job_id);
+  shared_.SweepUnconfirmedLocked(job->job_id, &model_->ledger());
   const GpuAsk ask = ReadGpuAsk(job, gpu_plugin_id_);
   if (ask.gpus == 0) return inner();  // not a GPU job: cons_tres alone
 
   if (base == SELECT_MODE_RUN_NOW) {
-    if (!mismatch_.empty() || !ledger_error_.empty()) {
-      SetPendingReason(job, mismatch_.empty() ? ledger_error_ : mismatch_);
+    if (const std::string& mismatch = description_.mismatch(); !mismatch.empty() || !shared_.error().empty()) {
+      SetPendingReason(job, mismatch.empty() ? shared_.error() : mismatch);
       return SLURM_ERROR;
     }
     if (!SkipNodesWithoutProlog(job, bitmap)) return SLURM_ERROR;
@@ -165,11 +167,38 @@ bool RackwiseSelect::SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap)
   return false;
 }
 
+bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
+  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
+  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
+  CountAsPlacedLocked(&*allocation);
+  const std::string id = allocation->id;
+  allocation->id = "probe/" + id;
+  // The usable cap, not the raw one: what Slurm starts must keep the reserve exactly as the Placer does.
+  absl::Status status = CheckWithinUsableCaps(model_->ledger(), *allocation);
+  if (!status.ok()) {
+    *why = std::string(status.message());
+    return false;
+  }
+  // What the job may start on, for the judgement at its start (CommitJobLocked).
+  allocation->id = id;
+  if (approved_.size() >= kMaxApprovals) approved_.clear();  // only unstarted jobs' leftovers can pile up
+  approved_.insert_or_assign(job->job_id, *std::move(allocation));
+  return true;
+}
+
+bool RackwiseSelect::ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
+  if (!shared_.active()) return true;
+  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
+  if (!allocation) return true;  // no GPUs on described nodes: nothing to reserve
+  CountAsPlacedLocked(&*allocation);
+  return shared_.ReserveLocked(job->job_id, *allocation, why);
+}
+
 void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request) {
   // The core says whether the job counts at less than it declares (the telemetry state is this face's fact); the
   // GPUs' limit stays what it declares (the prolog sets that), and steering gets the declared watts back.
-  const OversubscribedWatts count =
-      CountOversubscribed(model_->topology(), *request, telemetry_.settings(), telemetry_.tracker().state());
+  const OversubscribedWatts count = CountOversubscribed(model_->topology(), *request, power_.telemetry().settings(),
+                                                        power_.telemetry().tracker().state());
   oversubscribed_.Placed(request->id, count);
   if (count.applied) {
     debug("rackwise: JobId=%u counted oversubscribed: %.0f W per GPU (declared %.0f W)", job->job_id,
@@ -190,21 +219,24 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                            uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
                            SlurmList* preemptee_job_list, const JobTestTail& tail, const GpuAsk& ask) {
   SyncHealthLocked();
-  ApplyTelemetryLocked();
+  power_.ApplyLocked(model_.get(), oversubscribed_);
   approved_.erase(job->job_id);  // an earlier try's approval does not cover what this try lets through
-  if (WaitsForVictimsLocked(job)) return SLURM_ERROR;
+  if (std::optional<std::string> waiting = preemption_.WaitingForVictimsLocked(job->job_id, model_->ledger())) {
+    SetPendingReason(job, *waiting);  // no further victims are chosen for it meanwhile
+    return SLURM_ERROR;
+  }
   // Tried again after a try whose job did not start: that try's reservation is not this one's to count.
-  if (shared_ && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
-  std::string power_why;
+  if (shared_.active() && !IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) ReleaseJobLocked(JobId(job));
   if (!ask.translated) {
     // A shape the core does not model: cons_tres places it, the ledger still guards the caps (at what it declares).
+    std::string power_why;
     oversubscribed_.Forget(JobId(job));
-    ClearGpuSelection(job);
+    ClearGpuSelection(job, gpu_plugin_id_);
     int rc =
         InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc != SLURM_SUCCESS) return rc;
     if (PowerFits(job, bitmap, &power_why) && ReserveSharedLocked(job, bitmap, &power_why)) return SLURM_SUCCESS;
-    SetPendingReason(job, power_why + SharedNoteLocked());
+    SetPendingReason(job, power_why + shared_.NoteLocked());
     return SLURM_ERROR;
   }
 
@@ -228,8 +260,15 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     return SLURM_ERROR;
   }
   if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-    if (!refusal->unresolvable && PreemptForLocked(job, request, bitmap, min_nodes, max_nodes, mode,
-                                                   preemptee_candidates, preemptee_job_list, tail) == SLURM_SUCCESS) {
+    const auto fit = [&](bitstr_t* nodes, uint32_t count, SlurmList victims, SlurmList* picked) {
+      ClearGpuSelection(job, gpu_plugin_id_);
+      return InnerTest(job, nodes, count, max_nodes, count, mode, victims, picked, tail);
+    };
+    if (std::optional<std::string> preempting =
+            refusal->unresolvable ? std::nullopt
+                                  : preemption_.PreemptForLocked(job, request, *model_, bitmap, min_nodes, max_nodes,
+                                                                 preemptee_candidates, preemptee_job_list, fit)) {
+      SetPendingReason(job, *preempting);  // slurmctld preempts the victims; the job starts once they are gone
       return SLURM_SUCCESS;
     }
     // The core's "never" is about the nodes it was offered, which here are only those usable now.
@@ -237,10 +276,18 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
                                 ? absl::StrCat("the ", request.allowed_nodes.size(), " nodes usable now cannot hold ",
                                                request.gpus, " GPUs as asked")
                                 : refusal->Message();
-    SetPendingReason(job, absl::StrCat(why, backfill_hold_out ? kBackfillHoldOut : "", SharedNoteLocked()));
+    SetPendingReason(job, absl::StrCat(why, backfill_hold_out ? kBackfillHoldOut : "", shared_.NoteLocked()));
     return SLURM_ERROR;
   }
-  const PlacementDecision& decision = std::get<PlacementDecision>(*outcome);
+  return PlaceAsDecidedLocked(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                              preemptee_job_list, tail, request, std::get<PlacementDecision>(*outcome));
+}
+
+int RackwiseSelect::PlaceAsDecidedLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                                         uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                                         SlurmList* preemptee_job_list, const JobTestTail& tail,
+                                         const PlacementRequest& request, const PlacementDecision& decision) {
+  std::string power_why;
   const Topology& topology = model_->topology();
   if (get_log_level() >= LOG_LEVEL_DEBUG) {
     std::string where;
@@ -278,12 +325,12 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
       if (k >= min_nodes && k <= max_nodes) tier_min = k;
       tier_req = tier_min;
     }
-    ClearGpuSelection(job);  // no stale GPU picks of ours from an earlier try
+    ClearGpuSelection(job, gpu_plugin_id_);  // no stale GPU picks of ours from an earlier try
     rc = InnerTest(job, candidate, tier_min, max_nodes, tier_req, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc == SLURM_SUCCESS) {
       // What Slurm will start is what the GPU selection now says: the core's decision where it could be
       // imposed, else cons_tres's own split, which is checked against the usable caps like any other.
-      const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate);
+      const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate, *model_, gpu_plugin_id_);
       // The shared ledger has the last word: what it refuses is tried in the next tier, like a local cap.
       if (PowerFits(job, candidate, &power_why) && ReserveSharedLocked(job, candidate, &power_why)) {
         bit_copybits(bitmap, candidate);
@@ -296,7 +343,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     }
     FREE_NULL_BITMAP(candidate);
   }
-  if (!power_why.empty()) SetPendingReason(job, power_why + SharedNoteLocked());
+  if (!power_why.empty()) SetPendingReason(job, power_why + shared_.NoteLocked());
   return rc;
 }
 

@@ -4,28 +4,34 @@
 // decision, and keeps the core's power ledger in step with the jobs Slurm runs. No placement logic here:
 // the Placer decides, the Ledger enforces; cons_tres keeps doing cores, memory and GRES bookkeeping.
 //
-// Thread safety: slurmctld calls the select plugin under its own locks; a mutex guards against the few
+// Its own members are job_test (rackwise_select.cc) and putting a description in force, node health and the
+// ledger hooks (rackwise_select_ledger.cc). The rest is a class of its own, held here and called with what it needs:
+// which description is in force (description_in_force.h), the GPU selection cons_tres made (gpu_selection.h),
+// preemption (job_preemption.h), the shared power ledger (shared_power_ledger.h), measured power and the answer to
+// an overdraw (measured_power.h), publishing the ledger and the steered limits (ledger_publisher.h).
+//
+// Thread safety: slurmctld calls the select plugin under its own locks; a mutex (mu_) guards against the few
 // entry points (reconfigure from an RPC thread) that hold different ones, and against the plugin's own threads
-// (the state publisher, the shared ledger's sync), which never hold a slurmctld lock.
+// (the state publisher, the shared ledger's sync), which never hold a slurmctld lock. mu_ guards every member and
+// every piece above; their ...Locked methods are called with it held.
 //
 // With a `ledger:` section in rackwise.yaml, the plugin is a face of the shared power ledger
 // (slurm_ledger_face.h): a job's GPUs are reserved there in job_test, once the allocation Slurm will run is known,
-// and released at job end (rackwise_select_shared.cc).
+// and released at job end (shared_power_ledger.h).
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/string_view.h"
 #include "cluster_model.h"
-#include "job_requeuer.h"
+#include "description_in_force.h"
+#include "job_preemption.h"
 #include "job_translation.h"
+#include "ledger_publisher.h"
+#include "measured_power.h"
 #include "pending_reasons.h"
 #include "rackwise/ledger.h"
 #include "rackwise/oversubscribed_allocations.h"
@@ -33,10 +39,7 @@
 #include "rackwise/placement_request.h"
 #include "rackwise/refusal_memo.h"
 #include "requeue_guard.h"
-#include "slurm_ledger_face.h"
-#include "slurm_telemetry.h"
-#include "state_publisher.h"
-#include "steered_limits.h"
+#include "shared_power_ledger.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_headers.h"
 
@@ -46,8 +49,8 @@ class RackwiseSelect {
  public:
   // `inner` is cons_tres's operations table; it must outlive this object.
   explicit RackwiseSelect(slurm_select_ops_t* inner) : inner_(inner) { reasons_.Start(); }
-  // Stops the publisher's thread before the members it reads go (telemetry_ among them).
-  ~RackwiseSelect();
+  // No destructor of its own: the publisher, the last member, goes first and stops its thread before the members
+  // it reads go.
   RackwiseSelect(const RackwiseSelect&) = delete;
   RackwiseSelect& operator=(const RackwiseSelect&) = delete;
 
@@ -70,15 +73,9 @@ class RackwiseSelect {
   void JobChanged(job_record_t* job);   // resized, expanded, resumed
 
  private:
-  std::string DescriptionPath() const;
-  std::string LastGoodPath() const;  // empty without a StateSaveLocation
-  // Compiles `text` against slurm.conf's nodes and puts it in force (the ledger is rebuilt by the caller).
+  // Compiles `text` against slurm.conf's nodes and puts it in force: the model, and everything drawn from it, is
+  // replaced (the ledger is rebuilt by the caller). On error nothing changes. DescriptionInForce decides which text.
   absl::Status UseDescription(const std::string& text, const std::string& file);
-  void SaveLastGood() const;
-  std::vector<SlurmNode> SlurmNodes() const;
-  // Reads rackwise.yaml and puts it in force. Without `force`, an unchanged file that already fits is left as it
-  // is; on error nothing changes (the description in force stays).
-  absl::Status LoadModel(bool force);
   void RebuildLedgerLocked();
   void SyncHealthLocked();
 
@@ -91,13 +88,6 @@ class RackwiseSelect {
   // The wait a `preferred` job expects for fewest domains that only completing nodes keep from it: an epilog
   // takes seconds, and each try re-decides.
   static constexpr double kCompletingNodeSeconds = 1.0;
-  // Makes cons_tres's selection the core's decision (per-node counts and indices) when cons_tres took exactly
-  // the core's nodes and Slurm's own node state has the core's indices free; counts are only moved between
-  // nodes for a per-job GPU count (no per-node, per-task or per-GPU CPU/memory ties). Returns true if the
-  // selection now equals the decision; otherwise cons_tres's picks stay (and are checked against the caps).
-  bool ApplyCoreDecision(job_record_t* job, const PlacementDecision& decision, const bitstr_t* nodes) const;
-  // Drops every per-node GPU pick of the job's request (ours or a previous try's) before cons_tres runs.
-  void ClearGpuSelection(job_record_t* job) const;
   int JobTestLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
                     uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
                     const JobTestTail& tail);
@@ -106,6 +96,14 @@ class RackwiseSelect {
   int RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes,
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
+  // RUN_NOW once the core decided: cons_tres is offered the core's fallback node sets for `decision`, most
+  // preferred first, and the first pick that passes the usable caps (PowerFits) and the shared ledger is the job's.
+  int PlaceAsDecidedLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                           uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
+                           SlurmList* preemptee_job_list, const JobTestTail& tail, const PlacementRequest& request,
+                           const PlacementDecision& decision);
+  // The final power check of what Slurm will really start (the GPUs cons_tres selected on `nodes`), against the
+  // usable caps (the policy's reserve kept free); what passes is remembered for the judgement at the job's start.
   bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry state; `request` then asks
   // for the counted watts, and the job is remembered (declared and counted) until it is gone.
@@ -117,15 +115,6 @@ class RackwiseSelect {
   }
   // After a restart: the jobs counted oversubscribed, from the ledger slurmctld published last (once per process).
   void RestoreOversubscribedLocked();
-  // Preemption (rackwise_select_preempt.cc). For a job the core refuses as things are: the core's victims among
-  // slurmctld's candidates, cons_tres fitted on the planned nodes, and *preemptee_job_list set to exactly the
-  // victims (SLURM_SUCCESS: slurmctld preempts them and the job waits). SLURM_ERROR: no plan.
-  int PreemptForLocked(job_record_t* job, const PlacementRequest& request, bitstr_t* bitmap, uint32_t min_nodes,
-                       uint32_t max_nodes, uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list,
-                       const JobTestTail& tail);
-  // True (pending reason set) while a job's victims still hold GPUs or power in the ledger: no further victims
-  // are chosen for it meanwhile.
-  bool WaitsForVictimsLocked(job_record_t* job);
   // Takes out of `bitmap` the nodes a requeued job left too recently for slurmd to run its prolog again
   // (requeue_guard.h). False, with the pending reason set, if the job cannot start now because of it.
   bool SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap);
@@ -137,43 +126,19 @@ class RackwiseSelect {
   static int64_t PrologSkipWindow();  // from slurm.conf's AuthInfo and KillWait
   void SetPendingReason(job_record_t* job, const std::string& why);
   void CommitJobLocked(job_record_t* job, bool starting);
-  // The live ledger as a state file in StateSaveLocation, and the steered GPU limits beside it
-  // (rackwise_select_state.cc). Start: once; later calls only follow a change of the telemetry interval.
-  void StartStatePublisherLocked();
-  std::vector<std::optional<std::string>> StateSnapshot();
-  // StateSaveLocation/`name`, the one folder for every file the plugin keeps; "" when slurm.conf sets none.
-  static std::string StateSavePath(absl::string_view name);
-  std::chrono::milliseconds PublishIntervalLocked() const;
-  // Measured power (rackwise_select_telemetry.cc): (re)configures polling from the loaded description's text,
-  // and applies the readings parked since the last decision, logging what changed.
-  void ConfigureTelemetryLocked(const std::string& yaml, const std::string& path);
-  void ApplyTelemetryLocked();
-  // on_overdraw: requeue_newest: queues the newest jobs of each rack that just went over its cap for requeue.
-  void RequeueForOverdrawLocked();
-  // The requeue thread, started on first use; null (logged) if it cannot start.
-  JobRequeuer* RequeuerLocked();
   // A job that started outside its placement over a usable cap (StartVerdict::kOutsidePlacement): logged, and
   // requeued so that the core places it again.
   void TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why);
-  // The shared power ledger (rackwise_select_shared.cc). Configure: from the loaded description's text, after
-  // shared_ was reset (before the model it points at was replaced).
-  void ConfigureSharedLedgerLocked(const std::string& yaml, const std::string& path);
-  // Reserves the GPUs Slurm will give `job` on `nodes` through the shared ledger (no-op without one). False,
-  // with `why`, when the ledger (or, in fallback, the guaranteed slice) refuses.
+  // Reserves the GPUs Slurm will give `job` on `nodes`, as counted, through the shared ledger (no-op without one).
+  // False, with `why`, when the ledger (or, in fallback, the guaranteed slice) refuses.
   bool ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why);
-  // Gives back the reservations of jobs that slurmctld did not start after their job_test (other than `current`).
-  void SweepUnconfirmedLocked(uint32_t current);
   // Releases job `id` from the ledger (and the shared ledger, if any).
   void ReleaseJobLocked(const std::string& id);
-  // What a refusal's pending reason says of the shared ledger (empty without one).
-  std::string SharedNoteLocked() const { return shared_ ? shared_->ReasonNote() : ""; }
 
   slurm_select_ops_t* inner_;
   std::timed_mutex mu_;  // timed: the shared ledger's thread waits on it in bounded slices
   std::unique_ptr<ClusterModel> model_;
-  std::string loaded_text_;    // the file content the model was built from, to skip unchanged reloads
-  std::string rejected_text_;  // the last file content refused, so that it is not retried and relogged
-  std::string mismatch_;       // non-empty: slurm.conf changed under a description that no longer fits
+  DescriptionInForce description_;  // which rackwise.yaml text model_ was built from
   std::vector<NodeHealth> health_cache_;
   // Every node's state is read again only when slurmctld's last_node_update says a node record changed, and at
   // least every kHealthResyncSeconds (not every path that marks a node unresponsive stamps last_node_update).
@@ -195,28 +160,23 @@ class RackwiseSelect {
   uint32_t gpu_plugin_id_ = 0;
   PendingReasons reasons_;
   RecentDepartures departures_;
-  absl::flat_hash_map<std::string, int64_t> started_at_;  // job id -> start time, for requeue_newest
   // job id -> the GPUs its last RUN_NOW test let through (PowerFits); judged against what starts (CommitJobLocked)
   absl::flat_hash_map<uint32_t, Allocation> approved_;
-  // job id -> the allocation ids of the jobs preempted for it, until they have left the ledger
-  absl::flat_hash_map<uint32_t, std::vector<std::string>> preempting_;
+  JobPreemption preemption_;  // the jobs waiting for the jobs preempted for them
   static constexpr size_t kMaxApprovals = 100000;
-  std::unique_ptr<JobRequeuer> requeuer_;  // started on the first requeue that needs it
-  int64_t inner_ns_ = 0;                   // time spent in cons_tres during the current job_test (debug2 log)
+  int64_t inner_ns_ = 0;  // time spent in cons_tres during the current job_test (debug2 log)
   int inner_calls_ = 0;
-  // The shared power ledger's face (null without a `ledger:` section); it points at model_'s topology and ledger.
-  std::unique_ptr<SlurmLedgerFace> shared_;
-  UnconfirmedReservations unconfirmed_;  // reserved in job_test, not yet seen running
-  std::string ledger_error_;             // non-empty: a `ledger:` section the plugin cannot use; GPU jobs held
-  SteeredLimitsBook steered_book_;       // the steered limits file's generations (publisher's snapshot)
+  // The shared power ledger (inactive without a `ledger:` section); its face points at model_'s topology and ledger.
+  SharedPowerLedger shared_;
   // Jobs counted at less than they declare (policy.oversubscribe_pct), saved in the published ledger.
   OversubscribedAllocations oversubscribed_;
   bool oversubscribed_restored_ = false;  // read back from the published ledger (the first rebuild only)
   std::string oversubscription_off_;      // the last reason it was not applied (logged once in a row)
-  SlurmTelemetry telemetry_;
-  // Its thread reads the members above (telemetry_ included), and telemetry's poller wakes it: the destructor
-  // unhooks the wake-up and stops it before any of them goes.
-  std::unique_ptr<StatePublisher> state_publisher_;
+  MeasuredPower power_;                   // the telemetry, the requeue thread, when each job started
+  // The live ledger as a state file in StateSaveLocation, and the steered GPU limits beside it. Last: its thread
+  // reads the members above (model_, power_ and oversubscribed_, under mu_), and telemetry's poller wakes it; its
+  // destructor, run first, unhooks the wake-up and stops the thread before any of them goes.
+  LedgerPublisher publisher_{&mu_, &model_, &power_, &oversubscribed_};
 };
 
 }  // namespace rackwise::slurm

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld: node health and the ledger hooks that charge and
-// release the GPUs Slurm actually gave each job (rackwise_select_description.cc loads rackwise.yaml).
+// select/rackwise_cons_tres inside slurmctld: putting a description in force (which one:
+// description_in_force.h), node health, and the ledger hooks that charge and release the GPUs Slurm actually
+// gave each job.
 #include <algorithm>
 #include <ctime>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "plugin_files.h"
+#include "published_ledger.h"
 #include "rackwise/shadow_time.h"
 #include "rackwise/start_guard.h"
 #include "rackwise_select.h"
@@ -19,17 +23,63 @@ extern rackwise::slurm::SlurmList job_list __attribute__((weak));
 
 namespace rackwise::slurm {
 
+absl::Status RackwiseSelect::UseDescription(const std::string& text, const std::string& file) {
+  absl::StatusOr<std::unique_ptr<ClusterModel>> model = ClusterModel::FromYaml(text, file, SlurmNodes());
+  if (!model.ok()) return model.status();
+  shared_.Reset();  // it points at the model being replaced (its thread stops within a lock slice)
+  model_ = *std::move(model);
+  statically_feasible_.clear();
+  health_cache_.assign(model_->topology().nodes().size(), NodeHealth::kUp);
+  synced_at_ = 0;  // a new ledger: read every node's health at the next decision
+  usable_nodes_.reset();
+  power_.ConfigureLocked(text, file);
+  shared_.ConfigureLocked(text, file, model_.get(), &mu_);
+  info("rackwise: loaded %s: %zu nodes, %zu NVLink domains, %zu racks, %zu power domains", file.c_str(),
+       model_->topology().nodes().size(), model_->topology().domains().size(), model_->topology().racks().size(),
+       model_->topology().power_domains().size());
+  return absl::OkStatus();
+}
+
+int RackwiseSelect::NodeInit() {
+  std::lock_guard lock(mu_);
+  gpu_plugin_id_ = gres_build_id(const_cast<char*>("gpu"));
+  const auto use = [this](const std::string& text, const std::string& file) { return UseDescription(text, file); };
+  switch (description_.StartLocked(/*have_model=*/model_ != nullptr, use)) {
+    case DescriptionInForce::Start::kInForce:
+      RebuildLedgerLocked();
+      publisher_.StartLocked();
+      return SLURM_SUCCESS;
+    case DescriptionInForce::Start::kHolding:  // the caps stay, nothing new is placed until a description fits
+      return SLURM_SUCCESS;
+    case DescriptionInForce::Start::kRefused: break;
+  }
+  return SLURM_ERROR;
+}
+
+void RackwiseSelect::Reconfigure() {
+  std::lock_guard lock(mu_);
+  if (!model_) return;
+  absl::Status status = description_.ReloadLocked(
+      [this](const std::string& text, const std::string& file) { return UseDescription(text, file); });
+  if (!status.ok()) {
+    error("rackwise: rejected the cluster description, keeping the one in force: %s",
+          std::string(status.message()).c_str());
+  }
+  RebuildLedgerLocked();
+  publisher_.StartLocked();  // a new telemetry interval sets the publishing interval
+}
+
 void RackwiseSelect::RebuildLedgerLocked() {
   if (!model_) return;
   // Caps and health come from the description and Slurm; allocations from the running jobs (the other owners'
   // mirrored from the shared ledger stay: its face refreshes them).
   for (const Allocation* a : model_->ledger().Allocations()) {
     const std::string id = a->id;
-    if (shared_ && shared_->IsMirrored(id)) continue;
+    if (shared_.IsMirroredLocked(id)) continue;
     model_->ledger().Release(id);
   }
-  started_at_.clear();
-  unconfirmed_.Clear();
+  power_.ForgetStartsLocked();
+  shared_.ForgetUnconfirmedLocked();
   SyncHealthLocked();
   // The first rebuild of a process reads the book back; slurmctld may not have loaded its jobs yet then (they come
   // through JobRunning), so only later rebuilds drop what is not running.
@@ -60,7 +110,25 @@ void RackwiseSelect::RebuildLedgerLocked() {
   ledger.SetMeasuredDraw(readings, ledger.reclaim_fraction(), /*count_recent=*/false);
   debug("rackwise: ledger rebuilt from %d running jobs, %zu hold GPUs", recovered, model_->ledger().allocation_count());
   // The whole slurm/<ClusterName>/ list is now known: the shared ledger is made to hold exactly it.
-  if (shared_) shared_->ReconcileSoon();
+  shared_.ReconcileSoonLocked();
+}
+
+void RackwiseSelect::RestoreOversubscribedLocked() {
+  if (oversubscribed_restored_ || !model_) return;
+  oversubscribed_restored_ = true;
+  const std::string path = StateSavePath(kPublishedLedgerFileName);
+  if (path.empty()) return;
+  absl::StatusOr<OversubscribedAllocations> read = ReadOversubscribedJobs(path, description_.text(), DescriptionPath());
+  if (read.status().code() == absl::StatusCode::kNotFound) return;  // the first start
+  if (!read.ok()) {
+    // The jobs counted oversubscribed before now count what they declared: the safe side, logged.
+    error("rackwise: %s: not read back (%s): running jobs count the watts they declared", path.c_str(),
+          std::string(read.status().message()).c_str());
+    return;
+  }
+  oversubscribed_ = *std::move(read);
+  if (oversubscribed_.size() > 0)
+    info("rackwise: %zu jobs counted oversubscribed, read back from %s", oversubscribed_.size(), path.c_str());
 }
 
 void RackwiseSelect::EstimateFewestDomainsLocked(const job_record_t* job, PlacementRequest* request) {
@@ -145,17 +213,17 @@ void RackwiseSelect::SyncHealthLocked() {
 }
 
 void RackwiseSelect::CommitJobLocked(job_record_t* job, bool starting) {
-  unconfirmed_.Confirm(job->job_id);
+  shared_.ConfirmLocked(job->job_id);
   std::optional<Allocation> allocation = AllocatedGpus(job, *model_, gpu_plugin_id_);
   if (!allocation) return;
   CountAsPlacedLocked(&*allocation);
   refusals_.Forget(allocation->id);
-  started_at_[allocation->id] = static_cast<int64_t>(job->start_time);
+  power_.StartedLocked(allocation->id, static_cast<int64_t>(job->start_time));
   const Allocation* held = model_->ledger().Find(allocation->id);
   if (held && *held == *allocation) return;
   // Not what job_test reserved (a recovered job, a resize, cons_tres's own split): recorded locally here, and the
   // shared ledger is brought in line by the reconcile this asks for.
-  if (shared_) shared_->ReconcileSoon();
+  shared_.ReconcileSoonLocked();
   const std::optional<Allocation> old = held ? std::optional<Allocation>(*held) : std::nullopt;
   if (old) model_->ledger().Release(old->id);
   // The same usable caps (the reserve kept free) as the placement, judged against what job_test let through.
@@ -188,10 +256,12 @@ void RackwiseSelect::TakeOffOutsidePlacementLocked(const job_record_t* job, cons
   // power) and is requeued at once, from the requeue thread, so that the core places it again.
   error("rackwise: JobId=%u started outside its placement, above a usable cap: %s; requeueing it", job->job_id,
         std::string(why.message()).c_str());
-  if (JobRequeuer* requeuer = RequeuerLocked()) {
+  if (JobRequeuer* requeuer = power_.RequeuerLocked()) {
     requeuer->Requeue(job->job_id, std::string(why.message()), "started outside its placement");
   }
 }
+
+void RackwiseSelect::ReleaseJobLocked(const std::string& id) { shared_.ReleaseLocked(id, &model_->ledger()); }
 
 void RackwiseSelect::JobRunning(job_record_t* job) {
   std::lock_guard lock(mu_);
@@ -204,12 +274,12 @@ void RackwiseSelect::JobGone(job_record_t* job) {
   std::lock_guard lock(mu_);
   if (!model_ || !job) return;
   statically_feasible_.erase(job->job_id);
-  started_at_.erase(JobId(job));
+  power_.GoneLocked(JobId(job));
   refusals_.Forget(JobId(job));
   oversubscribed_.Forget(JobId(job));
-  unconfirmed_.Confirm(job->job_id);
+  shared_.ConfirmLocked(job->job_id);
   approved_.erase(job->job_id);
-  preempting_.erase(job->job_id);
+  preemption_.ForgetLocked(job->job_id);
   ReleaseJobLocked(JobId(job));
 }
 

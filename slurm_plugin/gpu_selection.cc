@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // select/rackwise_cons_tres inside slurmctld: the GPUs a job_test selected (cons_tres's gres_bit_select and
-// gres_cnt_node_select), made equal to the core's decision where Slurm allows it, and the final power check of
-// what Slurm will really start, against the usable caps (the policy's reserve kept free).
+// gres_cnt_node_select), made equal to the core's decision where Slurm allows it.
 #include <algorithm>
 #include <bit>
 #include <cinttypes>
+#include <utility>
+#include <vector>
 
-#include "rackwise/start_guard.h"
-#include "rackwise_select.h"
+#include "gpu_selection.h"
 // Slurm last (see slurm_headers.h).
 #include "slurm_records.h"
 
@@ -43,8 +43,8 @@ bool CountsAreTied(const gres_job_state_t* js) {
 
 }  // namespace
 
-void RackwiseSelect::ClearGpuSelection(job_record_t* job) const {
-  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
+void ClearGpuSelection(job_record_t* job, uint32_t gpu_plugin_id) {
+  ForEachGpuState(job->gres_list_req, gpu_plugin_id, [&](gres_state_t* state) {
     auto* js = static_cast<gres_job_state_t*>(state->gres_data);
     // Counts too: ApplyCoreDecision may have moved them, and cons_tres sets only the nodes it selects.
     if (js->gres_cnt_node_select) std::fill_n(js->gres_cnt_node_select, js->total_node_cnt, uint64_t{0});
@@ -54,11 +54,11 @@ void RackwiseSelect::ClearGpuSelection(job_record_t* job) const {
   });
 }
 
-bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecision& decision,
-                                       const bitstr_t* nodes) const {
+bool ApplyCoreDecision(job_record_t* job, const PlacementDecision& decision, const bitstr_t* nodes,
+                       const ClusterModel& model, uint32_t gpu_plugin_id) {
   gres_job_state_t* js = nullptr;
   int entries = 0;
-  ForEachGpuState(job->gres_list_req, gpu_plugin_id_, [&](gres_state_t* state) {
+  ForEachGpuState(job->gres_list_req, gpu_plugin_id, [&](gres_state_t* state) {
     js = static_cast<gres_job_state_t*>(state->gres_data);
     ++entries;
   });
@@ -71,7 +71,7 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
   std::vector<int> planned;
   uint64_t planned_total = 0, taken_total = 0;
   for (const NodeGpus& ng : decision.nodes) {
-    planned.push_back(model_->ToSlurm(ng.node));
+    planned.push_back(model.ToSlurm(ng.node));
     planned_total += std::popcount(ng.gpus);
   }
   std::sort(planned.begin(), planned.end());
@@ -85,12 +85,12 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
   bool exact = true;
   std::vector<std::pair<int, GpuMask>> pins;
   for (const NodeGpus& ng : decision.nodes) {
-    const int i = model_->ToSlurm(ng.node);
+    const int i = model.ToSlurm(ng.node);
     const uint64_t want = std::popcount(ng.gpus);
     const bool same_count =
         js->gres_cnt_node_select[i] == want && !(js->gres_bit_select && js->gres_bit_select[i] &&
                                                  static_cast<uint64_t>(bit_set_count(js->gres_bit_select[i])) != want);
-    const NodeGpuState node = GpuStateOfNode(i, gpu_plugin_id_);
+    const NodeGpuState node = GpuStateOfNode(i, gpu_plugin_id);
     const bool free =
         node.size > 0 && node.size <= kMaxGpusPerNode && (ng.gpus >> node.size) == 0 && !(node.busy & ng.gpus);
     if (!same_count && (!may_move_counts || !free)) {
@@ -110,7 +110,7 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
     // gres_ctld copies these into the job's allocation at job_begin (instead of picking the lowest free).
     if (!js->gres_bit_select)
       js->gres_bit_select = static_cast<bitstr_t**>(xcalloc(js->total_node_cnt, sizeof(bitstr_t*)));
-    const int size = GpuStateOfNode(i, gpu_plugin_id_).size;
+    const int size = GpuStateOfNode(i, gpu_plugin_id).size;
     FREE_NULL_BITMAP(js->gres_bit_select[i]);
     js->gres_bit_select[i] = bit_alloc(size);
     for (int g = 0; g < size; ++g) {
@@ -119,25 +119,6 @@ bool RackwiseSelect::ApplyCoreDecision(job_record_t* job, const PlacementDecisio
     js->gres_cnt_node_select[i] = std::popcount(mask);
   }
   return exact;
-}
-
-bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
-  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
-  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
-  CountAsPlacedLocked(&*allocation);
-  const std::string id = allocation->id;
-  allocation->id = "probe/" + id;
-  // The usable cap, not the raw one: what Slurm starts must keep the reserve exactly as the Placer does.
-  absl::Status status = CheckWithinUsableCaps(model_->ledger(), *allocation);
-  if (!status.ok()) {
-    *why = std::string(status.message());
-    return false;
-  }
-  // What the job may start on, for the judgement at its start (CommitJobLocked).
-  allocation->id = id;
-  if (approved_.size() >= kMaxApprovals) approved_.clear();  // only unstarted jobs' leftovers can pile up
-  approved_.insert_or_assign(job->job_id, *std::move(allocation));
-  return true;
 }
 
 }  // namespace rackwise::slurm

@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// select/rackwise_cons_tres inside slurmctld: measured power. Polling runs in SlurmTelemetry's own thread with
-// tight timeouts; here, under the plugin's mutex and at the next decision, the parked readings are applied to
-// the live ledger (so pending reasons name measured watts through the core's refusal detail) and every change
-// is logged once with Slurm's logger. on_overdraw in this face: every action raises the alarm (an error line
-// naming the rack and its job ids) and the rack takes nothing more; requeue_newest also requeues the newest jobs
-// on the rack (the core's PlanRequeueNewest) through slurmctld's RPC from a thread of its own (job_requeuer.h),
-// once per overdraw; lower_limits steers (the core's PlanSteering) and logs each limit change; the publisher
-// writes the limits for the nodes (rackwise_select_state.cc, steered_limits.h; docs/design.md, "Power steering").
+// select/rackwise_cons_tres inside slurmctld: measured power and the answer to an overdraw (measured_power.h).
+#include "measured_power.h"
+
+#include <cerrno>
+#include <exception>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "rackwise/cluster_description.h"
 #include "rackwise/telemetry.h"
-#include "rackwise_select.h"  // after the C++ headers: it ends with Slurm's (macro-heavy) headers
+// Slurm last (see slurm_headers.h).
+#include "slurm_headers.h"
 
 namespace rackwise::slurm {
 
-void RackwiseSelect::ConfigureTelemetryLocked(const std::string& yaml, const std::string& path) {
+void MeasuredPower::ConfigureLocked(const std::string& yaml, const std::string& path) {
   Diagnostics diagnostics;
   absl::StatusOr<v1::ClusterDescription> d = ParseClusterDescription(yaml, path, &diagnostics);
   // The model was just built from this text, so it parses; a failure here only means no telemetry.
@@ -25,12 +28,11 @@ void RackwiseSelect::ConfigureTelemetryLocked(const std::string& yaml, const std
   if (std::string line = telemetry_.Configure(settings); !line.empty()) info("rackwise: %s", line.c_str());
 }
 
-void RackwiseSelect::ApplyTelemetryLocked() {
-  if (!model_) return;
+void MeasuredPower::ApplyLocked(ClusterModel* model, const OversubscribedAllocations& oversubscribed) {
   // Steering raises a job counted oversubscribed back to what it declared, never above.
   SteeringFacts facts;
-  oversubscribed_.AddDeclaredTo(&facts);
-  for (const std::string& line : telemetry_.ApplyLatest(&model_->ledger(), facts)) {
+  oversubscribed.AddDeclaredTo(&facts);
+  for (const std::string& line : telemetry_.ApplyLatest(&model->ledger(), facts)) {
     if (absl::StartsWith(line, "OVERDRAW")) {
       error("rackwise: %s", line.c_str());
     } else {
@@ -39,10 +41,10 @@ void RackwiseSelect::ApplyTelemetryLocked() {
   }
   // Only on a new round: the overdraws of an older one were acted on, and may name jobs requeued since.
   if (telemetry_.applied_round() && telemetry_.settings().on_overdraw == OverdrawAction::kRequeueNewest)
-    RequeueForOverdrawLocked();
+    RequeueForOverdrawLocked(*model);
 }
 
-JobRequeuer* RackwiseSelect::RequeuerLocked() {
+JobRequeuer* MeasuredPower::RequeuerLocked() {
   if (requeuer_) return requeuer_.get();
   try {
     requeuer_ = std::make_unique<JobRequeuer>(
@@ -63,15 +65,15 @@ JobRequeuer* RackwiseSelect::RequeuerLocked() {
   return requeuer_.get();
 }
 
-void RackwiseSelect::RequeueForOverdrawLocked() {
+void MeasuredPower::RequeueForOverdrawLocked(const ClusterModel& model) {
   const std::vector<Overdraw>& overdraws = telemetry_.tracker().new_overdraws();
   if (overdraws.empty()) return;
   JobRequeuer* requeuer = RequeuerLocked();
   if (!requeuer) return;
-  const Topology& topology = model_->topology();
+  const Topology& topology = model.topology();
   for (const Overdraw& o : overdraws) {
     const std::vector<std::string> ids =
-        PlanRequeueNewest(model_->ledger(), o, [this](const std::string& id) -> std::optional<int64_t> {
+        PlanRequeueNewest(model.ledger(), o, [this](const std::string& id) -> std::optional<int64_t> {
           auto it = started_at_.find(id);
           return it == started_at_.end() ? std::nullopt : std::optional<int64_t>(it->second);
         });
