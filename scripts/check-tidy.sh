@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# clang-tidy (.clang-tidy's checks, every finding an error) over the placement core and the node power code: the
-# non-test sources of common/ and node_power/, with the compile commands of an existing build directory
+# clang-tidy (.clang-tidy's checks, every finding an error) over the placement core, the node power code and the
+# HTTP client: the non-test sources of common/, node_power/ and http_client/, with the compile commands of an existing build directory
 # (${RACKWISE_BUILD_DIR:-build}, as scripts/build.sh makes it). Other folders: pass them as arguments.
 # About 10 s of CPU per file; runs on every core.
 set -euo pipefail
@@ -9,7 +9,7 @@ build=${RACKWISE_BUILD_DIR:-$root/build}
 command -v run-clang-tidy >/dev/null || { echo "check-tidy: run-clang-tidy missing (apt-get install clang-tidy)" >&2; exit 1; }
 [[ -f $build/compile_commands.json ]] || { echo "check-tidy: no $build/compile_commands.json (run scripts/build.sh)" >&2; exit 1; }
 folders=("$@")
-((${#folders[@]})) || folders=(common node_power)
+((${#folders[@]})) || folders=(common node_power http_client)
 files=()
 for f in "${folders[@]}"; do
   while IFS= read -r file; do files+=("$root/$file"); done < <(cd "$root" && git ls-files "$f/*.cc" | grep -v '_test\.cc$')
