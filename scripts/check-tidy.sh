@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # clang-tidy (.clang-tidy's checks, every finding an error) over the placement core, the node power code and the
 # HTTP client: the non-test sources of common/, node_power/ and http_client/, with the compile commands of an
-# existing build directory (${RACKWISE_BUILD_DIR:-build}, as scripts/build.sh makes it). Other folders: pass them as arguments.
-# About 10 s of CPU per file; runs on every core.
+# existing build directory (${RACKWISE_BUILD_DIR:-build}, as scripts/build.sh makes it). Other folders: pass them
+# as arguments. About 10 s of CPU per file; runs on every core.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RACKWISE_BUILD_DIR:-$root/build}
