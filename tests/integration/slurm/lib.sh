@@ -426,6 +426,12 @@ rw_wait_for() {
 }
 
 rw_state_is() { [[ $(rw_state "$1") == "$2" ]]; }
+# rw_started ID: the job has started: it runs, or has run (a short job may be over before a busy test looks;
+# slurmctld keeps it for MinJobAge).
+rw_started() {
+  rw_check_ctld
+  [[ $(scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*') =~ ^JobState=(RUNNING|COMPLETING|COMPLETED)$ ]]
+}
 rw_log_count_at_least() { (($(grep -c -- "$1" "$RW_TMP/log/slurmctld.log" 2>/dev/null) >= $2)); }
 rw_reason_matches() { rw_reason "$1" | grep -q -- "$2"; }
 

@@ -137,7 +137,8 @@ scontrol update JobId="$probe" Priority=4000000000 2>/dev/null || scontrol top "
 rw_wait_state "$probe" RUNNING 120 && rw_ok "the probe runs while rackwise.yaml is broken" ||
   rw_fail "probe $probe not running while the file is broken: $(rw_state "$probe") '$(rw_reason "$probe")'"
 check_job_limits "$probe" 500
-rw_wait_state "$undeclared" RUNNING 120 || rw_fail "job $undeclared not running: '$(rw_reason "$undeclared")'"
+rw_wait_for 120 rw_started "$undeclared" ||
+  rw_fail "job $undeclared never started: $(scontrol show job "$undeclared" | grep -o 'JobState=[A-Z_]* Reason=[^ ]*')"
 cp "$RW_TMP/rackwise.yaml.good" "$yaml"
 sed -i '/name: h04/,/power_domain/ s/power_cap_kw: 41/power_cap_kw: 25/' "$yaml"
 reconfigure_and_wait 'rackwise: loaded .*rackwise.yaml'
