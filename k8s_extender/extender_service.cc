@@ -184,7 +184,8 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
 
-  FilterReasons reasons(FallbackNoteLocked());  // reason texts are added the first time a node fails for that reason
+  // Reason texts are added the first time a node fails for that reason.
+  FilterReasons reasons(shared_ledger_.FallbackNote());
   AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
@@ -238,7 +239,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
     if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kFailedPrecondition) {
       // The shared power ledger refused a slot (another owner holds the room): the group waits, not an error.
       const uint32_t why = result.AddReason(
-          absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message(), FallbackNoteLocked()));
+          absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message(), shared_ledger_.FallbackNote()));
       for (uint32_t i = 0; i < n; ++i) {
         if (ids[i] != kNoId) result.failed.push_back({i, why});
       }
@@ -251,9 +252,9 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
       return result;
     }
     if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-      const uint32_t why =
-          result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ", pod.gpus,
-                                        " GPUs) cannot be placed: ", refusal->Message(), FallbackNoteLocked()));
+      const uint32_t why = result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ",
+                                                         pod.gpus, " GPUs) cannot be placed: ", refusal->Message(),
+                                                         shared_ledger_.FallbackNote()));
       for (uint32_t i = 0; i < n; ++i) {
         if (ids[i] == kNoId) continue;
         (refusal->unresolvable ? result.unresolvable : result.failed).push_back({i, why});
@@ -345,7 +346,7 @@ std::string ExtenderService::BookLocked(const std::string& key, const ResolvedPo
       std::popcount(resolved.allocated) == pod.gpus && exact == resolved.allocated && allocation.nodes.size() == 1) {
     allocation.nodes[0].gpus = exact;
   }
-  if (absl::Status s = CommitAloneLocked(owner, allocation); !s.ok())
+  if (absl::Status s = shared_ledger_.CommitAlone(ledger_, owner, allocation); !s.ok())
     return absl::StrCat("rackwise: ", s.message());  // the shared ledger's refusal names it
   oversubscribed_.Placed(request.id, count);
   record->allocation_id = request.id;

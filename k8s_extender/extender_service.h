@@ -37,6 +37,7 @@
 #include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/state.pb.h"
+#include "shared_ledger_link.h"
 #include "victim_reduction.h"
 
 namespace rackwise::k8s {
@@ -104,7 +105,7 @@ class ExtenderService {
   // Filter). Returns the slots released.
   int ExpireReservations(int64_t now_ms);
 
-  // --- the shared power ledger (extender_shared_ledger.cc) ---
+  // --- the shared power ledger (shared_ledger_link.h) ---
   // Books and releases the extender's own allocations through `gate` from now on (call before serving; it
   // must outlive the service). Unset: the extender's ledger alone decides, as without a `ledger:` section.
   void SetSharedLedger(ledger::LedgerBooking* gate);
@@ -251,15 +252,10 @@ class ExtenderService {
                          PodRecord* record);
   // Undoes a booking whose binding the API server refused (unless its watch already confirmed the pod).
   void UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id);
-  // A pod placed alone: booked through the shared ledger when there is one, else in the extender's ledger.
-  absl::Status CommitAloneLocked(const std::string& owner, const Allocation& allocation);
+  // Releases a pod placed alone (or an operator's job): through the shared ledger when there is one, else from
+  // the extender's ledger; it no longer counts oversubscribed.
   void ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id);
-  void SyncSharedLedgerLocked();
   std::vector<ledger::OwnAllocation> OwnAllocationsLocked() const;
-  // " (...)" saying that decisions are made within the guaranteed slice while the shared ledger is
-  // unreachable; empty otherwise. Appended to filter reasons.
-  std::string FallbackNoteLocked() const;
-  void RenderSharedLedgerMetrics(std::string* out) const;
   void Remember(const PodInfo& pod, int64_t now_ms);
   void RememberGpuFree(const PodInfo& pod, int64_t now_ms);
   void ReleaseRecord(const std::string& key);
@@ -319,10 +315,7 @@ class ExtenderService {
   LimitsDocument published_limits_;  // what GET /limits last answered, to move its generation on changes
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
-  ledger::LedgerBooking* gate_ = nullptr;
-  int64_t last_ledger_sync_ms_ = 0;
-  bool ledger_sync_due_ = true;        // the first beat after the API server's list syncs at once
-  bool ledger_reconcile_due_ = false;  // a relist rebuilt the pods: the next sync reconciles the whole list
+  SharedLedgerLink shared_ledger_;  // the gate to the shared power ledger (none: the ledger above alone decides)
 };
 
 }  // namespace rackwise::k8s

@@ -21,7 +21,7 @@ void ExtenderService::SetSynced(bool synced) {
   std::lock_guard<std::mutex> lock(mu_);
   synced_ = synced;
   // The API server's list is in: the shared ledger learns the whole k8s/ list now, not a beat later.
-  if (synced_ && gate_ != nullptr) SyncSharedLedgerLocked();
+  if (synced_ && shared_ledger_.active()) shared_ledger_.Sync(ledger_, OwnAllocationsLocked());
 }
 
 bool ExtenderService::synced() const {
@@ -196,7 +196,7 @@ void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_
   ReapplyLocked(now_ms);
   // A relist (after 410 Gone, or a restart of the watch) may hold pods the watch never showed: the shared
   // ledger learns the whole list on the next beat.
-  if (synced_ && gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
+  if (synced_ && shared_ledger_.active()) shared_ledger_.MarkReconcileDue();
 }
 
 void ExtenderService::RefreshHealth(NodeId node) {
@@ -230,7 +230,7 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
     // Through the shared ledger when there is one, like a bind: Slurm must see an operator's GPUs too.
     const std::string owner = OperatorOwner(request.id);
-    if (absl::Status s = CommitAloneLocked(owner, d->ToAllocation(request.id)); !s.ok()) return s;
+    if (absl::Status s = shared_ledger_.CommitAlone(ledger_, owner, d->ToAllocation(request.id)); !s.ok()) return s;
     operator_ids_[request.id] = true;
     oversubscribed_.Placed(request.id, count);
     absl::Status saved = PersistLocked([&] {
@@ -253,7 +253,7 @@ bool ExtenderService::Release(const std::string& id) {
     (void)ledger_.Commit(old, CommitMode::kRecover);  // it held these GPUs a moment ago
     operator_ids_[id] = true;
     // The shared ledger released it already: the next beat's reconcile books it there again.
-    if (gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
+    if (shared_ledger_.active()) shared_ledger_.MarkReconcileDue();
   });
   return saved.ok();
 }
@@ -382,7 +382,48 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   absl::StrAppend(out, "# HELP rackwise_recovery_conflicts_total Running pods that could not be booked (GPUs held).\n",
                   "# TYPE rackwise_recovery_conflicts_total counter\n", "rackwise_recovery_conflicts_total ",
                   recovery_conflicts_, "\n");
-  RenderSharedLedgerMetrics(out);
+  shared_ledger_.RenderMetrics(out);
+}
+
+void ExtenderService::SetSharedLedger(ledger::LedgerBooking* gate) {
+  std::lock_guard<std::mutex> lock(mu_);
+  shared_ledger_.SetGate(gate);
+  gangs_.SetGate(gate);
+}
+
+void ExtenderService::ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id) {
+  oversubscribed_.Forget(allocation_id);
+  shared_ledger_.ReleaseAlone(ledger_, owner, allocation_id);
+}
+
+std::vector<ledger::OwnAllocation> ExtenderService::OwnAllocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return OwnAllocationsLocked();
+}
+
+std::vector<ledger::OwnAllocation> ExtenderService::OwnAllocationsLocked() const {
+  std::vector<ledger::OwnAllocation> own;
+  for (const auto& [key, record] : pods_) {
+    if (!record.group.empty()) continue;  // its slot is listed with its group below
+    if (const Allocation* a = ledger_.Find(record.allocation_id)) own.push_back({record.owner, *a});
+  }
+  for (const auto& [id, placed] : operator_ids_) {
+    if (const Allocation* a = ledger_.Find(id)) own.push_back({OperatorOwner(id), *a});
+  }
+  for (const auto& [group, reservation] : gangs_.all()) {
+    for (const GangSlot& slot : reservation.slots) {
+      if (const Allocation* a = ledger_.Find(slot.allocation_id))
+        own.push_back({GangSlotOwner(slot.allocation_id), *a});
+    }
+  }
+  return own;
+}
+
+void ExtenderService::SyncSharedLedger(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Before the API server's list the extender's own list is incomplete: a reconcile would release what runs.
+  if (!synced_ || !shared_ledger_.TakeSyncBeat(now_ms, options_.ledger_sync_ms)) return;
+  shared_ledger_.Sync(ledger_, OwnAllocationsLocked());
 }
 
 absl::Status ExtenderService::CheckInvariants() const {
