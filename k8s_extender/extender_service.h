@@ -245,6 +245,10 @@ class ExtenderService {
   // (committed). Returns the refusal to send back, or "" with `record`'s group or allocation id set.
   std::string BookLocked(const std::string& key, const ResolvedPod& pod, NodeId node, int64_t now_ms,
                          PodRecord* record);
+  // Books a pod the API server shows running on `node` (a restart, a pod bound by another scheduler): into its
+  // group's slot (adopted when none is free), or alone at what it counted before. False: its GPUs are held.
+  bool BookRunningLocked(const std::string& key, const ResolvedPod& pod, NodeId node, int64_t now_ms,
+                         PodRecord* record);
   // Undoes a booking whose binding the API server refused (unless its watch already confirmed the pod).
   void UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id);
   // Releases a pod placed alone (or an operator's job): through the shared ledger when there is one, else from

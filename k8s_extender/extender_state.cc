@@ -110,15 +110,26 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
   record.start_unix_ms = pod.start_unix_ms;
   record.gpus = pod.gpus;
   record.counted_claims = resolved.counted_claims;
+  if (!BookRunningLocked(key, resolved, *node, now_ms, &record)) {
+    ++recovery_conflicts_;
+    return;
+  }
+  dra_.Hold(record.counted_claims, key);
+  if (!record.uid.empty()) uid_to_key_[record.uid] = key;
+  pods_[key] = std::move(record);
+}
+
+bool ExtenderService::BookRunningLocked(const std::string& key, const ResolvedPod& resolved, NodeId node,
+                                        int64_t now_ms, PodRecord* record) {
+  const PodInfo& pod = resolved.info;
   const Milliwatts per_gpu = pod.watts_per_gpu > 0 ? WattsToMilliwatts(pod.watts_per_gpu) : 0;
   if (!pod.group.empty()) {
-    record.group = pod.group;
-    if (!gangs_.Assign(pod.group, key, *node, now_ms, options_.reservation_ttl_ms)) {
-      GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
+    record->group = pod.group;
+    if (!gangs_.Assign(pod.group, key, node, now_ms, options_.reservation_ttl_ms)) {
+      GpuMask gpus = PickGpus(node, pod.gpus, resolved.allocated);
       const Milliwatts counted = RecoveredPerGpuLocked("", pod.group, per_gpu);
-      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, *node, gpus, counted).ok()) {
-        ++recovery_conflicts_;
-        return;
+      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, node, gpus, counted).ok()) {
+        return false;
       }
       if (const GangSlot* slot = gangs_.Find(pod.group)->SlotOf(key); slot != nullptr && counted != per_gpu) {
         const OversubscribedAllocation& was = restored_groups_.at(pod.group);
@@ -127,23 +138,20 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
       }
     }
   } else {
-    GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
+    GpuMask gpus = PickGpus(node, pod.gpus, resolved.allocated);
     Allocation a;
     a.id = absl::StrCat("pod/", key);
-    a.nodes.push_back({*node, gpus});
+    a.nodes.push_back({node, gpus});
     a.per_gpu = RecoveredPerGpuLocked(a.id, "", per_gpu);
     if (gpus == 0 || !ledger_.Commit(a, CommitMode::kRecover).ok()) {
-      ++recovery_conflicts_;
-      return;
+      return false;
     }
-    record.allocation_id = a.id;
+    record->allocation_id = a.id;
     // Running already: recorded here alone; the next reconcile with the shared ledger (the first after a
     // restart, since the gate starts in fallback) records it there.
-    record.owner = PodOwner(key, pod.uid);
+    record->owner = PodOwner(key, pod.uid);
   }
-  dra_.Hold(record.counted_claims, key);
-  if (!record.uid.empty()) uid_to_key_[record.uid] = key;
-  pods_[key] = std::move(record);
+  return true;
 }
 
 Milliwatts ExtenderService::RecoveredPerGpuLocked(const std::string& allocation_id, const std::string& group,
