@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "pod_preemption.h"
 
 namespace rackwise::k8s {
 namespace {
@@ -91,12 +92,9 @@ ExtenderService::ExtenderService(std::unique_ptr<Topology> topology, ExtenderOpt
       metrics_(metrics),
       ledger_(*topology_),
       gangs_(&ledger_),
-      dra_(GpuDeviceClasses(options.gpu_device_classes)),
-      node_clique_(topology_->nodes().size()),
+      dra_(*topology_, GpuDeviceClasses(options.gpu_device_classes)),
       api_health_(topology_->nodes().size(), NodeHealth::kUp),
-      operator_health_(topology_->nodes().size(), NodeHealth::kUp) {
-  for (const Node& node : topology_->nodes()) largest_node_gpus_ = std::max(largest_node_gpus_, node.gpus);
-}
+      operator_(topology_->nodes().size()) {}
 
 PlacementRequest ExtenderService::SinglePodRequest(const PodInfo& pod) const {
   PlacementRequest r;
@@ -135,6 +133,10 @@ int64_t ExtenderService::GroupFirstTry(const std::string& group, int64_t now_ms)
   return group_first_try_ms_.try_emplace(group, now_ms).first->second;
 }
 
+OversubscribedWatts ExtenderService::CountLocked(const PlacementRequest& request) const {
+  return power_.Count(*topology_, request);
+}
+
 int ExtenderService::ExpireReservations(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   return gangs_.Expire(now_ms);
@@ -161,7 +163,7 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   ResolvedPod resolved;
   const PodInfo* pod = &*raw;
   if (raw->HasDraReferences()) {
-    resolved = ResolveLocked(*raw, "");
+    resolved = dra_.Resolve(*raw, "");
     pod = &resolved.info;
   }
   if (pod->gpus == 0) {  // no GPU: every node will do (a DRA cluster sends every pod; bind posts it as it is)
@@ -184,7 +186,8 @@ FilterResult ExtenderService::Filter(const ExtenderArgs& args, int64_t now_ms) {
   const std::vector<NodeId>& ids = CandidateIds(candidates, &scratch);
   if (!pod->group.empty()) return FilterGroup(*pod, ids, now_ms);
 
-  FilterReasons reasons(FallbackNoteLocked());  // reason texts are added the first time a node fails for that reason
+  // Reason texts are added the first time a node fails for that reason.
+  FilterReasons reasons(shared_ledger_.FallbackNote());
   AddUnknownNodes(ids, &result);
   result.feasible.reserve(n);
   std::vector<std::optional<NodeReason>> verdicts;
@@ -238,7 +241,7 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
     if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kFailedPrecondition) {
       // The shared power ledger refused a slot (another owner holds the room): the group waits, not an error.
       const uint32_t why = result.AddReason(
-          absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message(), FallbackNoteLocked()));
+          absl::StrCat("rackwise: group ", pod.group, ": ", outcome.status().message(), shared_ledger_.FallbackNote()));
       for (uint32_t i = 0; i < n; ++i) {
         if (ids[i] != kNoId) result.failed.push_back({i, why});
       }
@@ -251,9 +254,9 @@ FilterResult ExtenderService::FilterGroup(const PodInfo& pod, const std::vector<
       return result;
     }
     if (const auto* refusal = std::get_if<PlacementRefusal>(&*outcome)) {
-      const uint32_t why =
-          result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ", pod.gpus,
-                                        " GPUs) cannot be placed: ", refusal->Message(), FallbackNoteLocked()));
+      const uint32_t why = result.AddReason(absl::StrCat("rackwise: group ", pod.group, " (", size, " pods x ",
+                                                         pod.gpus, " GPUs) cannot be placed: ", refusal->Message(),
+                                                         shared_ledger_.FallbackNote()));
       for (uint32_t i = 0; i < n; ++i) {
         if (ids[i] == kNoId) continue;
         (refusal->unresolvable ? result.unresolvable : result.failed).push_back({i, why});
@@ -289,7 +292,7 @@ absl::StatusOr<std::vector<int>> ExtenderService::Prioritize(const ExtenderArgs&
   if (!pod.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", pod.status().message()));
   if (pod->HasDraReferences()) {
     std::lock_guard<std::mutex> lock(mu_);
-    *pod = ResolveLocked(*pod, "").info;
+    *pod = dra_.Resolve(*pod, "").info;
   }
   const CandidateNodes& candidates = args.candidate_nodes();
   std::vector<int> out(candidates.size(), 0);
@@ -345,7 +348,7 @@ std::string ExtenderService::BookLocked(const std::string& key, const ResolvedPo
       std::popcount(resolved.allocated) == pod.gpus && exact == resolved.allocated && allocation.nodes.size() == 1) {
     allocation.nodes[0].gpus = exact;
   }
-  if (absl::Status s = CommitAloneLocked(owner, allocation); !s.ok())
+  if (absl::Status s = shared_ledger_.CommitAlone(ledger_, owner, allocation); !s.ok())
     return absl::StrCat("rackwise: ", s.message());  // the shared ledger's refusal names it
   oversubscribed_.Placed(request.id, count);
   record->allocation_id = request.id;
@@ -362,9 +365,7 @@ void ExtenderService::UndoBooking(const std::string& key, const std::string& gro
   } else {
     ReleaseAloneLocked(it->second.owner, allocation_id);
   }
-  for (const std::string& claim : it->second.counted_claims) {
-    if (auto h = claim_holder_.find(claim); h != claim_holder_.end() && h->second == key) claim_holder_.erase(h);
-  }
+  dra_.Unhold(it->second.counted_claims, key);
   uid_to_key_.erase(it->second.uid);
   pods_.erase(it);
 }
@@ -398,7 +399,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
       return absl::StrCat("rackwise: pod ", key, " was not seen by filter (extender restarted?); retry scheduling");
     } else {
       // Resolved again on its node: by now the scheduler has allocated its claims (PreBind runs before bind).
-      const ResolvedPod pod = ResolveLocked(pending->second.info, args.node);
+      const ResolvedPod pod = dra_.Resolve(pending->second.info, args.node);
       PodRecord record;
       record.uid = args.pod_uid.empty() ? pod.info.uid : args.pod_uid;
       record.node = node;
@@ -412,7 +413,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
       }
       group = record.group;
       allocation_id = record.allocation_id;
-      for (const std::string& claim : record.counted_claims) claim_holder_[claim] = key;
+      dra_.Hold(record.counted_claims, key);
       if (!record.uid.empty()) uid_to_key_[record.uid] = key;
       pods_[key] = std::move(record);
       pending_.erase(pending);
@@ -428,6 +429,123 @@ std::string ExtenderService::Bind(const BindingArgs& args, int64_t now_ms) {
   }
   metrics_->CountDecision(Verb::kBind, "bound");
   return "";
+}
+
+std::optional<KnownVictim> ExtenderService::KnownVictimLocked(const std::string& uid, int64_t now_ms,
+                                                              int64_t wall_now_ms) const {
+  auto key = uid_to_key_.find(uid);
+  if (key == uid_to_key_.end()) return std::nullopt;
+  auto record = pods_.find(key->second);
+  if (record == pods_.end()) return std::nullopt;
+  const PodRecord& r = record->second;
+  KnownVictim victim;
+  victim.pod_key = key->second;
+  victim.priority = r.priority;
+  victim.allocation_id = r.allocation_id;
+  if (!r.group.empty()) {
+    const GangReservation* g = gangs_.Find(r.group);
+    const GangSlot* slot = g != nullptr ? g->SlotOf(key->second) : nullptr;
+    victim.allocation_id = slot != nullptr ? slot->allocation_id : "";
+  }
+  // Lost work runs from status.startTime; a pod the API server has not shown started yet (this extender bound it
+  // moments ago, or runs standalone) from when it was booked.
+  victim.running_ms = r.start_unix_ms > 0 ? wall_now_ms - r.start_unix_ms : now_ms - r.booked_ms;
+  return victim;
+}
+
+absl::StatusOr<ReducedPreemption> ExtenderService::Preempt(const PreemptionArgs& args, int64_t now_ms,
+                                                           int64_t wall_now_ms) {
+  absl::StatusOr<PodInfo> raw = ParsePod(args.pod);
+  if (!raw.ok()) return absl::InvalidArgumentError(absl::StrCat("bad pod: ", raw.status().message()));
+  ReducedPreemption reduced;
+  PodInfo pod;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // GPUs from claims are the pod's GPUs as nvidia.com/gpu are (kube-scheduler's dry run counted neither in watts),
+    // and a ComputeDomain or Workload pod group makes it a group that preempts as one.
+    if (!synced_ && raw->HasDraReferences()) {  // its claims may not be listed yet: its GPUs are not known
+      metrics_->CountDecision(Verb::kPreempt, "not_synced");
+      return absl::UnavailableError("still rebuilding its ledger from the API server; retry shortly");
+    }
+    pod = raw->HasDraReferences() ? dra_.Resolve(*raw, "").info : *raw;
+    if (pod.gpus == 0) {  // no GPU from any source: kube-scheduler's proposal stands
+      reduced.nodes = args.victims;
+      metrics_->CountDecision(Verb::kPreempt, "no_gpus");
+      return reduced;
+    }
+    if (!synced_) {
+      metrics_->CountDecision(Verb::kPreempt, "not_synced");
+      return absl::UnavailableError("still rebuilding its ledger from the API server; retry shortly");
+    }
+    if (absl::Status bad = Placer::CheckRequest(*topology_, SinglePodRequest(pod)); !bad.ok()) {
+      reduced.why_none = absl::StrCat("the pod can never be placed: ", bad.message());
+      metrics_->CountDecision(Verb::kPreempt, "no_candidates");
+      return reduced;
+    }
+    const PreemptionProposal proposal{&args.victims, pod.priority, [&](const std::string& uid) {
+                                        return KnownVictimLocked(uid, now_ms, wall_now_ms);
+                                      }};
+    absl::StatusOr<ReducedPreemption> chosen =
+        ReducePodPreemption(ledger_, gangs_, pod, SinglePodRequest(pod), proposal);
+    if (!chosen.ok()) return chosen.status();
+    reduced = std::move(*chosen);
+  }
+  // kube-scheduler deletes the victims of the one node it nominates; the group's others are evicted here first.
+  // An eviction refused fails the call: kube-scheduler deletes nothing and retries the pod later.
+  if (absl::Status evicted = EvictVictimsElsewhere(binder_, pod.group, reduced); !evicted.ok()) {
+    metrics_->CountDecision(Verb::kPreempt, "eviction_refused");
+    return evicted;
+  }
+  metrics_->CountDecision(Verb::kPreempt, reduced.nodes.empty()   ? "no_candidates"
+                                          : reduced.evict.empty() ? "candidates"
+                                                                  : "group_evicted");
+  return reduced;
+}
+
+GpuMask ExtenderService::PickGpus(NodeId node, int count, GpuMask allocated) const {
+  const GpuMask free =
+      FullGpuMask(topology_->nodes()[node].gpus) & ~ledger_.allocated_gpus(node) & ~ledger_.failed_gpus(node);
+  GpuMask out = LowestGpus(free & allocated, count);
+  out |= LowestGpus(free & ~out, count - std::popcount(out));
+  return std::popcount(out) == count ? out : 0;
+}
+
+void ExtenderService::RememberGroupLocked(const std::string& group, const OversubscribedWatts& count) {
+  const GangReservation* r = gangs_.Find(group);
+  if (r == nullptr || !count.applied) return;  // slots planned at the declared watts need nothing remembered
+  const Milliwatts counted = WattsToMilliwatts(count.counted_watts_per_gpu);
+  for (const GangSlot& slot : r->slots) {
+    const Allocation* a = ledger_.Find(slot.allocation_id);
+    if (a != nullptr && a->per_gpu == counted) oversubscribed_.Placed(slot.allocation_id, count);
+  }
+}
+
+absl::StatusOr<PlacementOutcome> ExtenderService::EnsureGroupLocked(const PodInfo& pod, int size,
+                                                                    const PlacementRequest& declared, int64_t now_ms) {
+  // The group's pods count less than they declare when the core counts them oversubscribed.
+  const OversubscribedWatts count = CountLocked(declared);
+  const PlacementRequest per_pod = WithOversubscription(declared, count);
+  absl::StatusOr<PlacementOutcome> outcome = EnsureGroupAtLocked(pod, size, per_pod, now_ms);
+  if (outcome.ok() && std::holds_alternative<PlacementDecision>(*outcome)) RememberGroupLocked(pod.group, count);
+  return outcome;
+}
+
+absl::StatusOr<PlacementOutcome> ExtenderService::EnsureGroupAtLocked(const PodInfo& pod, int size,
+                                                                      const PlacementRequest& per_pod, int64_t now_ms) {
+  // A ComputeDomain needs NVLink between its pods: unlabelled candidates are left out when some are labelled.
+  std::vector<std::vector<NodeId>> cliques;
+  if (pod.group_source == GroupSource::kComputeDomain) cliques = dra_.CliquesByFreeGpus(ledger_, per_pod.allowed_nodes);
+  if (cliques.empty()) return gangs_.Ensure(pod.group, size, per_pod, now_ms, options_.reservation_ttl_ms);
+  absl::StatusOr<PlacementOutcome> first = absl::InternalError("no clique");
+  for (size_t i = 0; i < cliques.size(); ++i) {
+    PlacementRequest within = per_pod;
+    within.allowed_nodes = cliques[i];
+    absl::StatusOr<PlacementOutcome> outcome =
+        gangs_.Ensure(pod.group, size, within, now_ms, options_.reservation_ttl_ms);
+    if (!outcome.ok() || std::holds_alternative<PlacementDecision>(*outcome)) return outcome;
+    if (i == 0) first = std::move(outcome);
+  }
+  return first;
 }
 
 }  // namespace rackwise::k8s

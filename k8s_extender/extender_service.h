@@ -5,6 +5,13 @@
 //
 // Ledger ids: "pod/<namespace>/<name>" for a pod placed alone, "<namespace>/<kind>/<group>#<n>" for a gang
 // slot, and the caller's id for allocations made over gRPC.
+//
+// Where things are: the verbs (filter, prioritize, bind, preempt) and group planning in extender_service.cc; the
+// API server's view, the operator API, the timer's beats and the gauges in extender_state.cc. Each other concern is
+// a class of its own, held here as a member, with no lock of its own (every one is called only under mu_): the
+// shared power ledger link (SharedLedgerLink), DRA (DraPods), measured power (MeasuredRackPower), the /limits
+// document (PublishedLimits), what operators set and its saving (OperatorOverrides); preemption's choice and
+// evictions are free functions (pod_preemption.h).
 #pragma once
 
 #include <algorithm>
@@ -21,22 +28,25 @@
 #include "absl/status/statusor.h"
 #include "candidate_nodes.h"
 #include "dra_objects.h"
+#include "dra_pods.h"
 #include "extender_wire.h"
 #include "gang_reservations.h"
 #include "ledger_booking.h"
 #include "ledger_owners.h"
-#include "limits_document.h"
+#include "measured_rack_power.h"
 #include "metrics.h"
+#include "operator_overrides.h"
 #include "pod_binder.h"
 #include "pod_spec.h"
+#include "published_limits.h"
 #include "rackwise/ledger.h"
 #include "rackwise/oversubscribed_allocations.h"
 #include "rackwise/oversubscription.h"
 #include "rackwise/placer.h"
 #include "rackwise/telemetry.h"
-#include "rackwise/telemetry_tracker.h"
 #include "rackwise/topology.h"
 #include "rackwise/v1/state.pb.h"
+#include "shared_ledger_link.h"
 #include "victim_reduction.h"
 
 namespace rackwise::k8s {
@@ -95,7 +105,7 @@ class ExtenderService {
   absl::StatusOr<std::vector<int>> Prioritize(const ExtenderArgs& args, int64_t now_ms);
   // Books the pod and posts its binding. Returns "" on success, else the error for ExtenderBindingResult.
   std::string Bind(const BindingArgs& args, int64_t now_ms);
-  // kube-scheduler's proposed victims reduced to the core's (victim_reduction.h; extender_preemption.cc): nodes
+  // kube-scheduler's proposed victims reduced to the core's (victim_reduction.h; pod_preemption.h): nodes
   // where no subset of the proposals makes room are dropped. For a group, one node is answered and the group's
   // victims on other nodes are evicted through the binder first (outside the lock); an eviction refused (a
   // PodDisruptionBudget: ResourceExhausted) fails the call. `wall_now_ms` (Unix) dates the victims' start times.
@@ -104,7 +114,7 @@ class ExtenderService {
   // Filter). Returns the slots released.
   int ExpireReservations(int64_t now_ms);
 
-  // --- the shared power ledger (extender_shared_ledger.cc) ---
+  // --- the shared power ledger (shared_ledger_link.h) ---
   // Books and releases the extender's own allocations through `gate` from now on (call before serving; it
   // must outlive the service). Unset: the extender's ledger alone decides, as without a `ledger:` section.
   void SetSharedLedger(ledger::LedgerBooking* gate);
@@ -125,7 +135,7 @@ class ExtenderService {
   // Node health from the API server: not Ready -> down, cordoned -> drained. Unknown names are ignored.
   void ApplyNode(const std::string& name, bool ready, bool unschedulable);
 
-  // --- DRA and the Workload API (extender_dra.cc) ---
+  // --- DRA and the Workload API (dra_pods.h) ---
   // One claim, template, slice, device class, ComputeDomain or pod group from a watch event; the bound pods it
   // concerns are booked anew when their GPUs or group change. A malformed object is left out, and its error
   // returned for the log.
@@ -147,11 +157,11 @@ class ExtenderService {
   // An operator override of a node's health (wins over the API server's view while not kUp).
   absl::Status SetNodeHealth(const std::string& node, NodeHealth health, const std::vector<int>& failed_gpus);
 
-  // --- operator state that survives a restart (extender_operator_state.cc) ---
+  // --- operator state that survives a restart (operator_overrides.h) ---
   // Called under the lock after every operator change (Place with commit, Release, SetPowerCap, SetNodeHealth)
   // with everything operators have set. When it fails the change is undone and the call returns Unavailable,
   // so that a change the caller sees succeed is always saved. Unset: nothing is saved.
-  using StateSink = std::function<absl::Status(const v1::ClusterState&)>;
+  using StateSink = OperatorOverrides::StateSink;
   void SetStateSink(StateSink sink);
   // Puts back a state a sink saved (call it before the API server's pods arrive and before SetSynced): caps,
   // operator health and failed GPUs, and allocations (recorded as running, even above a cap lowered since).
@@ -159,7 +169,7 @@ class ExtenderService {
   absl::Status RestoreOperatorState(const v1::ClusterState& state);
   // What operators have set: their allocations, their health overrides and failed GPUs, changed caps.
   v1::ClusterState OperatorState() const;
-  // --- measured power (extender_telemetry.cc) ---
+  // --- measured power (measured_rack_power.h) ---
   // Applies one poll's readings under the lock (allocations made since the previous poll still count on top).
   // Returns log lines for what changed: the telemetry state (once per transition) and racks entering or leaving
   // overdraw, with the pods on them and, with on_overdraw: lower_limits, the lowered watts per GPU.
@@ -173,7 +183,7 @@ class ExtenderService {
   void SaveOversubscribed();
   // Gauges: estimated, measured and counted draw per rack, telemetry freshness, overdraw alarms.
   void RenderTelemetryMetrics(std::string* out) const;
-  // GET /limits (extender_limits.cc): every held allocation with pods and the watts per GPU its GPUs should
+  // GET /limits (published_limits.h): every held allocation with pods and the watts per GPU its GPUs should
   // have now (steered, else declared); the generation moves when any of it changes.
   LimitsDocument SteeredLimits();
 
@@ -203,19 +213,13 @@ class ExtenderService {
     int gpus = 0;                             // GPUs booked for it
     std::vector<std::string> counted_claims;  // shared claims whose GPUs its booking counts
   };
-  // A pod with its claims and DRA-made groups resolved (extender_dra.cc).
-  struct ResolvedPod {
-    PodInfo info;
-    std::vector<std::string> counted_claims;  // the claims whose GPUs info.gpus includes
-    GpuMask allocated = 0;                    // GPUs the scheduler allocated to it on its node, when known
-  };
   struct PendingPod {
     PodInfo info;
     int64_t seen_ms = 0;
   };
 
   PlacementRequest SinglePodRequest(const PodInfo& pod) const;
-  // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry (extender_telemetry.cc).
+  // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry (measured_rack_power.h).
   OversubscribedWatts CountLocked(const PlacementRequest& request) const;
   // The group's slots planned at the counted watts are remembered as counted oversubscribed.
   void RememberGroupLocked(const std::string& group, const OversubscribedWatts& count);
@@ -224,17 +228,9 @@ class ExtenderService {
   Milliwatts RecoveredPerGpuLocked(const std::string& allocation_id, const std::string& group,
                                    Milliwatts declared) const;
   int64_t ArrivalWindowMs() const { return std::min(options_.gang_arrival_ms, options_.reservation_ttl_ms); }
-  // Preemption (extender_preemption.cc): the victims' facts, and the core's choice among the proposals.
+  // Preemption: what the extender knows of a proposed victim (pod_preemption.h makes the choice).
   std::optional<KnownVictim> KnownVictimLocked(const std::string& uid, int64_t now_ms, int64_t wall_now_ms) const;
-  absl::StatusOr<ReducedPreemption> ReduceLocked(const PodInfo& pod, const PreemptionArgs& args, int64_t now_ms,
-                                                 int64_t wall_now_ms);
-  // DRA (extender_dra.cc): resolves `raw` on `node_name` ("" before binding). A claim another booked pod counts
-  // adds nothing (a shared claim is one allocation).
-  ResolvedPod ResolveLocked(const PodInfo& raw, const std::string& node_name) const;
-  // Keeps the claim index of bound pods that reference claims or pod groups, to book them anew on changes.
-  void TrackDraPodLocked(const PodInfo& raw);
-  void UntrackDraPodLocked(const std::string& key);
-  // Pods queued for booking anew (a claim's holder left, an object they depend on changed).
+  // Books anew the pods DraPods queued (a claim's holder left, an object they depend on changed).
   void ReapplyLocked(int64_t now_ms);
   // Plans (reserves) a group's missing slots: for a ComputeDomain on labelled nodes, within one clique (the one
   // with the most free GPUs that fits it); otherwise as GangReservations::Ensure does.
@@ -249,17 +245,19 @@ class ExtenderService {
   // (committed). Returns the refusal to send back, or "" with `record`'s group or allocation id set.
   std::string BookLocked(const std::string& key, const ResolvedPod& pod, NodeId node, int64_t now_ms,
                          PodRecord* record);
+  // Books a pod the API server shows running on `node` (a restart, a pod bound by another scheduler): into its
+  // group's slot (adopted when none is free), or alone at what it counted before. False: its GPUs are held.
+  bool BookRunningLocked(const std::string& key, const ResolvedPod& pod, NodeId node, int64_t now_ms,
+                         PodRecord* record);
   // Undoes a booking whose binding the API server refused (unless its watch already confirmed the pod).
   void UndoBooking(const std::string& key, const std::string& group, const std::string& allocation_id);
-  // A pod placed alone: booked through the shared ledger when there is one, else in the extender's ledger.
-  absl::Status CommitAloneLocked(const std::string& owner, const Allocation& allocation);
+  // Releases a pod placed alone (or an operator's job): through the shared ledger when there is one, else from
+  // the extender's ledger; it no longer counts oversubscribed.
   void ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id);
-  void SyncSharedLedgerLocked();
   std::vector<ledger::OwnAllocation> OwnAllocationsLocked() const;
-  // " (...)" saying that decisions are made within the guaranteed slice while the shared ledger is
-  // unreachable; empty otherwise. Appended to filter reasons.
-  std::string FallbackNoteLocked() const;
-  void RenderSharedLedgerMetrics(std::string* out) const;
+  // Each allocation's pods: alone, by its ledger id; in a group, by the slot it was bound to (free slots and
+  // operators' allocations have none).
+  absl::flat_hash_map<std::string, std::vector<std::string>> PodsByAllocationLocked() const;
   void Remember(const PodInfo& pod, int64_t now_ms);
   void RememberGpuFree(const PodInfo& pod, int64_t now_ms);
   void ReleaseRecord(const std::string& key);
@@ -270,17 +268,12 @@ class ExtenderService {
   int64_t GroupFirstTry(const std::string& group, int64_t now_ms);
   // The candidates' ids: the cached resolution, or one made now into *scratch.
   const std::vector<NodeId>& CandidateIds(const CandidateNodes& candidates, std::vector<NodeId>* scratch) const;
-  v1::ClusterState OperatorStateLocked() const;
   // Saves the operator state through the sink; on failure runs `undo` and returns Unavailable.
   absl::Status PersistLocked(const std::function<void()>& undo);
 
   std::unique_ptr<Topology> topology_;
   CandidateNodeCache candidate_cache_;
   ExtenderOptions options_;
-  // Gauges: whether oversubscription applies now (or why not), and the allocations counted oversubscribed.
-  void RenderOversubscriptionLocked(std::string* out) const;
-  // The pods to evict for the racks that just went over their cap (on_overdraw: requeue_newest), with why.
-  std::vector<std::pair<std::string, std::string>> NewestPodsOverCapLocked() const;
 
   PodBinder* binder_;
   ExtenderMetrics* metrics_;
@@ -294,35 +287,24 @@ class ExtenderService {
   absl::flat_hash_map<std::string, PendingPod> pending_;  // seen by filter, not yet bound
   // Pods filter saw ask for no GPU (a DRA cluster sends every pod): bind posts them without booking.
   absl::flat_hash_map<std::string, int64_t> gpu_free_pending_;
-  DraObjects dra_;
-  int largest_node_gpus_ = 0;
-  absl::flat_hash_map<std::string, PodInfo> dra_pods_;  // bound pods with claims or a Workload pod group, raw
-  absl::flat_hash_map<std::string, std::vector<std::string>> claim_users_;  // claim key -> pod keys
-  absl::flat_hash_map<std::string, std::string> claim_holder_;  // claim key -> the pod whose booking counts it
-  std::vector<std::string> reapply_;                            // pod keys to book anew
-  std::vector<std::string> node_clique_;                        // by NodeId: nvidia.com/gpu.clique
+  DraPods dra_;              // claims, ComputeDomains, pod groups; the bound pods depending on them; node cliques
   int64_t last_now_ms_ = 0;  // the latest time a caller passed in (for pods booked anew on a deletion)
   // When filter first tried to plan a group that has no reservation yet: how long it has waited, for the
   // policy's preferred_wait_s bound (pods carry no time limit, so only the bound can hold a group: PreferredHoldsOut).
   // Monotonic, so a restart starts the clock again (the group waits longer, never shorter than the policy says).
   absl::flat_hash_map<std::string, int64_t> group_first_try_ms_;
-  absl::flat_hash_map<std::string, bool> operator_ids_;  // allocations made over gRPC
-  std::vector<NodeHealth> api_health_, operator_health_;
-  StateSink state_sink_;
-  TelemetryTracker telemetry_;            // the last poll's outcome, for /metrics and for logging changes once
-  TelemetrySettings telemetry_settings_;  // the last poll's settings (off until the first)
+  std::vector<NodeHealth> api_health_;  // by NodeId: the API server's view (not Ready, cordoned)
+  OperatorOverrides operator_;          // operators' allocations and health overrides, and their sink
+  MeasuredRackPower power_;  // the last poll's outcome and settings, the overdraw answer, the telemetry gauges
   // Allocations counted at less than they declare (policy.oversubscribe_pct): their declared watts go to steering
   // and /limits; saved with the operator state. Groups' entries as restored, by group, for pods adopted into new
   // slots after a restart (slot numbers are not kept); cleared once synced.
   OversubscribedAllocations oversubscribed_;
   absl::flat_hash_map<std::string, OversubscribedAllocation> restored_groups_;
-  LimitsDocument published_limits_;  // what GET /limits last answered, to move its generation on changes
+  PublishedLimits published_limits_;  // what GET /limits last answered, to move its generation on changes
   int64_t unknown_node_pods_ = 0;
   int64_t recovery_conflicts_ = 0;
-  ledger::LedgerBooking* gate_ = nullptr;
-  int64_t last_ledger_sync_ms_ = 0;
-  bool ledger_sync_due_ = true;        // the first beat after the API server's list syncs at once
-  bool ledger_reconcile_due_ = false;  // a relist rebuilt the pods: the next sync reconciles the whole list
+  SharedLedgerLink shared_ledger_;  // the gate to the shared power ledger (none: the ledger above alone decides)
 };
 
 }  // namespace rackwise::k8s

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "extender_service.h"
 #include "prometheus_text.h"
+#include "rackwise/cluster_state.h"
 #include "rackwise/power_bounds.h"
 
 namespace rackwise::k8s {
@@ -21,7 +22,7 @@ void ExtenderService::SetSynced(bool synced) {
   std::lock_guard<std::mutex> lock(mu_);
   synced_ = synced;
   // The API server's list is in: the shared ledger learns the whole k8s/ list now, not a beat later.
-  if (synced_ && gate_ != nullptr) SyncSharedLedgerLocked();
+  if (synced_ && shared_ledger_.active()) shared_ledger_.Sync(ledger_, OwnAllocationsLocked());
 }
 
 bool ExtenderService::synced() const {
@@ -38,16 +39,7 @@ void ExtenderService::ReleaseRecord(const std::string& key) {
     ReleaseAloneLocked(it->second.owner, it->second.allocation_id);
   }
   // A shared claim this pod counted passes to another pod using it (booked anew by ReapplyLocked).
-  for (const std::string& claim : it->second.counted_claims) {
-    auto holder = claim_holder_.find(claim);
-    if (holder == claim_holder_.end() || holder->second != key) continue;
-    claim_holder_.erase(holder);
-    if (auto users = claim_users_.find(claim); users != claim_users_.end()) {
-      for (const std::string& user : users->second) {
-        if (user != key) reapply_.push_back(user);
-      }
-    }
-  }
+  dra_.PassOn(it->second.counted_claims, key);
   uid_to_key_.erase(it->second.uid);
   pods_.erase(it);
 }
@@ -72,13 +64,13 @@ static bool NeedsNewBooking(const Ledger& ledger, int booked_gpus, const std::st
 
 void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
   const std::string key = raw.Key();
-  TrackDraPodLocked(raw);
+  dra_.Track(raw);
   auto existing = pods_.find(key);
   if (existing != pods_.end() && !raw.uid.empty() && !existing->second.uid.empty() && existing->second.uid != raw.uid) {
     ReleaseRecord(key);  // a new pod under an old name
     existing = pods_.end();
   }
-  const ResolvedPod resolved = ResolveLocked(raw, raw.Holds() ? raw.node_name : "");
+  const ResolvedPod resolved = dra_.Resolve(raw, raw.Holds() ? raw.node_name : "");
   const PodInfo& pod = resolved.info;
   if (pod.gpus == 0 || !pod.Holds()) {
     if (existing != pods_.end()) ReleaseRecord(key);
@@ -118,15 +110,26 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
   record.start_unix_ms = pod.start_unix_ms;
   record.gpus = pod.gpus;
   record.counted_claims = resolved.counted_claims;
+  if (!BookRunningLocked(key, resolved, *node, now_ms, &record)) {
+    ++recovery_conflicts_;
+    return;
+  }
+  dra_.Hold(record.counted_claims, key);
+  if (!record.uid.empty()) uid_to_key_[record.uid] = key;
+  pods_[key] = std::move(record);
+}
+
+bool ExtenderService::BookRunningLocked(const std::string& key, const ResolvedPod& resolved, NodeId node,
+                                        int64_t now_ms, PodRecord* record) {
+  const PodInfo& pod = resolved.info;
   const Milliwatts per_gpu = pod.watts_per_gpu > 0 ? WattsToMilliwatts(pod.watts_per_gpu) : 0;
   if (!pod.group.empty()) {
-    record.group = pod.group;
-    if (!gangs_.Assign(pod.group, key, *node, now_ms, options_.reservation_ttl_ms)) {
-      GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
+    record->group = pod.group;
+    if (!gangs_.Assign(pod.group, key, node, now_ms, options_.reservation_ttl_ms)) {
+      GpuMask gpus = PickGpus(node, pod.gpus, resolved.allocated);
       const Milliwatts counted = RecoveredPerGpuLocked("", pod.group, per_gpu);
-      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, *node, gpus, counted).ok()) {
-        ++recovery_conflicts_;
-        return;
+      if (gpus == 0 || !gangs_.Adopt(pod.group, pod.group_size, key, node, gpus, counted).ok()) {
+        return false;
       }
       if (const GangSlot* slot = gangs_.Find(pod.group)->SlotOf(key); slot != nullptr && counted != per_gpu) {
         const OversubscribedAllocation& was = restored_groups_.at(pod.group);
@@ -135,23 +138,20 @@ void ExtenderService::ApplyPodLocked(const PodInfo& raw, int64_t now_ms) {
       }
     }
   } else {
-    GpuMask gpus = PickGpus(*node, pod.gpus, resolved.allocated);
+    GpuMask gpus = PickGpus(node, pod.gpus, resolved.allocated);
     Allocation a;
     a.id = absl::StrCat("pod/", key);
-    a.nodes.push_back({*node, gpus});
+    a.nodes.push_back({node, gpus});
     a.per_gpu = RecoveredPerGpuLocked(a.id, "", per_gpu);
     if (gpus == 0 || !ledger_.Commit(a, CommitMode::kRecover).ok()) {
-      ++recovery_conflicts_;
-      return;
+      return false;
     }
-    record.allocation_id = a.id;
+    record->allocation_id = a.id;
     // Running already: recorded here alone; the next reconcile with the shared ledger (the first after a
     // restart, since the gate starts in fallback) records it there.
-    record.owner = PodOwner(key, pod.uid);
+    record->owner = PodOwner(key, pod.uid);
   }
-  for (const std::string& claim : record.counted_claims) claim_holder_[claim] = key;
-  if (!record.uid.empty()) uid_to_key_[record.uid] = key;
-  pods_[key] = std::move(record);
+  return true;
 }
 
 Milliwatts ExtenderService::RecoveredPerGpuLocked(const std::string& allocation_id, const std::string& group,
@@ -170,9 +170,8 @@ void ExtenderService::DeletePod(const PodInfo& pod) {
   if (it != pods_.end() && (pod.uid.empty() || it->second.uid.empty() || it->second.uid == pod.uid)) {
     ReleaseRecord(key);
   }
-  if (auto d = dra_pods_.find(key);
-      d != dra_pods_.end() && (pod.uid.empty() || d->second.uid.empty() || d->second.uid == pod.uid)) {
-    UntrackDraPodLocked(key);
+  if (const PodInfo* d = dra_.Tracked(key); d != nullptr && (pod.uid.empty() || d->uid.empty() || d->uid == pod.uid)) {
+    dra_.Untrack(key);
   }
   pending_.erase(key);
   ReapplyLocked(last_now_ms_);
@@ -189,18 +188,18 @@ void ExtenderService::ReplacePods(const std::vector<PodInfo>& pods, int64_t now_
     if (rec.confirmed || now_ms - rec.booked_ms > options_.assume_ttl_ms) gone.push_back(key);
   }
   for (const std::string& key : gone) {
-    UntrackDraPodLocked(key);
+    dra_.Untrack(key);
     ReleaseRecord(key);
   }
   for (const PodInfo& p : pods) ApplyPodLocked(p, now_ms);
   ReapplyLocked(now_ms);
   // A relist (after 410 Gone, or a restart of the watch) may hold pods the watch never showed: the shared
   // ledger learns the whole list on the next beat.
-  if (synced_ && gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
+  if (synced_ && shared_ledger_.active()) shared_ledger_.MarkReconcileDue();
 }
 
 void ExtenderService::RefreshHealth(NodeId node) {
-  NodeHealth a = api_health_[node], o = operator_health_[node];
+  NodeHealth a = api_health_[node], o = operator_.health(node);
   ledger_.SetNodeHealth(node, Severity(a) >= Severity(o) ? a : o);
 }
 
@@ -230,12 +229,12 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
   if (const auto* d = std::get_if<PlacementDecision>(&*outcome)) {
     // Through the shared ledger when there is one, like a bind: Slurm must see an operator's GPUs too.
     const std::string owner = OperatorOwner(request.id);
-    if (absl::Status s = CommitAloneLocked(owner, d->ToAllocation(request.id)); !s.ok()) return s;
-    operator_ids_[request.id] = true;
+    if (absl::Status s = shared_ledger_.CommitAlone(ledger_, owner, d->ToAllocation(request.id)); !s.ok()) return s;
+    operator_.AddAllocation(request.id);
     oversubscribed_.Placed(request.id, count);
     absl::Status saved = PersistLocked([&] {
       ReleaseAloneLocked(owner, request.id);
-      operator_ids_.erase(request.id);
+      operator_.RemoveAllocation(request.id);
     });
     if (!saved.ok()) return saved;
   }
@@ -245,15 +244,15 @@ absl::StatusOr<PlacementOutcome> ExtenderService::Place(const PlacementRequest& 
 bool ExtenderService::Release(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   const Allocation* held = ledger_.Find(id);
-  if (!operator_ids_.contains(id) || held == nullptr) return false;
+  if (!operator_.HoldsAllocation(id) || held == nullptr) return false;
   const Allocation old = *held;
-  operator_ids_.erase(id);
+  operator_.RemoveAllocation(id);
   ReleaseAloneLocked(OperatorOwner(id), id);
   absl::Status saved = PersistLocked([&] {
     (void)ledger_.Commit(old, CommitMode::kRecover);  // it held these GPUs a moment ago
-    operator_ids_[id] = true;
+    operator_.AddAllocation(id);
     // The shared ledger released it already: the next beat's reconcile books it there again.
-    if (gate_ != nullptr) ledger_sync_due_ = ledger_reconcile_due_ = true;
+    if (shared_ledger_.active()) shared_ledger_.MarkReconcileDue();
   });
   return saved.ok();
 }
@@ -289,10 +288,10 @@ absl::Status ExtenderService::SetNodeHealth(const std::string& name, NodeHealth 
           absl::StrCat("failed_gpus: ", g, " is not a GPU index of ", name, " (0..", gpus - 1, ")"));
     }
   }
-  const NodeHealth old_health = operator_health_[*node];
+  const NodeHealth old_health = operator_.health(*node);
   const GpuMask old_failed = ledger_.failed_gpus(*node);
   auto set = [&](NodeHealth h, auto failed) {
-    operator_health_[*node] = h;
+    operator_.SetHealth(*node, h);
     RefreshHealth(*node);
     for (int g = 0; g < gpus; ++g) ledger_.SetGpuFailed(*node, g, failed(g));
   };
@@ -382,7 +381,201 @@ void ExtenderService::RenderStateMetrics(std::string* out) const {
   absl::StrAppend(out, "# HELP rackwise_recovery_conflicts_total Running pods that could not be booked (GPUs held).\n",
                   "# TYPE rackwise_recovery_conflicts_total counter\n", "rackwise_recovery_conflicts_total ",
                   recovery_conflicts_, "\n");
-  RenderSharedLedgerMetrics(out);
+  shared_ledger_.RenderMetrics(out);
+}
+
+void ExtenderService::SetSharedLedger(ledger::LedgerBooking* gate) {
+  std::lock_guard<std::mutex> lock(mu_);
+  shared_ledger_.SetGate(gate);
+  gangs_.SetGate(gate);
+}
+
+void ExtenderService::ReleaseAloneLocked(const std::string& owner, const std::string& allocation_id) {
+  oversubscribed_.Forget(allocation_id);
+  shared_ledger_.ReleaseAlone(ledger_, owner, allocation_id);
+}
+
+std::vector<ledger::OwnAllocation> ExtenderService::OwnAllocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return OwnAllocationsLocked();
+}
+
+std::vector<ledger::OwnAllocation> ExtenderService::OwnAllocationsLocked() const {
+  std::vector<ledger::OwnAllocation> own;
+  for (const auto& [key, record] : pods_) {
+    if (!record.group.empty()) continue;  // its slot is listed with its group below
+    if (const Allocation* a = ledger_.Find(record.allocation_id)) own.push_back({record.owner, *a});
+  }
+  for (const auto& [id, placed] : operator_.allocations()) {
+    if (const Allocation* a = ledger_.Find(id)) own.push_back({OperatorOwner(id), *a});
+  }
+  for (const auto& [group, reservation] : gangs_.all()) {
+    for (const GangSlot& slot : reservation.slots) {
+      if (const Allocation* a = ledger_.Find(slot.allocation_id))
+        own.push_back({GangSlotOwner(slot.allocation_id), *a});
+    }
+  }
+  return own;
+}
+
+void ExtenderService::SyncSharedLedger(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Before the API server's list the extender's own list is incomplete: a reconcile would release what runs.
+  if (!synced_ || !shared_ledger_.TakeSyncBeat(now_ms, options_.ledger_sync_ms)) return;
+  shared_ledger_.Sync(ledger_, OwnAllocationsLocked());
+}
+
+absl::flat_hash_map<std::string, std::vector<std::string>> ExtenderService::PodsByAllocationLocked() const {
+  absl::flat_hash_map<std::string, std::vector<std::string>> pods_of;
+  for (const auto& [key, record] : pods_) {
+    if (!record.allocation_id.empty()) pods_of[record.allocation_id].push_back(key);
+  }
+  for (const auto& [group, reservation] : gangs_.all()) {
+    for (const GangSlot& slot : reservation.slots) {
+      if (!slot.pod.empty()) pods_of[slot.allocation_id].push_back(slot.pod);
+    }
+  }
+  return pods_of;
+}
+
+LimitsDocument ExtenderService::SteeredLimits() {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::flat_hash_map<std::string, std::vector<SteeredPod>> pods_of;
+  for (auto& [allocation, keys] : PodsByAllocationLocked()) {
+    std::sort(keys.begin(), keys.end());
+    for (const std::string& key : keys) {
+      auto record = pods_.find(key);
+      if (record == pods_.end() || record->second.node == kNoId) continue;
+      const size_t slash = key.find('/');
+      pods_of[allocation].push_back({key.substr(0, slash), key.substr(slash + 1), record->second.uid,
+                                     topology_->nodes()[record->second.node].name});
+    }
+  }
+  return published_limits_.Publish(ledger_, oversubscribed_, power_.steered_limits(), pods_of);
+}
+
+std::vector<std::string> ExtenderService::ApplyPowerReadings(const TelemetrySettings& settings,
+                                                             const PowerReadings& readings) {
+  std::vector<std::string> log;
+  std::vector<std::pair<std::string, std::string>> victims;  // (pod key, why)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    log = power_.Apply(settings, readings, &ledger_, oversubscribed_);
+    if (power_.requeues_newest()) {
+      absl::flat_hash_map<std::string, std::string> pod_of;  // each allocation's one pod
+      for (const auto& [allocation, keys] : PodsByAllocationLocked()) pod_of[allocation] = keys.back();
+      victims = power_.NewestPodsOverCap(ledger_, pod_of, [&](const std::string& key) {
+        auto record = pods_.find(key);
+        return record == pods_.end() ? std::nullopt : std::optional<int64_t>(record->second.booked_ms);
+      });
+    }
+  }
+  // Evictions are calls to the API server: made outside the lock.
+  for (const auto& [key, why] : victims) {
+    const size_t slash = key.find('/');
+    absl::Status s = binder_ ? binder_->EvictPod(key.substr(0, slash), key.substr(slash + 1))
+                             : absl::FailedPreconditionError("standalone: no API server to evict through");
+    log.push_back(
+        s.ok() ? absl::StrCat("OVERDRAW: requeue_newest: evicted pod ", key, " (", why, ")")
+               : absl::StrCat("OVERDRAW: requeue_newest: cannot evict pod ", key, " (", why, "): ", s.message()));
+  }
+  return log;
+}
+
+TelemetryState ExtenderService::telemetry_state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return power_.state();
+}
+
+void ExtenderService::RenderTelemetryMetrics(std::string* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  power_.RenderMetrics(ledger_, oversubscribed_, out);
+}
+
+void ExtenderService::SetStateSink(StateSink sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  operator_.SetSink(std::move(sink));
+}
+
+v1::ClusterState ExtenderService::OperatorState() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return operator_.Capture(ledger_, oversubscribed_);
+}
+
+void ExtenderService::SaveOversubscribed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (synced_) {
+    restored_groups_.clear();
+    oversubscribed_.Retain([&](const std::string& id) { return ledger_.Find(id) != nullptr; });
+  }
+  if (!oversubscribed_.TakeChanged() || !operator_.has_sink()) return;
+  // Not saved: tried again on the next beat (the book stays marked changed).
+  if (!operator_.Save(ledger_, oversubscribed_).ok()) oversubscribed_.MarkChanged();
+}
+
+absl::Status ExtenderService::PersistLocked(const std::function<void()>& undo) {
+  return operator_.Persist(ledger_, oversubscribed_, undo);
+}
+
+absl::Status ExtenderService::RestoreOperatorState(const v1::ClusterState& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::ClusterState ledger_part;  // caps and allocations go to the ledger as they are
+  *ledger_part.mutable_caps() = state.caps();
+  *ledger_part.mutable_allocations() = state.allocations();
+  for (const v1::NodeStatus& status : state.nodes()) {
+    std::optional<NodeId> node = topology_->FindNode(status.node());
+    if (!node) return absl::InvalidArgumentError(absl::StrCat("state names unknown node '", status.node(), "'"));
+    operator_.SetHealth(*node, NodeHealthFromProto(status.health()));
+    RefreshHealth(*node);
+    for (uint32_t gpu : status.failed_gpus()) {
+      if (gpu >= static_cast<uint32_t>(topology_->nodes()[*node].gpus))
+        return absl::InvalidArgumentError(absl::StrCat("node ", status.node(), " has no GPU ", gpu));
+      ledger_.SetGpuFailed(*node, static_cast<int>(gpu), true);
+    }
+  }
+  // Operator allocations counted oversubscribed are restored at their counted watts (the state holds those).
+  oversubscribed_.Restore(state);
+  for (const v1::OversubscribedAllocation& o : state.oversubscribed()) {
+    const size_t slot = o.id().rfind('#');
+    if (slot != std::string::npos && oversubscribed_.Find(o.id()) != nullptr)
+      restored_groups_[o.id().substr(0, slot)] = *oversubscribed_.Find(o.id());
+  }
+  if (absl::Status s = ApplyClusterState(ledger_part, &ledger_); !s.ok()) return s;
+  for (const v1::Allocation& a : state.allocations()) operator_.AddAllocation(a.id());
+  return absl::OkStatus();
+}
+
+void ExtenderService::ReapplyLocked(int64_t now_ms) {
+  // Booking a pod anew may release claims that queue other pods: bounded, since each round books holders.
+  for (int round = 0; round < 8 && dra_.queued(); ++round) {
+    for (const std::string& key : dra_.TakeQueued()) {
+      const PodInfo* tracked = dra_.Tracked(key);
+      if (tracked == nullptr) continue;
+      const PodInfo raw = *tracked;
+      ApplyPodLocked(raw, now_ms);
+    }
+  }
+  dra_.ClearQueue();
+}
+
+void ExtenderService::SetNodeClique(const std::string& name, const std::string& clique) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::optional<NodeId> node = topology_->FindNode(name)) dra_.SetClique(*node, clique);
+}
+
+absl::Status ExtenderService::ApplyDraObject(DraKind kind, const Json& object, bool deleted, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_now_ms_ = now_ms;
+  absl::Status applied = dra_.Apply(kind, object, deleted);
+  ReapplyLocked(now_ms);
+  return applied;
+}
+
+void ExtenderService::ReplaceDraObjects(DraKind kind, const std::vector<Json>& items, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_now_ms_ = now_ms;
+  dra_.Replace(kind, items);
+  ReapplyLocked(now_ms);
 }
 
 absl::Status ExtenderService::CheckInvariants() const {
