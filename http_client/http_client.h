@@ -73,8 +73,6 @@ class HttpClient {
   absl::StatusOr<HttpAnswer> Stream(const HttpRequest& request, const std::function<bool(absl::string_view)>& on_chunk,
                                     int* status);
 
-  const ClientOptions& options() const { return options_; }
-
  private:
   struct Transfer;
   absl::StatusOr<HttpAnswer> Perform(const HttpRequest& request, Transfer& transfer);

@@ -2,11 +2,6 @@
 // and failed GPU, and places an allocation over gRPC; the process is killed with SIGKILL (no chance to flush
 // anything) and started again on the same description. The cap, the health, the failed GPU and the allocation
 // must all be back once /readyz answers 200, and the allocation's GPUs must not be given out again.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

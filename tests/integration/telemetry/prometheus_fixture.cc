@@ -1,10 +1,8 @@
 // See prometheus_fixture.h.
 #include "prometheus_fixture.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
