@@ -20,6 +20,7 @@
 // and released at job end (shared_power_ledger.h).
 #pragma once
 
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -136,6 +137,8 @@ class RackwiseSelect {
   void ReleaseJobLocked(const std::string& id);
 
   slurm_select_ops_t* inner_;
+  // When this plugin was loaded: a job that started before then was not placed by this process (JobRunning).
+  const time_t loaded_at_ = time(nullptr);
   std::timed_mutex mu_;  // timed: the shared ledger's thread waits on it in bounded slices
   std::unique_ptr<ClusterModel> model_;
   DescriptionInForce description_;  // which rackwise.yaml text model_ was built from

@@ -267,7 +267,11 @@ void RackwiseSelect::JobRunning(job_record_t* job) {
   std::lock_guard lock(mu_);
   if (!model_ || !job) return;
   if (!IS_JOB_RUNNING(job) && !IS_JOB_SUSPENDED(job)) return;
-  CommitJobLocked(job, /*starting=*/true);
+  // slurmctld calls nodeinfo_set for a job it has just started, and also, at startup (and at each reconfigure that
+  // re-executes it), for every running job it recovered, possibly after the telemetry's first reading. A job that
+  // started before this plugin was loaded is such a job: judged as a start, its own draw, already in that reading,
+  // would count twice and a job that runs as placed would be requeued. It is recorded as it runs.
+  CommitJobLocked(job, /*starting=*/job->start_time >= loaded_at_);
 }
 
 void RackwiseSelect::JobGone(job_record_t* job) {

@@ -223,6 +223,7 @@ rw_wait_for 30 cool || rw_fail "prometheus does not show gpu03 and gpu04 idle ag
 timed_wait "overdraw over: every GPU back at 600 W" $((2 * interval)) all_at 600
 
 # --- a slurmctld restart: the jobs still count what they were counted at -------------------------------------------
+fresh_readings=$(grep -c 'rackwise: telemetry: fresh' "$RW_TMP/log/slurmctld.log")
 rw_stop_ctld
 echo '# published before the restart' >>"$state_file"  # gone once the restarted slurmctld publishes its own
 rw_start_ctld || rw_fail "slurmctld did not restart"
@@ -232,6 +233,12 @@ republished() { ! grep -q '^# published before the restart' "$state_file" && cou
 rw_wait_for 30 republished && rw_ok "after the restart both jobs still count 480 W per GPU" ||
   rw_fail "published ledger after the restart: $(grep -A3 '^oversubscribed:' "$state_file" | paste -sd' ')"
 jobs_untouched || rw_fail "a job was requeued or stopped by the restart"
+# slurmctld hands the plugin every job it recovered, perhaps after the first reading (which has their draw in it):
+# a job that ran before the restart is recorded as it runs, never judged a start around the core and requeued.
+rw_wait_log 'rackwise: telemetry: fresh' 30 $((fresh_readings + 1)) || rw_fail "no reading after the restart"
+grep -q 'started outside its placement' "$RW_TMP/log/slurmctld.log" &&
+  rw_fail "a job recovered by the restart was taken for a start outside its placement" ||
+  rw_ok "the recovered jobs were recorded as they run, none taken for a new start"
 
 drained=$(sinfo -h -t drain -o %N | paste -sd,)
 [[ -z $drained ]] && rw_ok "no node drained" || rw_fail "drained: $drained"
