@@ -40,56 +40,54 @@ absl::Status CheckParams(const SizingParams& p) {
   return absl::OkStatus();
 }
 
+// What each system is built of: its node (from the one table of reference systems, synthetic_cluster.h), its
+// rack, its scalable unit and its compute-fabric port per GPU.
+struct SystemFacts {
+  SizingSystem system;
+  const char* name;
+  ReferenceSystem reference;
+  int nodes_per_rack;
+  int su_nodes;
+  int gpu_port_gbps;
+  bool rack_scale;  // the rack is the NVLink domain, provisioned whole, liquid cooled
+};
+constexpr SystemFacts kSystems[] = {
+    // DGX H100: 4 per rack (~41 kW, air); SU = 32 nodes; 400 Gb/s NDR ports.
+    {SizingSystem::kH100, "h100", ReferenceSystem::kHgxH100, 4, 32, 400, false},
+    // DGX B200: 4 per rack (~57 kW); SU = 32 nodes; 800 Gb/s ports.
+    {SizingSystem::kB200, "b200", ReferenceSystem::kHgxB200, 4, 32, 800, false},
+    // GB200 NVL72: 18 compute trays per rack; SU = 8 racks (576 GPUs); 800 Gb/s ports.
+    {SizingSystem::kGb200Nvl72, "gb200-nvl72", ReferenceSystem::kGb200Nvl72, 18, 8 * 18, 800, true},
+};
+
+const SystemFacts& FactsOf(SizingSystem system) {
+  for (const SystemFacts& facts : kSystems) {
+    if (facts.system == system) return facts;
+  }
+  return kSystems[0];  // unreachable: every SizingSystem has a row
+}
+
 }  // namespace
 
 absl::StatusOr<SizingSystem> ParseSizingSystem(std::string_view name) {
-  if (name == "h100") return SizingSystem::kH100;
-  if (name == "b200") return SizingSystem::kB200;
-  if (name == "gb200-nvl72" || name == "gb200") return SizingSystem::kGb200Nvl72;
+  if (name == "gb200") return SizingSystem::kGb200Nvl72;
+  for (const SystemFacts& facts : kSystems) {
+    if (name == facts.name) return facts.system;
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown system '", std::string(name), "' (h100, b200, gb200-nvl72)"));
 }
 
-const char* SizingSystemName(SizingSystem system) {
-  switch (system) {
-    case SizingSystem::kH100: return "h100";
-    case SizingSystem::kB200: return "b200";
-    case SizingSystem::kGb200Nvl72: return "gb200-nvl72";
-  }
-  return "?";
-}
+const char* SizingSystemName(SizingSystem system) { return FactsOf(system).name; }
 
 SizingParams DefaultSizingParams(SizingSystem system) {
+  const SystemFacts& facts = FactsOf(system);
   SizingParams p;
   p.system = system;
-  // The node's GPUs and watts come from the one table of reference systems (synthetic_cluster.h).
-  ReferenceSystem reference = ReferenceSystem::kHgxH100;
-  switch (system) {
-    case SizingSystem::kH100:
-      // DGX H100: 4 per rack (~41 kW, air); SU = 32 nodes; 400 Gb/s NDR ports.
-      p.gpu_port_gbps = 400;
-      p.nodes_per_rack = 4;
-      p.su_nodes = 32;
-      break;
-    case SizingSystem::kB200:
-      // DGX B200: 4 per rack (~57 kW); SU = 32 nodes; 800 Gb/s ports.
-      reference = ReferenceSystem::kHgxB200;
-      p.gpu_port_gbps = 800;
-      p.nodes_per_rack = 4;
-      p.su_nodes = 32;
-      break;
-    case SizingSystem::kGb200Nvl72:
-      // GB200 NVL72: 18 compute trays per rack, the rack is one NVLink domain, liquid cooled; SU = 8 racks
-      // (576 GPUs); 800 Gb/s ports.
-      reference = ReferenceSystem::kGb200Nvl72;
-      p.nvlink_rack = true;
-      p.whole_racks = true;
-      p.gpu_port_gbps = 800;
-      p.liquid_required = true;
-      p.nodes_per_rack = 18;
-      p.su_nodes = 8 * 18;
-      break;
-  }
-  const v1::NodeType type = ReferenceNodeType(reference);
+  p.nodes_per_rack = facts.nodes_per_rack;
+  p.su_nodes = facts.su_nodes;
+  p.gpu_port_gbps = facts.gpu_port_gbps;
+  p.nvlink_rack = p.whole_racks = p.liquid_required = facts.rack_scale;
+  const v1::NodeType type = ReferenceNodeType(facts.reference);
   p.node_type = type.name();
   p.gpus_per_node = static_cast<int>(type.gpus());
   p.gpu_watts = type.gpu_watts();

@@ -45,7 +45,7 @@ struct SizingParams {
   SizingSystem system = SizingSystem::kH100;
   int gpus = 0;  // requested GPUs, >= 1
 
-  // Hardware (defaults: ../shared/notes/hardware.md).
+  // Hardware (defaults: the reference node types of synthetic_cluster.h, vendors' published figures).
   std::string node_type;         // name in the emitted description
   int gpus_per_node = 8;         // also the number of rails
   bool nvlink_rack = false;      // the rack (not the node) is the NVLink domain
