@@ -2,61 +2,18 @@
 // against it). Exit 0 with a one-line summary, or exit 1 with every problem as `FILE:LINE: message` on stderr,
 // so editors and CI logs can jump to the line.
 #include <cstdio>
-#include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_set.h"
 #include "command.h"
 #include "rackwise/cluster_description.h"
-#include "rackwise/hostlist.h"
+#include "rackwise/topology.h"
 
 namespace rackwise::cli {
 namespace {
-
-struct Summary {
-  int nodes = 0;
-  int gpus = 0;
-  int racks = 0;
-  int nvlink_domains = 0;
-  int power_domains = 0;
-  int scalable_units = 0;
-};
-
-// Counts what a valid description holds. NVLink domains: every node of a node-scope type is one; the nodes of
-// a rack-scale type in one rack share one.
-Summary Summarize(const v1::ClusterDescription& d) {
-  Summary s;
-  s.racks = d.racks_size();
-  s.power_domains = d.power_domains_size();
-  std::set<std::string> units;
-  for (const v1::Rack& rack : d.racks()) {
-    if (!rack.scalable_unit().empty()) units.insert(rack.scalable_unit());
-    std::set<std::string> rack_scale_types;
-    auto count = [&](const std::string& type, const std::string& hostlist) {
-      absl::StatusOr<std::vector<std::string>> names = ExpandHostlist(hostlist);
-      if (!names.ok()) return;
-      for (const v1::NodeType& t : d.node_types()) {
-        if (t.name() != type) continue;
-        int n = static_cast<int>(names->size());
-        s.nodes += n;
-        s.gpus += n * static_cast<int>(t.gpus());
-        if (t.nvlink() == v1::NVLINK_SCOPE_RACK) {
-          rack_scale_types.insert(type);
-        } else {
-          s.nvlink_domains += n;
-        }
-        break;
-      }
-    };
-    if (!rack.nodes().empty()) count(rack.type(), rack.nodes());
-    for (const v1::NodeGroup& g : rack.node_groups()) count(g.type(), g.nodes());
-    s.nvlink_domains += static_cast<int>(rack_scale_types.size());
-  }
-  s.scalable_units = static_cast<int>(units.size());
-  return s;
-}
 
 nlohmann::ordered_json ProblemsJson(const Diagnostics& diagnostics) {
   nlohmann::ordered_json problems = nlohmann::ordered_json::array();
@@ -72,6 +29,15 @@ int AllocatedGpus(const v1::ClusterState& state) {
     for (const v1::NodeGpus& n : a.nodes()) gpus += n.gpus_size();
   }
   return gpus;
+}
+
+// The scalable units the description names (the topology gives each rack without one an SU of its own).
+int DeclaredScalableUnits(const v1::ClusterDescription& d) {
+  absl::flat_hash_set<std::string> units;
+  for (const v1::Rack& rack : d.racks()) {
+    if (!rack.scalable_unit().empty()) units.insert(rack.scalable_unit());
+  }
+  return static_cast<int>(units.size());
 }
 
 int Fail(const std::string& file, const Diagnostics& diagnostics, const absl::Status& status, bool json) {
@@ -107,17 +73,21 @@ int RunValidate(int argc, char** argv) {
     if (!state.ok()) return Fail(state_file, diagnostics, state.status(), json);
   }
 
-  Summary s = Summarize(*description);
+  // What the description holds, as the placer sees it (a valid description builds).
+  absl::StatusOr<Topology> topology = Topology::Build(*description);
+  if (!topology.ok()) return Fail(file, diagnostics, topology.status(), json);
+  const auto count = [](const auto& items) { return static_cast<int>(items.size()); };
+  const Topology& t = *topology;
   if (json) {
     nlohmann::ordered_json out = {{"file", file},
                                   {"valid", true},
                                   {"cluster", description->cluster()},
-                                  {"nodes", s.nodes},
-                                  {"gpus", s.gpus},
-                                  {"racks", s.racks},
-                                  {"nvlink_domains", s.nvlink_domains},
-                                  {"power_domains", s.power_domains},
-                                  {"scalable_units", s.scalable_units}};
+                                  {"nodes", count(t.nodes())},
+                                  {"gpus", t.total_gpus()},
+                                  {"racks", count(t.racks())},
+                                  {"nvlink_domains", count(t.domains())},
+                                  {"power_domains", count(t.power_domains())},
+                                  {"scalable_units", DeclaredScalableUnits(*description)}};
     if (!state_file.empty()) {
       out["state"] = {{"file", state_file},
                       {"allocations", state->allocations_size()},
@@ -131,8 +101,8 @@ int RunValidate(int argc, char** argv) {
   std::printf(
       "%s: valid: cluster '%s': %d nodes, %d GPUs, %d racks, %d NVLink domains, %d power domains, "
       "%d scalable units\n",
-      file.c_str(), description->cluster().c_str(), s.nodes, s.gpus, s.racks, s.nvlink_domains, s.power_domains,
-      s.scalable_units);
+      file.c_str(), description->cluster().c_str(), count(t.nodes()), t.total_gpus(), count(t.racks()),
+      count(t.domains()), count(t.power_domains()), DeclaredScalableUnits(*description));
   if (!state_file.empty()) {
     std::printf("%s: valid: %d allocations (%d GPUs), %d node statuses, %d cap overrides\n", state_file.c_str(),
                 state->allocations_size(), AllocatedGpus(*state), state->nodes_size(), state->caps_size());
