@@ -260,16 +260,11 @@ int GangReservations::total_free_slots() const {
 }
 
 absl::Status GangReservations::BookSlot(const Allocation& slot) {
-  if (gate_ == nullptr) return ledger_->Commit(slot);
-  return gate_->ReserveAndCommit(*ledger_, GangSlotOwner(slot.id), slot);
+  return ledger::BookOrCommit(gate_, *ledger_, GangSlotOwner(slot.id), slot);
 }
 
 void GangReservations::ReleaseSlot(const std::string& allocation_id) {
-  if (gate_ == nullptr) {
-    ledger_->Release(allocation_id);
-  } else {
-    gate_->Release(*ledger_, GangSlotOwner(allocation_id), allocation_id);
-  }
+  ledger::ReleaseBooked(gate_, *ledger_, GangSlotOwner(allocation_id), allocation_id);
 }
 
 void GangReservations::DropIfEmpty(const std::string& group) {

@@ -6,16 +6,11 @@
 namespace rackwise::k8s {
 
 absl::Status SharedLedgerLink::CommitAlone(Ledger& local, const std::string& owner, const Allocation& allocation) {
-  if (gate_ == nullptr) return local.Commit(allocation);
-  return gate_->ReserveAndCommit(local, owner, allocation);
+  return ledger::BookOrCommit(gate_, local, owner, allocation);
 }
 
 void SharedLedgerLink::ReleaseAlone(Ledger& local, const std::string& owner, const std::string& allocation_id) {
-  if (gate_ == nullptr) {
-    local.Release(allocation_id);
-  } else {
-    gate_->Release(local, owner, allocation_id);
-  }
+  ledger::ReleaseBooked(gate_, local, owner, allocation_id);
 }
 
 bool SharedLedgerLink::TakeSyncBeat(int64_t now_ms, int64_t interval_ms) {

@@ -41,6 +41,12 @@ class LedgerBooking {
   virtual uint64_t fallbacks() const = 0;
 };
 
+// A face's booking of one of its allocations, with or without a shared ledger: through `booking`
+// (ReserveAndCommit, Release) when there is one, in `local` alone when `booking` is null.
+absl::Status BookOrCommit(LedgerBooking* booking, Ledger& local, const std::string& owner,
+                          const Allocation& allocation);
+void ReleaseBooked(LedgerBooking* booking, Ledger& local, const std::string& owner, const std::string& local_id);
+
 // The two series every face exports about its booking: rackwise_ledger_fallback (gauge, 1 in fallback) and
 // rackwise_ledger_fallbacks_total (counter), in the Prometheus text format.
 std::string BookingMetricsText(const LedgerBooking& booking);

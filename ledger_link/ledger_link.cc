@@ -33,6 +33,20 @@ std::vector<std::string> Replicas(const std::string& url) {
 
 const char* LinkModeName(LinkMode mode) { return mode == LinkMode::kShared ? "shared" : "fallback"; }
 
+absl::Status BookOrCommit(LedgerBooking* booking, Ledger& local, const std::string& owner,
+                          const Allocation& allocation) {
+  if (booking == nullptr) return local.Commit(allocation);
+  return booking->ReserveAndCommit(local, owner, allocation);
+}
+
+void ReleaseBooked(LedgerBooking* booking, Ledger& local, const std::string& owner, const std::string& local_id) {
+  if (booking == nullptr) {
+    local.Release(local_id);
+  } else {
+    booking->Release(local, owner, local_id);
+  }
+}
+
 std::string BookingMetricsText(const LedgerBooking& booking) {
   std::string out;
   daemon::Gauge(&out, "rackwise_ledger_fallback",
