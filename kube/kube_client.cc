@@ -68,7 +68,9 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config
 }
 
 KubeClient::KubeClient(KubeConfig config)
-    : config_(std::move(config)), post_client_(OpenClient(std::chrono::seconds(30))) {}
+    : config_(std::move(config)),
+      list_client_(OpenClient(std::chrono::seconds(60))),
+      post_client_(OpenClient(std::chrono::seconds(30))) {}
 
 KubeClient::~KubeClient() { Stop(); }
 
@@ -101,8 +103,7 @@ absl::StatusOr<ListPage> KubeClient::List(const std::string& path, const std::st
   std::string url = absl::StrCat(Url(path), "?limit=", limit);
   if (!field_selector.empty()) absl::StrAppend(&url, "&fieldSelector=", UrlEncode(field_selector));
   if (!continue_token.empty()) absl::StrAppend(&url, "&continue=", UrlEncode(continue_token));
-  absl::StatusOr<http::HttpAnswer> answer =
-      OpenClient(std::chrono::seconds(60))->Send({.url = url, .headers = Headers()});
+  absl::StatusOr<http::HttpAnswer> answer = list_client_->Send({.url = url, .headers = Headers()});
   if (!answer.ok()) return absl::Status(answer.status().code(), absl::StrCat("LIST ", answer.status().message()));
   if (answer->status != 200) return HttpError(answer->status, answer->body, absl::StrCat("LIST ", path));
   absl::StatusOr<Json> body = ParseJsonObject(answer->body);

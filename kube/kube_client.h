@@ -61,7 +61,7 @@ class KubeClient : public PodBinder {
   // POST path/{subresource} of a pod (binding, eviction) on the kept-alive connection.
   absl::Status PostPodSubresource(const std::string& pod_namespace, const std::string& pod_name,
                                   const char* subresource, const Json& body);
-  // A client for one LIST or WATCH: no byte for `idle` ends it.
+  // A client whose request ends when no byte comes for `idle`; each WATCH has its own.
   std::unique_ptr<http::HttpClient> OpenClient(std::chrono::seconds idle) const;
   // scheme://host:port plus the server's path prefix and `path`.
   std::string Url(absl::string_view path) const;
@@ -70,6 +70,9 @@ class KubeClient : public PodBinder {
 
   KubeConfig config_;
   std::atomic<bool> stopped_{false};
+  // LIST pages (a relist's pages, and every informer's lists, one at a time) and POSTs each on a kept-alive
+  // connection: no TLS handshake per page or per bind.
+  std::unique_ptr<http::HttpClient> list_client_;
   std::unique_ptr<http::HttpClient> post_client_;
 };
 
