@@ -115,6 +115,7 @@ std::string AgentMetrics::Render() const {
   }
   family("rackwise_node_agent_gpu_default_power_limit_watts", "gauge", "The board's default power limit per GPU.");
   for (const GpuLimitReading& g : gpus_) {
+    if (g.default_mw <= 0) continue;  // the driver cannot say
     absl::StrAppend(&out, "rackwise_node_agent_gpu_default_power_limit_watts{gpu=\"", g.index, "\"} ",
                     absl::StrFormat("%.3f", g.default_mw / 1000.0), "\n");
   }

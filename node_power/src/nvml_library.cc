@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
@@ -26,20 +27,25 @@ constexpr nvmlReturn_t kNvmlErrorDriverNotLoaded = 9;
 constexpr nvmlReturn_t kNvmlErrorLibraryNotFound = 12;
 constexpr nvmlReturn_t kNvmlErrorGpuIsLost = 15;
 
-// The functions used, resolved by name from the loaded library.
+// The functions used, resolved by name from the loaded library. Those marked optional may be missing (a minimal
+// or older NVML): what needs them says so, and the power limits work without them.
 struct NvmlFunctions {
-  nvmlReturn_t (*init_v2)();
+  nvmlReturn_t (*init)();
   nvmlReturn_t (*shutdown)();
-  const char* (*error_string)(nvmlReturn_t);
-  nvmlReturn_t (*device_get_count_v2)(unsigned int*);
-  nvmlReturn_t (*device_get_handle_by_index_v2)(unsigned int, nvmlDevice_t*);
-  nvmlReturn_t (*device_get_handle_by_uuid)(const char*, nvmlDevice_t*);
+  const char* (*error_string)(nvmlReturn_t);  // optional: "NVML error <code>" without it
+  nvmlReturn_t (*device_get_count)(unsigned int*);
+  nvmlReturn_t (*device_get_handle_by_index)(unsigned int, nvmlDevice_t*);
+  nvmlReturn_t (*device_get_handle_by_uuid)(const char*, nvmlDevice_t*);  // optional, with device_get_index
   nvmlReturn_t (*device_get_index)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*device_get_power_management_limit_constraints)(nvmlDevice_t, unsigned int*, unsigned int*);
-  nvmlReturn_t (*device_get_power_management_default_limit)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*device_get_power_management_default_limit)(nvmlDevice_t, unsigned int*);  // optional
   nvmlReturn_t (*device_get_power_management_limit)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*device_set_power_management_limit)(nvmlDevice_t, unsigned int);
-  nvmlReturn_t (*device_get_power_usage)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*device_get_power_usage)(nvmlDevice_t, unsigned int*);  // optional
+  // The names the entry points with versions were found under (the _v2 ones, or NVML's first).
+  const char* init_name = "nvmlInit_v2";
+  const char* count_name = "nvmlDeviceGetCount_v2";
+  const char* handle_name = "nvmlDeviceGetHandleByIndex_v2";
 };
 
 absl::StatusCode CodeOf(nvmlReturn_t result) {
@@ -52,6 +58,26 @@ absl::StatusCode CodeOf(nvmlReturn_t result) {
     case kNvmlErrorLibraryNotFound:
     case kNvmlErrorGpuIsLost: return absl::StatusCode::kUnavailable;
     default: return absl::StatusCode::kInternal;
+  }
+}
+
+// NVML's words for `result`; from an NVML without nvmlErrorString, the words of NVML's API reference for the codes
+// named above ("unknown error" for others).
+std::string WordsOf(const NvmlFunctions& nvml, nvmlReturn_t result) {
+  if (nvml.error_string != nullptr) {
+    const char* words = nvml.error_string(result);
+    return words ? words : "unknown error";
+  }
+  switch (result) {
+    case kNvmlSuccess: return "Success";
+    case kNvmlErrorInvalidArgument: return "Invalid Argument";
+    case kNvmlErrorNotSupported: return "Not Supported";
+    case kNvmlErrorNoPermission: return "Insufficient Permissions";
+    case kNvmlErrorNotFound: return "Not Found";
+    case kNvmlErrorDriverNotLoaded: return "Driver Not Loaded";
+    case kNvmlErrorLibraryNotFound: return "NVML Shared Library Not Found";
+    case kNvmlErrorGpuIsLost: return "GPU is lost";
+    default: return "unknown error";
   }
 }
 
@@ -68,17 +94,21 @@ class NvmlLibrary final : public GpuPowerControl {
 
   absl::StatusOr<int> DeviceCount() override {
     unsigned int count = 0;
-    if (nvmlReturn_t r = nvml_.device_get_count_v2(&count); r != kNvmlSuccess) {
-      return Error("nvmlDeviceGetCount_v2()", r);
+    if (nvmlReturn_t r = nvml_.device_get_count(&count); r != kNvmlSuccess) {
+      return Error(absl::StrCat(nvml_.count_name, "()"), r);
     }
     if (count > static_cast<unsigned int>(std::numeric_limits<int>::max())) {
-      return absl::InternalError(absl::StrCat(path_, ": nvmlDeviceGetCount_v2() returned ", count, " GPUs"));
+      return absl::InternalError(absl::StrCat(path_, ": ", nvml_.count_name, "() returned ", count, " GPUs"));
     }
     return static_cast<int>(count);
   }
 
   absl::StatusOr<int> IndexOfUuid(std::string_view uuid) override {
     const std::string name(uuid);
+    if (nvml_.device_get_handle_by_uuid == nullptr || nvml_.device_get_index == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(path_, ": this NVML lacks nvmlDeviceGetHandleByUUID or ",
+                                                   "nvmlDeviceGetIndex: GPU ", name, " cannot be found by UUID"));
+    }
     nvmlDevice_t device = nullptr;
     if (nvmlReturn_t r = nvml_.device_get_handle_by_uuid(name.c_str(), &device); r != kNvmlSuccess) {
       return Error(absl::StrCat("nvmlDeviceGetHandleByUUID(", name, ")"), r);
@@ -97,8 +127,9 @@ class NvmlLibrary final : public GpuPowerControl {
     if (nvmlReturn_t r = nvml_.device_get_power_management_limit_constraints(*device, &min, &max); r != kNvmlSuccess) {
       return Error(absl::StrCat("nvmlDeviceGetPowerManagementLimitConstraints(GPU ", index, ")"), r);
     }
-    if (nvmlReturn_t r = nvml_.device_get_power_management_default_limit(*device, &fallback); r != kNvmlSuccess) {
-      return Error(absl::StrCat("nvmlDeviceGetPowerManagementDefaultLimit(GPU ", index, ")"), r);
+    if (nvml_.device_get_power_management_default_limit != nullptr) {
+      nvmlReturn_t r = nvml_.device_get_power_management_default_limit(*device, &fallback);
+      if (r != kNvmlSuccess) return Error(absl::StrCat("nvmlDeviceGetPowerManagementDefaultLimit(GPU ", index, ")"), r);
     }
     if (nvmlReturn_t r = nvml_.device_get_power_management_limit(*device, &current); r != kNvmlSuccess) {
       return Error(absl::StrCat("nvmlDeviceGetPowerManagementLimit(GPU ", index, ")"), r);
@@ -122,6 +153,9 @@ class NvmlLibrary final : public GpuPowerControl {
   absl::StatusOr<int64_t> PowerUsage(int index) override {
     absl::StatusOr<nvmlDevice_t> device = Device(index);
     if (!device.ok()) return device.status();
+    if (nvml_.device_get_power_usage == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(path_, ": this NVML lacks nvmlDeviceGetPowerUsage"));
+    }
     unsigned int usage = 0;
     if (nvmlReturn_t r = nvml_.device_get_power_usage(*device, &usage); r != kNvmlSuccess) {
       return Error(absl::StrCat("nvmlDeviceGetPowerUsage(GPU ", index, ")"), r);
@@ -133,18 +167,17 @@ class NvmlLibrary final : public GpuPowerControl {
   absl::StatusOr<nvmlDevice_t> Device(int index) {
     if (index < 0) return absl::InvalidArgumentError(absl::StrCat("GPU index ", index, " is negative"));
     nvmlDevice_t device = nullptr;
-    if (nvmlReturn_t r = nvml_.device_get_handle_by_index_v2(static_cast<unsigned int>(index), &device);
+    if (nvmlReturn_t r = nvml_.device_get_handle_by_index(static_cast<unsigned int>(index), &device);
         r != kNvmlSuccess) {
-      return Error(absl::StrCat("nvmlDeviceGetHandleByIndex_v2(GPU ", index, ")"), r);
+      return Error(absl::StrCat(nvml_.handle_name, "(GPU ", index, ")"), r);
     }
     return device;
   }
 
   // "<library>: <call>: <NVML's words> (NVML error <code>)".
   absl::Status Error(const std::string& call, nvmlReturn_t result) const {
-    const char* words = nvml_.error_string(result);
-    return absl::Status(CodeOf(result), absl::StrCat(path_, ": ", call, ": ", words ? words : "unknown error",
-                                                     " (NVML error ", result, ")"));
+    return absl::Status(CodeOf(result),
+                        absl::StrCat(path_, ": ", call, ": ", WordsOf(nvml_, result), " (NVML error ", result, ")"));
   }
 
   void* handle_;
@@ -152,32 +185,49 @@ class NvmlLibrary final : public GpuPowerControl {
   NvmlFunctions nvml_;
 };
 
+// The first of `names` the library exports, or null.
 template <typename Function>
-bool Resolve(void* handle, const char* name, Function*& function, std::string& missing) {
-  function = reinterpret_cast<Function*>(dlsym(handle, name));
-  if (function == nullptr) absl::StrAppend(&missing, missing.empty() ? "" : ", ", name);
-  return function != nullptr;
+Function* Find(void* handle, std::initializer_list<const char*> names, const char** found = nullptr) {
+  for (const char* name : names) {
+    if (void* symbol = dlsym(handle, name)) {
+      if (found) *found = name;
+      return reinterpret_cast<Function*>(symbol);
+    }
+  }
+  return nullptr;
 }
 
+// A required function: the first of `names`, or the first name added to `missing`.
+template <typename Function>
+void Require(void* handle, std::initializer_list<const char*> names, Function*& function, std::string& missing,
+             const char** found = nullptr) {
+  function = Find<Function>(handle, names, found);
+  if (function == nullptr) absl::StrAppend(&missing, missing.empty() ? "" : ", ", *names.begin());
+}
+
+// What the limits need is required; the versioned entry points are looked up under their _v2 names first, then
+// under NVML's first ones (same arguments), which a minimal NVML may export alone.
 absl::StatusOr<NvmlFunctions> ResolveAll(void* handle, const std::string& path) {
   NvmlFunctions f{};
   std::string missing;
-  Resolve(handle, "nvmlInit_v2", f.init_v2, missing);
-  Resolve(handle, "nvmlShutdown", f.shutdown, missing);
-  Resolve(handle, "nvmlErrorString", f.error_string, missing);
-  Resolve(handle, "nvmlDeviceGetCount_v2", f.device_get_count_v2, missing);
-  Resolve(handle, "nvmlDeviceGetHandleByIndex_v2", f.device_get_handle_by_index_v2, missing);
-  Resolve(handle, "nvmlDeviceGetHandleByUUID", f.device_get_handle_by_uuid, missing);
-  Resolve(handle, "nvmlDeviceGetIndex", f.device_get_index, missing);
-  Resolve(handle, "nvmlDeviceGetPowerManagementLimitConstraints", f.device_get_power_management_limit_constraints,
+  Require(handle, {"nvmlInit_v2", "nvmlInit"}, f.init, missing, &f.init_name);
+  Require(handle, {"nvmlShutdown"}, f.shutdown, missing);
+  Require(handle, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}, f.device_get_count, missing, &f.count_name);
+  Require(handle, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, f.device_get_handle_by_index,
+          missing, &f.handle_name);
+  Require(handle, {"nvmlDeviceGetPowerManagementLimitConstraints"}, f.device_get_power_management_limit_constraints,
           missing);
-  Resolve(handle, "nvmlDeviceGetPowerManagementDefaultLimit", f.device_get_power_management_default_limit, missing);
-  Resolve(handle, "nvmlDeviceGetPowerManagementLimit", f.device_get_power_management_limit, missing);
-  Resolve(handle, "nvmlDeviceSetPowerManagementLimit", f.device_set_power_management_limit, missing);
-  Resolve(handle, "nvmlDeviceGetPowerUsage", f.device_get_power_usage, missing);
+  Require(handle, {"nvmlDeviceGetPowerManagementLimit"}, f.device_get_power_management_limit, missing);
+  Require(handle, {"nvmlDeviceSetPowerManagementLimit"}, f.device_set_power_management_limit, missing);
   if (!missing.empty()) {
     return absl::UnavailableError(absl::StrCat(path, ": NVML library lacks ", missing));
   }
+  f.error_string = Find<const char*(nvmlReturn_t)>(handle, {"nvmlErrorString"});
+  f.device_get_handle_by_uuid = Find<nvmlReturn_t(const char*, nvmlDevice_t*)>(handle, {"nvmlDeviceGetHandleByUUID"});
+  f.device_get_index = Find<nvmlReturn_t(nvmlDevice_t, unsigned int*)>(handle, {"nvmlDeviceGetIndex"});
+  f.device_get_power_management_default_limit =
+      Find<nvmlReturn_t(nvmlDevice_t, unsigned int*)>(handle, {"nvmlDeviceGetPowerManagementDefaultLimit"});
+  f.device_get_power_usage = Find<nvmlReturn_t(nvmlDevice_t, unsigned int*)>(handle, {"nvmlDeviceGetPowerUsage"});
   return f;
 }
 
@@ -194,9 +244,8 @@ absl::StatusOr<std::unique_ptr<GpuPowerControl>> OpenNvml(const std::string& lib
     dlclose(handle);
     return nvml.status();
   }
-  if (nvmlReturn_t r = nvml->init_v2(); r != kNvmlSuccess) {
-    const char* words = nvml->error_string(r);
-    absl::Status error(CodeOf(r), absl::StrCat(library_path, ": nvmlInit_v2(): ", words ? words : "unknown error",
+  if (nvmlReturn_t r = nvml->init(); r != kNvmlSuccess) {
+    absl::Status error(CodeOf(r), absl::StrCat(library_path, ": ", nvml->init_name, "(): ", WordsOf(*nvml, r),
                                                " (NVML error ", r, ")"));
     dlclose(handle);
     return error;

@@ -10,6 +10,10 @@
  *   log <path>                                                         call log (default: <state>.log)
  * The file is read on every call and rewritten (under an flock of "<state>.lock") when a limit changes, so
  * what one process sets, the next one sees. Log lines: "<pid> <function> [gpu=<i>] [limit=<mw>] -> <code>".
+ *
+ * Built with FAKE_NVML_MINIMAL, it is an NVML that has only what power limits need, under NVML's first names
+ * (nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex): no _v2 entry points, no nvmlErrorString, no
+ * lookup by UUID, no default limit, no power usage.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,6 +39,15 @@ enum {
   kPathMax = 4096,
 };
 
+/* A versioned entry point, and its name in the log and in "fail" lines. */
+#ifdef FAKE_NVML_MINIMAL
+#define V2(name) name
+#define V2_NAME(name) #name
+#else
+#define V2(name) name##_v2
+#define V2_NAME(name) #name "_v2"
+#endif
+
 struct fake_gpu {
   char uuid[96];
   unsigned min_mw, max_mw, default_mw, current_mw, usage_mw;
@@ -53,7 +66,7 @@ struct fake_state {
   char other[8192]; /* lines kept as they are when the file is rewritten (fail, log, comments) */
 };
 
-static int g_initialized; /* nvmlInit_v2 calls not yet matched by nvmlShutdown (NVML counts them too) */
+static int g_initialized; /* init calls not yet matched by nvmlShutdown (NVML counts them too) */
 
 static void state_path(char* path, size_t size) { /* size: kPathMax */
   const char* env = getenv("RACKWISE_FAKE_NVML_STATE");
@@ -157,7 +170,7 @@ static nvmlReturn_t run(const char* function, int gpu, long long limit, gpu_op o
   nvmlReturn_t r = kUnknown;
   int changed = 0;
   if (s && read_state(path, s) == 0) {
-    if (!g_initialized && strcmp(function, "nvmlInit_v2") != 0) {
+    if (!g_initialized && strcmp(function, V2_NAME(nvmlInit)) != 0) {
       r = kUninitialized;
     } else if ((r = injected(s, function, gpu)) == kSuccess) {
       if (gpu >= s->gpu_count) r = kInvalidArgument;
@@ -226,21 +239,22 @@ static nvmlReturn_t op_set(struct fake_state* s, struct fake_gpu* g, void* arg, 
 
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT nvmlReturn_t nvmlInit_v2(void) { return run("nvmlInit_v2", -1, -1, op_init, NULL); }
+EXPORT nvmlReturn_t V2(nvmlInit)(void) { return run(V2_NAME(nvmlInit), -1, -1, op_init, NULL); }
 EXPORT nvmlReturn_t nvmlShutdown(void) {
   nvmlReturn_t r = run("nvmlShutdown", -1, -1, op_nothing, NULL);
   if (r == kSuccess) --g_initialized;
   return r;
 }
-EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* count) {
-  return run("nvmlDeviceGetCount_v2", -1, -1, op_count, count);
+EXPORT nvmlReturn_t V2(nvmlDeviceGetCount)(unsigned* count) {
+  return run(V2_NAME(nvmlDeviceGetCount), -1, -1, op_count, count);
 }
-EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t* device) {
+EXPORT nvmlReturn_t V2(nvmlDeviceGetHandleByIndex)(unsigned index, nvmlDevice_t* device) {
   int gpu = index < kMaxGpus ? (int)index : kMaxGpus;
-  nvmlReturn_t r = run("nvmlDeviceGetHandleByIndex_v2", gpu, -1, op_nothing, NULL);
+  nvmlReturn_t r = run(V2_NAME(nvmlDeviceGetHandleByIndex), gpu, -1, op_nothing, NULL);
   if (r == kSuccess && device) *device = device_of(gpu);
   return device ? r : kInvalidArgument;
 }
+#ifndef FAKE_NVML_MINIMAL
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
   union { const char* uuid; int index; } arg = {.uuid = uuid ? uuid : ""};
   nvmlReturn_t r = run("nvmlDeviceGetHandleByUUID", -1, -1, op_uuid, &arg);
@@ -252,19 +266,23 @@ EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned* index) {
   if (r == kSuccess && index) *index = (unsigned)device_index(device);
   return index ? r : kInvalidArgument;
 }
+#endif
 EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned* min, unsigned* max) {
   unsigned* out[2] = {min, max};
   return run("nvmlDeviceGetPowerManagementLimitConstraints", device_index(device), -1, op_constraints, out);
 }
+#ifndef FAKE_NVML_MINIMAL
 EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned* limit) {
   return run("nvmlDeviceGetPowerManagementDefaultLimit", device_index(device), -1, op_default, limit);
 }
+#endif
 EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned* limit) {
   return run("nvmlDeviceGetPowerManagementLimit", device_index(device), -1, op_limit, limit);
 }
 EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned limit) {
   return run("nvmlDeviceSetPowerManagementLimit", device_index(device), limit, op_set, &limit);
 }
+#ifndef FAKE_NVML_MINIMAL
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned* power) {
   return run("nvmlDeviceGetPowerUsage", device_index(device), -1, op_usage, power);
 }
@@ -281,3 +299,4 @@ EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
     default: return "Unknown Error";
   }
 }
+#endif

@@ -19,7 +19,7 @@ namespace rackwise::node_power {
 struct GpuPowerLimits {
   int64_t min_mw = 0;      // lowest limit the board accepts
   int64_t max_mw = 0;      // highest limit the board accepts
-  int64_t default_mw = 0;  // the limit the board boots with
+  int64_t default_mw = 0;  // the limit the board boots with (0: the driver cannot say)
   int64_t current_mw = 0;  // the limit in force now
 };
 
