@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
