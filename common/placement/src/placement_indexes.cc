@@ -1,5 +1,6 @@
-// The placer's indexes: construction, the NVLink domain buckets and the tallies. See placement_indexes.h; the
-// headroom index, the power groups and the power order have their own files.
+// The placer's indexes: construction, the NVLink domain buckets, the tallies and the check of everything. See
+// placement_indexes.h; the headroom index has its own file, the power groups and the power order their own class
+// (power_group_index.h).
 #include "placement_indexes.h"
 
 #include <algorithm>
@@ -10,9 +11,7 @@
 namespace rackwise::internal {
 
 PlacementIndexes::PlacementIndexes(const Ledger& ledger)
-    : topology_(&ledger.topology()),
-      generation_(ledger.generation()),
-      empty_cluster_memo_(std::make_shared<EmptyClusterMemo>()) {
+    : topology_(&ledger.topology()), empty_cluster_memo_(std::make_shared<EmptyClusterMemo>()) {
   const Topology& topology = *topology_;
   buckets_.resize(topology.node_types().size());
   for (const NvlinkDomain& d : topology.domains()) {
@@ -32,22 +31,22 @@ PlacementIndexes::PlacementIndexes(const Ledger& ledger)
   }
   LayOutTallies(ledger);
   for (RackId r = 0; r < static_cast<RackId>(topology.racks().size()); ++r)
-    if (topology.racks()[r].power_domain == kNoId) root_racks_.push_back(r);
+    if (topology.racks()[r].power_domain == kNoId) kept_.root_racks.push_back(r);
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(topology.power_domains().size()); ++p)
     if (topology.power_domains()[p].parent == kNoId) root_pds_.push_back(p);
-  LayOutPowerGroups();
+  power_groups_ = PowerGroupIndex(topology, kept_, ledger.generation());
   RebuildHeadroom(ledger);
 }
 
 void PlacementIndexes::LayOutTallies(const Ledger& ledger) {
   const Topology& topology = *topology_;
-  rack_tallies_.resize(topology.racks().size());
+  kept_.rack_tallies.resize(topology.racks().size());
   for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(topology.node_types().size()); ++type)
     type_tallies_.push_back({type, 0, 0, 0, std::vector<int>(topology.node_types()[type].gpus + 1, 0), 0});
-  for (RackId r = 0; r < static_cast<RackId>(rack_tallies_.size()); ++r) {
+  for (RackId r = 0; r < static_cast<RackId>(kept_.rack_tallies.size()); ++r) {
     for (NodeId node : topology.racks()[r].nodes) {
       const NodeTypeId type = topology.nodes()[node].type;
-      auto& tallies = rack_tallies_[r];
+      auto& tallies = kept_.rack_tallies[r];
       auto it = std::find_if(tallies.begin(), tallies.end(), [type](const RackTypeTally& x) { return x.type == type; });
       if (it == tallies.end()) {
         tallies.push_back({type, 0, 0, 0, std::vector<int>(topology.node_types()[type].gpus + 1, 0), 0});
@@ -97,7 +96,7 @@ void PlacementIndexes::Tally(NodeId node, NodeCount count, int sign) {
     }
   };
   add(type_tallies_[n.type]);
-  for (RackTypeTally& tally : rack_tallies_[n.rack]) {
+  for (RackTypeTally& tally : kept_.rack_tallies[n.rack]) {
     if (tally.type != n.type) continue;
     add(tally);
     return;
@@ -122,8 +121,8 @@ absl::Status PlacementIndexes::Check(const Ledger& ledger) const {
   if (absl::Status s = CheckDomains(ledger); !s.ok()) return s;
   if (absl::Status s = CheckTallies(ledger); !s.ok()) return s;
   if (absl::Status s = CheckHeadroom(ledger); !s.ok()) return s;
-  if (absl::Status groups = CheckPowerGroups(); !groups.ok()) return groups;
-  return CheckPowerOrder();
+  if (absl::Status s = CheckTypeTallies(); !s.ok()) return s;
+  return power_groups_.Check(kept_);
 }
 
 absl::Status PlacementIndexes::CheckDomains(const Ledger& ledger) const {
@@ -147,7 +146,7 @@ absl::Status PlacementIndexes::CheckDomains(const Ledger& ledger) const {
 absl::Status PlacementIndexes::CheckTallies(const Ledger& ledger) const {
   const Topology& t = *topology_;
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    for (const RackTypeTally& tally : rack_tallies_[r]) {
+    for (const RackTypeTally& tally : kept_.rack_tallies[r]) {
       RackTypeTally fresh{tally.type, 0, 0, 0, std::vector<int>(tally.up_by_free.size(), 0), 0};
       for (NodeId n : t.racks()[r].nodes) {
         if (t.nodes()[n].type != tally.type) continue;
@@ -165,6 +164,28 @@ absl::Status PlacementIndexes::CheckTallies(const Ledger& ledger) const {
           fresh.up_by_free != tally.up_by_free || fresh.up_free_gpus != tally.up_free_gpus)
         return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " tally stale"));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlacementIndexes::CheckTypeTallies() const {
+  const Topology& t = *topology_;
+  for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(t.node_types().size()); ++type) {
+    RackTypeTally sum{type, 0, 0, 0, std::vector<int>(t.node_types()[type].gpus + 1, 0), 0};
+    for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
+      for (const RackTypeTally& tally : kept_.rack_tallies[r]) {
+        if (tally.type != type) continue;
+        sum.nodes += tally.nodes;
+        sum.down += tally.down;
+        sum.drained += tally.drained;
+        sum.up_free_gpus += tally.up_free_gpus;
+        for (size_t f = 0; f < sum.up_by_free.size(); ++f) sum.up_by_free[f] += tally.up_by_free[f];
+      }
+    }
+    const RackTypeTally& kept = type_tallies_[type];
+    if (sum.nodes != kept.nodes || sum.down != kept.down || sum.drained != kept.drained ||
+        sum.up_free_gpus != kept.up_free_gpus || sum.up_by_free != kept.up_by_free)
+      return absl::InternalError(absl::StrCat("node type ", t.node_types()[type].name, " tally stale"));
   }
   return absl::OkStatus();
 }

@@ -33,26 +33,26 @@ Milliwatts PowerDomainRoomWithPolicyReserve(const Ledger& ledger, PowerDomainId 
 
 Milliwatts PlacementIndexes::BestChildOf(PowerDomainId domain) const {
   Milliwatts best = kNoHeadroom;
-  const std::vector<RackId>& racks = domain == kNoId ? root_racks_ : topology_->power_domains()[domain].racks;
+  const std::vector<RackId>& racks = domain == kNoId ? kept_.root_racks : topology_->power_domains()[domain].racks;
   const std::vector<PowerDomainId>& pds = domain == kNoId ? root_pds_ : topology_->power_domains()[domain].children;
-  for (RackId r : racks) best = std::max(best, rack_room_kept_[r]);
+  for (RackId r : racks) best = std::max(best, kept_.rack_room[r]);
   for (PowerDomainId p : pds) best = std::max(best, pd_headroom_[p]);
   return best;
 }
 
 void PlacementIndexes::RebuildHeadroom(const Ledger& ledger) {
   const Topology& t = *topology_;
-  rack_room_kept_.resize(t.racks().size());
+  kept_.rack_room.resize(t.racks().size());
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r)
-    rack_room_kept_[r] = RackRoomWithPolicyReserve(ledger, r);
-  pd_room_kept_.resize(t.power_domains().size());
+    kept_.rack_room[r] = RackRoomWithPolicyReserve(ledger, r);
+  kept_.pd_room.resize(t.power_domains().size());
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    pd_room_kept_[p] = PowerDomainRoomWithPolicyReserve(ledger, p);
+    kept_.pd_room[p] = PowerDomainRoomWithPolicyReserve(ledger, p);
   pd_headroom_.assign(t.power_domains().size(), kNoHeadroom);
   pd_child_best_.assign(t.power_domains().size(), kNoHeadroom);
   for (PowerDomainId p : t.power_domains_deepest_first()) {  // children before their parents
     pd_child_best_[p] = BestChildOf(p);
-    pd_headroom_[p] = std::min(pd_room_kept_[p], pd_child_best_[p]);
+    pd_headroom_[p] = std::min(kept_.pd_room[p], pd_child_best_[p]);
   }
   top_headroom_ = BestChildOf(kNoId);
   least_rack_room_.Assign(t.racks().size());
@@ -62,24 +62,23 @@ void PlacementIndexes::RebuildHeadroom(const Ledger& ledger) {
   extremes_stale_.clear();
   rack_extremes_stale_.assign(t.racks().size(), 0);
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    const int free = RackFree(r);
+    const int free = kept_.RackFreeGpus(r);
     SetRackExtremes(r, free);
     for (PowerDomainId p : t.racks()[r].power_chain) pd_free_[p] += free;
   }
   least_pd_room_.Assign(t.power_domains().size());
   least_pd_room_per_free_.Assign(t.power_domains().size());
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p) KeepPowerDomainRoom(p);
-  std::fill(group_stale_.begin(), group_stale_.end(), 1);  // every rack's room may have moved
+  power_groups_.AllRacksChanged();  // every rack's room may have moved
 }
 
-int PlacementIndexes::RackFree(RackId rack) const {
-  long long free = 0;
-  for (const RackTypeTally& tally : rack_tallies_[rack]) free += tally.up_free_gpus;
-  return static_cast<int>(free);
+void PlacementIndexes::RackGroupChanged(RackId rack) {
+  power_groups_.RackChanged(rack);
+  KeepRoomExtremes(rack);
 }
 
 void PlacementIndexes::KeepPowerDomainRoom(PowerDomainId domain) const {
-  const Milliwatts room = pd_room_kept_[domain];
+  const Milliwatts room = kept_.pd_room[domain];
   least_pd_room_.Set(domain, pd_free_[domain] > 0 ? room : kNoRoomToKeep);
   least_pd_room_per_free_.Set(domain, RoomPerFreeGpu(room, pd_free_[domain]));
 }
@@ -100,12 +99,12 @@ void PlacementIndexes::RefreshExtremes() const {
 
 void PlacementIndexes::SetRackExtremes(RackId rack, int free) const {
   most_rack_free_.Set(rack, free);
-  least_rack_room_.Set(rack, free > 0 ? rack_room_kept_[rack] : kNoRoomToKeep);
-  least_rack_room_per_free_.Set(rack, RoomPerFreeGpu(rack_room_kept_[rack], free));
+  least_rack_room_.Set(rack, free > 0 ? kept_.rack_room[rack] : kNoRoomToKeep);
+  least_rack_room_per_free_.Set(rack, RoomPerFreeGpu(kept_.rack_room[rack], free));
 }
 
 void PlacementIndexes::RefreshRackExtremes(RackId rack) const {
-  const int free = RackFree(rack);
+  const int free = kept_.RackFreeGpus(rack);
   const int delta = free - most_rack_free_.at(rack);  // the free GPUs last carried up the chain
   SetRackExtremes(rack, free);
   // Every domain of the chain: a draw change moves each one's room even when the free GPUs stay.
@@ -116,17 +115,17 @@ void PlacementIndexes::RefreshRackExtremes(RackId rack) const {
 }
 
 void PlacementIndexes::RackPowerChanged(const Ledger& ledger, RackId rack) {
-  const Milliwatts old_value = rack_room_kept_[rack];
-  rack_room_kept_[rack] = RackRoomWithPolicyReserve(ledger, rack);
-  CarryHeadroomUp(ledger, topology_->racks()[rack].power_domain, old_value, rack_room_kept_[rack]);
+  const Milliwatts old_value = kept_.rack_room[rack];
+  kept_.rack_room[rack] = RackRoomWithPolicyReserve(ledger, rack);
+  CarryHeadroomUp(ledger, topology_->racks()[rack].power_domain, old_value, kept_.rack_room[rack]);
   RackGroupChanged(rack);  // its room and (after a commit or release) its tallies moved
 }
 
 void PlacementIndexes::PowerDomainPowerChanged(const Ledger& ledger, PowerDomainId domain) {
   const Milliwatts old_value = pd_headroom_[domain];
-  pd_room_kept_[domain] = PowerDomainRoomWithPolicyReserve(ledger, domain);
+  kept_.pd_room[domain] = PowerDomainRoomWithPolicyReserve(ledger, domain);
   KeepPowerDomainRoom(domain);
-  pd_headroom_[domain] = std::min(pd_room_kept_[domain], pd_child_best_[domain]);
+  pd_headroom_[domain] = std::min(kept_.pd_room[domain], pd_child_best_[domain]);
   CarryHeadroomUp(ledger, topology_->power_domains()[domain].parent, old_value, pd_headroom_[domain]);
 }
 
@@ -143,8 +142,8 @@ void PlacementIndexes::CarryHeadroomUp(const Ledger& ledger, PowerDomainId paren
     }
     if (p == kNoId) return;
     old_value = pd_headroom_[p];
-    pd_room_kept_[p] = PowerDomainRoomWithPolicyReserve(ledger, p);
-    pd_headroom_[p] = std::min(pd_room_kept_[p], best);
+    kept_.pd_room[p] = PowerDomainRoomWithPolicyReserve(ledger, p);
+    pd_headroom_[p] = std::min(kept_.pd_room[p], best);
     new_value = pd_headroom_[p];
   }
 }
@@ -153,11 +152,11 @@ absl::Status PlacementIndexes::CheckHeadroom(const Ledger& ledger) const {
   const Topology& t = *topology_;
   RefreshExtremes();
   for (PowerDomainId p = 0; p < static_cast<PowerDomainId>(t.power_domains().size()); ++p)
-    if (pd_room_kept_[p] != PowerDomainRoomWithPolicyReserve(ledger, p))
+    if (kept_.pd_room[p] != PowerDomainRoomWithPolicyReserve(ledger, p))
       return absl::InternalError(absl::StrCat("power domain ", t.power_domains()[p].name, " kept room stale"));
   Milliwatts top = kNoHeadroom;
   for (RackId r = 0; r < static_cast<RackId>(t.racks().size()); ++r) {
-    if (rack_room_kept_[r] != RackRoomWithPolicyReserve(ledger, r))
+    if (kept_.rack_room[r] != RackRoomWithPolicyReserve(ledger, r))
       return absl::InternalError(absl::StrCat("rack ", t.racks()[r].name, " kept room stale"));
     Milliwatts h = RackRoomWithPolicyReserve(ledger, r);
     for (PowerDomainId p : t.racks()[r].power_chain) h = std::min(h, PowerDomainRoomWithPolicyReserve(ledger, p));

@@ -4,7 +4,7 @@
 // Two orders: by each rack's own room, and by the least of its own room and its power chain's (the least room of
 // the power domains above it). A refusal's count of nodes short of power is three reads from them: short of the
 // rack's own room; short of either (the difference is what the power domains above block); and all. The placer's
-// indexes rebuild it when first asked after a change (placement_indexes.h, CountPowerShortNodes): O(racks x node
+// indexes rebuild it when first asked after a change (power_group_index.h, CountPowerShortNodes): O(racks x node
 // types x GPUs per node), with the previous order as the start of the sort, which one change leaves nearly right.
 #pragma once
 

@@ -1,6 +1,7 @@
-// PlacementIndexes::CountPowerShortNodes against a visit to every node, through both of its paths: the pass over the
-// power groups (the first kAsksBeforePowerOrder - 1 asks at a state) and the racks ordered by room (the asks after), on
-// random capped clusters (rows, a hall, a reserve) changed by placements, releases, health and cap changes.
+// PowerGroupIndex::CountPowerShortNodes (asked through the ledger's indexes) against a visit to every node, through
+// both of its paths: the pass over the power groups (the first kAsksBeforePowerOrder - 1 asks at a state) and the racks
+// ordered by room (the asks after), on random capped clusters (rows, a hall, a reserve) changed by placements,
+// releases, health and cap changes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "placement_indexes.h"
+#include "power_group_index.h"
 #include "rackwise/ledger.h"
 #include "rackwise/placer.h"
 #include "rackwise/synthetic_cluster.h"
@@ -18,12 +20,12 @@ namespace rackwise {
 namespace {
 
 using internal::IndexesOf;
-using internal::PlacementIndexes;
+using internal::PowerGroupIndex;
 
-PlacementIndexes::PowerShortNodes CountByVisit(const Ledger& l, NodeTypeId type, int least, Milliwatts need) {
+PowerGroupIndex::PowerShortNodes CountByVisit(const Ledger& l, NodeTypeId type, int least, Milliwatts need) {
   const Topology& t = l.topology();
   const double reserve = t.policy().power_reserve_fraction;
-  PlacementIndexes::PowerShortNodes out;
+  PowerGroupIndex::PowerShortNodes out;
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
     const Node& node = t.nodes()[n];
     if (node.type != type || l.node_health(n) != NodeHealth::kUp || l.free_gpu_count(n) < least) continue;
@@ -88,19 +90,19 @@ TEST(LedgerPowerOrderTest, BothPathsCountAsAVisitToEveryNode) {
       // At this state: more asks than the pass is used for, so that both paths answer.
       int asks = 0;
       std::vector<Milliwatts> needs = Thresholds(l, rng);
-      while (needs.size() <= PlacementIndexes::kAsksBeforePowerOrder + 4) needs.push_back(needs[needs.size() % 3]);
+      while (needs.size() <= PowerGroupIndex::kAsksBeforePowerOrder + 4) needs.push_back(needs[needs.size() % 3]);
       for (const Milliwatts need : needs) {
         for (NodeTypeId type = 0; type < static_cast<NodeTypeId>(topo->node_types().size()); ++type) {
           const int least = pick(0, topo->node_types()[type].gpus + 1);
-          const PlacementIndexes::PowerShortNodes kept = IndexesOf(l).CountPowerShortNodes(type, least, need);
-          const PlacementIndexes::PowerShortNodes visit = CountByVisit(l, type, least, need);
+          const PowerGroupIndex::PowerShortNodes kept = IndexesOf(l).CountPowerShortNodes(type, least, need);
+          const PowerGroupIndex::PowerShortNodes visit = CountByVisit(l, type, least, need);
           ASSERT_EQ(kept.rack_short, visit.rack_short) << "ask " << asks << " need " << need << " least " << least;
           ASSERT_EQ(kept.chain_short, visit.chain_short) << "ask " << asks << " need " << need << " least " << least;
           ASSERT_EQ(kept.powered, visit.powered) << "ask " << asks << " need " << need << " least " << least;
           ++asks;
         }
       }
-      ASSERT_GT(asks, PlacementIndexes::kAsksBeforePowerOrder);
+      ASSERT_GT(asks, PowerGroupIndex::kAsksBeforePowerOrder);
       ASSERT_TRUE(l.CheckInvariants().ok()) << l.CheckInvariants();
       // The next state: a placement (most often), a release, a node's health, a rack's cap.
       const int change = pick(0, 9);
