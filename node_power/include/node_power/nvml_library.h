@@ -20,9 +20,9 @@ inline constexpr char kDefaultNvmlLibrary[] = "libnvidia-ml.so.1";
 // nvmlInit_v2 (or, in an NVML without it, nvmlInit). The returned object calls nvmlShutdown and unloads the library
 // when destroyed. Unavailable if the library cannot be loaded or lacks a function the power limits need (init,
 // shutdown, count, handle by index, limit constraints, get and set limit); the NVML error of init otherwise.
-// Without nvmlErrorString, errors carry the API reference's words for the common codes; without nvmlDeviceGetPowerManagementDefaultLimit,
-// default_mw is 0; without nvmlDeviceGetHandleByUUID (or nvmlDeviceGetIndex) or nvmlDeviceGetPowerUsage,
-// IndexOfUuid or PowerUsage is Unimplemented, naming what is missing.
+// Without nvmlErrorString, errors carry the API reference's words for the common codes; without
+// nvmlDeviceGetPowerManagementDefaultLimit, default_mw is 0; without nvmlDeviceGetHandleByUUID (or nvmlDeviceGetIndex)
+// or nvmlDeviceGetPowerUsage, IndexOfUuid or PowerUsage is Unimplemented, naming what is missing.
 absl::StatusOr<std::unique_ptr<GpuPowerControl>> OpenNvml(const std::string& library_path = kDefaultNvmlLibrary);
 
 }  // namespace rackwise::node_power
