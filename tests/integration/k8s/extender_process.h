@@ -1,20 +1,19 @@
-// The real rackwise-extender binary as a child process, for tests of the process itself (peak memory, command
-// line, restarts). Started with port 0 (`--listen 127.0.0.1:0`, and `--grpc-listen 127.0.0.1:0` when it serves
-// gRPC), the ports it bound are read from its log: no port is picked by the test and lost to another process.
+// The real rackwise-extender binary as a child process (rackwise/testing/child_process.h), for tests of the process
+// itself (peak memory, command line, restarts). Started with port 0 (`--listen 127.0.0.1:0`, and `--grpc-listen
+// 127.0.0.1:0` when it serves gRPC), the ports it bound are read from its log: no port is picked by the test and
+// lost to another process.
 #pragma once
 
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "rackwise/testing/child_process.h"
@@ -25,26 +24,20 @@ class ExtenderProcess {
  public:
   ~ExtenderProcess() { Kill(); }
 
-  // Starts `binary args...` with stderr into `log_path`; waits for "extender verbs on http(s)://host:PORT" and,
-  // with a non-empty --grpc-listen among the args, "gRPC rackwise.v1.Placement on port PORT". Returns "" on success,
-  // else why (the log included).
+  // Starts `binary args...` with its output into `log_path` (emptied first: a restart's ports are read from its
+  // own lines); waits for "extender verbs on http(s)://host:PORT" and, with a non-empty --grpc-listen among the
+  // args, "gRPC rackwise.v1.Placement on port PORT". Returns "" on success, else why (the log included).
   std::string Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
-    log_path_ = log_path;
+    Kill();
+    std::ofstream(log_path, std::ios::trunc);
+    child_ = std::make_unique<rackwise::testing::ChildProcess>("rackwise-extender", log_path);
     port_ = grpc_port_ = 0;
     const auto grpc_flag = std::find(args.begin(), args.end(), "--grpc-listen");
     const bool grpc = grpc_flag != args.end() && grpc_flag + 1 != args.end() && !grpc_flag[1].empty();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::FILE* log = std::freopen(log_path.c_str(), "w", stderr);
-      (void)log;
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(binary.c_str()));
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(binary.c_str(), argv.data());
-      std::_Exit(127);
-    }
-    const std::string why = rackwise::testing::WaitFor(
+    std::vector<std::string> argv = {binary};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (!child_->Spawn(argv)) return "cannot fork for " + binary;
+    return rackwise::testing::WaitFor(
         "rackwise-extender to listen",
         [&] {
           const std::string log = Log();
@@ -52,14 +45,7 @@ class ExtenderProcess {
           if (grpc && grpc_port_ == 0) grpc_port_ = PortAfter(log, "gRPC rackwise.v1.Placement on port ");
           return port_ != 0 && (!grpc || grpc_port_ != 0);
         },
-        std::chrono::seconds(60),
-        [&]() -> std::string {
-          int status = 0;
-          if (::waitpid(pid_, &status, WNOHANG) != pid_) return "";
-          pid_ = -1;
-          return "it exited at start-up (status " + std::to_string(status) + ")";
-        });
-    return why.empty() ? "" : why + ":\n" + Log();
+        {child_.get()}, std::chrono::seconds(60));
   }
 
   // Runs `binary args...` to completion; returns its exit status and fills *output with stdout+stderr.
@@ -76,37 +62,25 @@ class ExtenderProcess {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
-  bool Alive() {
-    int status = 0;
-    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
-  }
+  bool Alive() { return child_ && child_->Running(); }
   // A field of /proc/<pid>/status in kB (VmHWM: peak resident memory), or -1.
   long StatusKb(const std::string& field) const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::ifstream in("/proc/" + std::to_string(pid()) + "/status");
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
     }
     return -1;
   }
-  std::string Log() const {
-    std::ifstream in(log_path_);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  std::string Log() const { return child_ ? child_->Log() : ""; }
   void Kill() { Stop(SIGTERM); }
   // SIGKILL: the process ends where it is, nothing flushed on the way out (a crash, for restart tests).
   void Crash() { Stop(SIGKILL); }
   void Stop(int signal) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, signal);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
+    if (child_) child_->SignalAndWait(signal);
   }
   int port() const { return port_; }
   int grpc_port() const { return grpc_port_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_ ? child_->pid() : -1; }
 
  private:
   // The port the whole line starting with `marker` names: a URL's ("http://host:PORT") or the number right after
@@ -121,9 +95,8 @@ class ExtenderProcess {
     return std::atoi(rest.c_str());
   }
 
-  pid_t pid_ = -1;
+  std::unique_ptr<rackwise::testing::ChildProcess> child_;
   int port_ = 0, grpc_port_ = 0;
-  std::string log_path_;
 };
 
 }  // namespace rackwise::k8s::testing

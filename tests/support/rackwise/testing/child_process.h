@@ -74,14 +74,18 @@ class ChildProcess {
   }
   // Sends `signal`; SIGKILL also waits for the end (a SIGTERM'd child is reaped by Running or the destructor).
   void Signal(int signal) {
+    if (signal == SIGKILL) return SignalAndWait(signal);
+    if (pid_ > 0) ::kill(pid_, signal);
+  }
+  // Sends `signal` and waits for the child to end.
+  void SignalAndWait(int signal) {
     if (pid_ <= 0) return;
     ::kill(pid_, signal);
-    if (signal == SIGKILL) {
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
   }
+  pid_t pid() const { return pid_; }
   std::string Log() const {
     std::ifstream in(log_path_);
     std::ostringstream s;
