@@ -32,7 +32,7 @@ constexpr nvmlReturn_t kNvmlErrorGpuIsLost = 15;
 struct NvmlFunctions {
   nvmlReturn_t (*init)();
   nvmlReturn_t (*shutdown)();
-  const char* (*error_string)(nvmlReturn_t);  // optional: "NVML error <code>" without it
+  const char* (*error_string)(nvmlReturn_t);  // optional: WordsOf has the API reference's words without it
   nvmlReturn_t (*device_get_count)(unsigned int*);
   nvmlReturn_t (*device_get_handle_by_index)(unsigned int, nvmlDevice_t*);
   nvmlReturn_t (*device_get_handle_by_uuid)(const char*, nvmlDevice_t*);  // optional, with device_get_index
