@@ -167,9 +167,9 @@ bool RackwiseSelect::SkipNodesWithoutProlog(job_record_t* job, bitstr_t* bitmap)
   return false;
 }
 
-bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
+bool RackwiseSelect::AdmitLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
   std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
-  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge
+  if (!allocation) return true;  // no GPUs on described nodes: nothing to charge or reserve
   CountAsPlacedLocked(&*allocation);
   const std::string id = allocation->id;
   allocation->id = "probe/" + id;
@@ -182,16 +182,9 @@ bool RackwiseSelect::PowerFits(const job_record_t* job, const bitstr_t* nodes, s
   // What the job may start on, for the judgement at its start (CommitJobLocked).
   allocation->id = id;
   if (approved_.size() >= kMaxApprovals) approved_.clear();  // only unstarted jobs' leftovers can pile up
-  approved_.insert_or_assign(job->job_id, *std::move(allocation));
-  return true;
-}
-
-bool RackwiseSelect::ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why) {
-  if (!shared_.active()) return true;
-  std::optional<Allocation> allocation = SelectedGpus(job, nodes, *model_, gpu_plugin_id_);
-  if (!allocation) return true;  // no GPUs on described nodes: nothing to reserve
-  CountAsPlacedLocked(&*allocation);
-  return shared_.ReserveLocked(job->job_id, *allocation, why);
+  const Allocation& approved = approved_.insert_or_assign(job->job_id, *std::move(allocation)).first->second;
+  // The shared ledger has the last word (no-op without one).
+  return !shared_.active() || shared_.ReserveLocked(job->job_id, approved, why);
 }
 
 void RackwiseSelect::CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request) {
@@ -235,7 +228,7 @@ int RackwiseSelect::RunNow(job_record_t* job, bitstr_t* bitmap, uint32_t min_nod
     int rc =
         InnerTest(job, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, tail);
     if (rc != SLURM_SUCCESS) return rc;
-    if (PowerFits(job, bitmap, &power_why) && ReserveSharedLocked(job, bitmap, &power_why)) return SLURM_SUCCESS;
+    if (AdmitLocked(job, bitmap, &power_why)) return SLURM_SUCCESS;
     SetPendingReason(job, power_why + shared_.NoteLocked());
     return SLURM_ERROR;
   }
@@ -332,7 +325,7 @@ int RackwiseSelect::PlaceAsDecidedLocked(job_record_t* job, bitstr_t* bitmap, ui
       // imposed, else cons_tres's own split, which is checked against the usable caps like any other.
       const bool exact = t == 0 && ApplyCoreDecision(job, decision, candidate, *model_, gpu_plugin_id_);
       // The shared ledger has the last word: what it refuses is tried in the next tier, like a local cap.
-      if (PowerFits(job, candidate, &power_why) && ReserveSharedLocked(job, candidate, &power_why)) {
+      if (AdmitLocked(job, candidate, &power_why)) {
         bit_copybits(bitmap, candidate);
         FREE_NULL_BITMAP(candidate);
         debug("rackwise: JobId=%u placed from preference tier %zu%s", job->job_id, t,

@@ -98,14 +98,16 @@ class RackwiseSelect {
              uint16_t mode, SlurmList preemptee_candidates, SlurmList* preemptee_job_list, const JobTestTail& tail,
              const GpuAsk& ask);
   // RUN_NOW once the core decided: cons_tres is offered the core's fallback node sets for `decision`, most
-  // preferred first, and the first pick that passes the usable caps (PowerFits) and the shared ledger is the job's.
+  // preferred first, and the first pick admitted (AdmitLocked) is the job's.
   int PlaceAsDecidedLocked(job_record_t* job, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                            uint32_t req_nodes, uint16_t mode, SlurmList preemptee_candidates,
                            SlurmList* preemptee_job_list, const JobTestTail& tail, const PlacementRequest& request,
                            const PlacementDecision& decision);
-  // The final power check of what Slurm will really start (the GPUs cons_tres selected on `nodes`), against the
-  // usable caps (the policy's reserve kept free); what passes is remembered for the judgement at the job's start.
-  bool PowerFits(const job_record_t* job, const bitstr_t* nodes, std::string* why);
+  // The final power check of what Slurm will really start (the GPUs cons_tres selected on `nodes`, as counted):
+  // within the usable caps (the policy's reserve kept free), remembered for the judgement at the job's start, then
+  // reserved through the shared ledger when there is one. False, with `why`, when a cap or the shared ledger (in
+  // fallback, the guaranteed slice) refuses.
+  bool AdmitLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   // policy.oversubscribe_pct: the core's CountOversubscribed with this face's telemetry state; `request` then asks
   // for the counted watts, and the job is remembered (declared and counted) until it is gone.
   void CountOversubscribedLocked(const job_record_t* job, PlacementRequest* request);
@@ -130,9 +132,6 @@ class RackwiseSelect {
   // A job that started outside its placement over a usable cap (StartVerdict::kOutsidePlacement): logged, and
   // requeued so that the core places it again.
   void TakeOffOutsidePlacementLocked(const job_record_t* job, const absl::Status& why);
-  // Reserves the GPUs Slurm will give `job` on `nodes`, as counted, through the shared ledger (no-op without one).
-  // False, with `why`, when the ledger (or, in fallback, the guaranteed slice) refuses.
-  bool ReserveSharedLocked(const job_record_t* job, const bitstr_t* nodes, std::string* why);
   // Releases job `id` from the ledger (and the shared ledger, if any).
   void ReleaseJobLocked(const std::string& id);
 
@@ -163,7 +162,7 @@ class RackwiseSelect {
   uint32_t gpu_plugin_id_ = 0;
   PendingReasons reasons_;
   RecentDepartures departures_;
-  // job id -> the GPUs its last RUN_NOW test let through (PowerFits); judged against what starts (CommitJobLocked)
+  // job id -> the GPUs its last RUN_NOW test let through (AdmitLocked); judged against what starts (CommitJobLocked)
   absl::flat_hash_map<uint32_t, Allocation> approved_;
   JobPreemption preemption_;  // the jobs waiting for the jobs preempted for them
   static constexpr size_t kMaxApprovals = 100000;

@@ -16,7 +16,7 @@
 namespace rackwise::slurm {
 namespace {
 
-// The ids of PowerFits' probes (never committed, but never an owner either).
+// The ids of AdmitLocked's probes (never committed, but never an owner either).
 constexpr std::string_view kProbePrefix = "probe/";
 
 // A bounded wait for the plugin's mutex, so that a stopping face never waits on a busy slurmctld for long.
