@@ -18,6 +18,15 @@
 namespace rackwise::k8s {
 namespace {
 
+// Where other controllers say which group a pod belongs to: the JobSet controller's labels, and the
+// coscheduling plugin's PodGroup label (its current name and its older one) and minimum member count.
+constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
+constexpr char kJobSetReplicatedJobLabel[] = "jobset.sigs.k8s.io/replicatedjob-name";
+constexpr char kJobSetReplicasLabel[] = "jobset.sigs.k8s.io/replicatedjob-replicas";
+constexpr char kPodGroupLabel[] = "scheduling.x-k8s.io/pod-group";
+constexpr char kPodGroupLegacyLabel[] = "pod-group.scheduling.sigs.k8s.io";
+constexpr char kPodGroupMinMemberKey[] = "scheduling.x-k8s.io/min-member";
+
 // The value under `key` in metadata.annotations, else metadata.labels; "" when in neither.
 std::string MetaValue(const Json& meta, absl::string_view key, bool annotations_first = true) {
   const char* order[2] = {"annotations", "labels"};

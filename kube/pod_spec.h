@@ -30,12 +30,6 @@ inline constexpr char kGpuWattsAnnotation[] = "rackwise.io/gpu-watts";
 inline constexpr char kGroupKey[] = "rackwise.io/group";
 inline constexpr char kGroupSizeKey[] = "rackwise.io/group-size";
 inline constexpr char kPodsPerJobKey[] = "rackwise.io/pods-per-job";
-inline constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
-inline constexpr char kJobSetReplicatedJobLabel[] = "jobset.sigs.k8s.io/replicatedjob-name";
-inline constexpr char kJobSetReplicasLabel[] = "jobset.sigs.k8s.io/replicatedjob-replicas";
-inline constexpr char kPodGroupLabel[] = "scheduling.x-k8s.io/pod-group";
-inline constexpr char kPodGroupLegacyLabel[] = "pod-group.scheduling.sigs.k8s.io";
-inline constexpr char kPodGroupMinMemberKey[] = "scheduling.x-k8s.io/min-member";
 // Groups larger than this are refused as malformed (a guard against "group-size: 1e9").
 inline constexpr int kMaxGroupSize = 100'000;
 

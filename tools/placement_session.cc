@@ -101,16 +101,19 @@ std::string FlagOf(std::string_view message) {
 }  // namespace
 
 std::optional<PlacementRequest> BuildRequest(const JobFlags& job, const Topology& t) {
-  NamedRequest named;
-  named.id = job.id;
-  named.gpus = job.gpus;
-  named.gpus_per_node = job.gpus_per_node;
-  named.watts_per_gpu = job.watts_per_gpu;
-  named.waited_seconds = job.waited_s;
-  if (!job.locality.empty()) named.locality = ParseLocality(job.locality);  // CLI11 checked it is one of the three
-  named.node_type = job.node_type;
-  if (!job.nodes.empty()) named.allowed_nodes.push_back(job.nodes);
-  if (!job.exclude.empty()) named.excluded_nodes.push_back(job.exclude);
+  // An empty hostlist flag means no restriction, not a list holding "".
+  auto hostlists = [](const std::string& flag) {
+    return flag.empty() ? std::vector<std::string>{} : std::vector<std::string>{flag};
+  };
+  const NamedRequest named{.id = job.id,
+                           .gpus = job.gpus,
+                           .gpus_per_node = job.gpus_per_node,
+                           .locality = ParseLocality(job.locality),  // empty: unset; CLI11 checked the rest
+                           .watts_per_gpu = job.watts_per_gpu,
+                           .allowed_nodes = hostlists(job.nodes),
+                           .excluded_nodes = hostlists(job.exclude),
+                           .node_type = job.node_type,
+                           .waited_seconds = job.waited_s};
   absl::StatusOr<PlacementRequest> r = ResolveRequest(t, named);
   if (!r.ok()) {
     std::fprintf(stderr, "rackwise: %s\n", FlagOf(std::string(r.status().message())).c_str());

@@ -23,16 +23,14 @@ struct SplitRun {
 }  // namespace
 
 nlohmann::ordered_json QueueMetricsJson(const SimMetrics& m) {
-  nlohmann::ordered_json j;
-  j["jobs"] = m.jobs;
-  j["completed"] = m.completed;
-  j["rejected"] = m.rejected;
-  j["gpu_hours"] = m.gpu_hours;
-  j["makespan_s"] = m.makespan_s;
-  j["mean_wait_s"] = m.mean_wait_s;
-  j["p95_wait_s"] = m.p95_wait_s;
-  j["gpu_utilization"] = m.gpu_utilization;
-  return j;
+  return {{"jobs", m.jobs},
+          {"completed", m.completed},
+          {"rejected", m.rejected},
+          {"gpu_hours", m.gpu_hours},
+          {"makespan_s", m.makespan_s},
+          {"mean_wait_s", m.mean_wait_s},
+          {"p95_wait_s", m.p95_wait_s},
+          {"gpu_utilization", m.gpu_utilization}};
 }
 
 namespace {

@@ -190,22 +190,29 @@ class StateChecker {
     }
   }
 
+  // How the messages about one such list name it, e.g. {"caps", "cap override", "name", "rack or power domain",
+  // "power_cap_kw", "is overridden twice"}: the list's key, what an entry is, its name's key, what names it may
+  // use, its kW key, and what a repeated name is.
+  struct NamedKwWords {
+    const char *key, *entry, *name_key, *names, *kw_key, *twice;
+  };
+  static constexpr NamedKwWords kCapWords{"caps",         "cap override",       "name", "rack or power domain",
+                                          "power_cap_kw", "is overridden twice"};
+  static constexpr NamedKwWords kMeasuredWords{"measured", "measured draw", "rack",
+                                               "rack",     "measured_kw",   "is listed twice"};
+
   // A list of {name, kW} entries (cap overrides, measured draws): each names one of `known`, once, with a kW
   // figure that `check` accepts.
   struct NamedKwList {
+    const NamedKwWords* words;
     int list_field, name_field, kw_field;  // LineTable indices of the list and of its entries' two fields
-    const char* key;                       // "caps"
-    const char* entry;                     // "cap override"
-    const char* name_key;                  // "name"
-    const char* names;                     // "rack or power domain"
-    const char* kw_key;                    // "power_cap_kw"
-    const char* twice;                     // "is overridden twice"
     const absl::flat_hash_set<std::string>* known;
     absl::Status (*check)(double);
   };
 
   void CheckNamedKw(const NamedKwList& list, int size,
                     absl::FunctionRef<std::pair<const std::string&, double>(int)> entry_at) {
+    const NamedKwWords& words = *list.words;
     absl::flat_hash_map<std::string, int> seen;
     for (int i = 0; i < size; ++i) {
       const auto [name, kw] = entry_at(i);
@@ -214,58 +221,38 @@ class StateChecker {
       if (name.empty()) {
         if (!lines_.Rejected(ref, list.name_field)) {
           Report(lines_.Line(ref),
-                 absl::StrCat(list.key, "[", i, "]: missing '", list.name_key, "' (a ", list.names, ")"));
+                 absl::StrCat(words.key, "[", i, "]: missing '", words.name_key, "' (a ", words.names, ")"));
         }
       } else if (!list.known->contains(name)) {
-        Report(name_line, absl::StrCat(list.entry, ": unknown ", list.names, " '", name, "'"));
+        Report(name_line, absl::StrCat(words.entry, ": unknown ", words.names, " '", name, "'"));
       } else if (auto [it, inserted] = seen.try_emplace(name, i); !inserted) {
-        Report(name_line, absl::StrCat(list.entry, ": '", name, "' ", list.twice, " (first on line ",
+        Report(name_line, absl::StrCat(words.entry, ": '", name, "' ", words.twice, " (first on line ",
                                        lines_.Line(lines_.Child(lines_.Root(), list.list_field, it->second)), ")"));
       }
       const int kw_line = lines_.FieldLine(ref, list.kw_field);
       if (!lines_.Has(ref, list.kw_field)) {
-        Report(lines_.Line(ref), absl::StrCat(list.entry, " '", name, "': missing '", list.kw_key, "'"));
+        Report(lines_.Line(ref), absl::StrCat(words.entry, " '", name, "': missing '", words.kw_key, "'"));
       } else if (!std::isfinite(kw) || kw < 0) {
-        Report(kw_line, absl::StrCat(list.entry, " '", name, "': ", list.kw_key,
+        Report(kw_line, absl::StrCat(words.entry, " '", name, "': ", words.kw_key,
                                      " must be a finite number, not negative, got ", kw));
       } else if (absl::Status bad = list.check(kw); !bad.ok()) {
-        Report(kw_line, absl::StrCat(list.entry, " '", name, "': ", bad.message()));
+        Report(kw_line, absl::StrCat(words.entry, " '", name, "': ", bad.message()));
       }
     }
   }
 
   void CheckCaps() {
-    const NamedKwList caps{.list_field = f_.caps,
-                           .name_field = f_.cap_name,
-                           .kw_field = f_.cap_kw,
-                           .key = "caps",
-                           .entry = "cap override",
-                           .name_key = "name",
-                           .names = "rack or power domain",
-                           .kw_key = "power_cap_kw",
-                           .twice = "is overridden twice",
-                           .known = &cap_names_,
-                           .check = &CheckCapKw};
-    CheckNamedKw(caps, s_.caps_size(), [&](int i) -> std::pair<const std::string&, double> {
-      return {s_.caps(i).name(), s_.caps(i).power_cap_kw()};
-    });
+    CheckNamedKw({&kCapWords, f_.caps, f_.cap_name, f_.cap_kw, &cap_names_, &CheckCapKw}, s_.caps_size(),
+                 [&](int i) -> std::pair<const std::string&, double> {
+                   return {s_.caps(i).name(), s_.caps(i).power_cap_kw()};
+                 });
   }
 
   void CheckMeasured() {
-    const NamedKwList measured{.list_field = f_.measured,
-                               .name_field = f_.reading_rack,
-                               .kw_field = f_.reading_kw,
-                               .key = "measured",
-                               .entry = "measured draw",
-                               .name_key = "rack",
-                               .names = "rack",
-                               .kw_key = "measured_kw",
-                               .twice = "is listed twice",
-                               .known = &rack_names_,
-                               .check = &CheckMeasuredKw};
-    CheckNamedKw(measured, s_.measured_size(), [&](int i) -> std::pair<const std::string&, double> {
-      return {s_.measured(i).rack(), s_.measured(i).measured_kw()};
-    });
+    CheckNamedKw({&kMeasuredWords, f_.measured, f_.reading_rack, f_.reading_kw, &rack_names_, &CheckMeasuredKw},
+                 s_.measured_size(), [&](int i) -> std::pair<const std::string&, double> {
+                   return {s_.measured(i).rack(), s_.measured(i).measured_kw()};
+                 });
     if (absl::Status bad = CheckReclaimPct(s_.measured_reclaim_pct()); !bad.ok())
       Report(lines_.FieldLine(lines_.Root(), f_.reclaim), absl::StrCat("measured_reclaim_pct ", bad.message()));
   }

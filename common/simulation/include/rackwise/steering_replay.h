@@ -63,16 +63,14 @@ struct SteeringReplayJob {
 std::vector<SteeringReplayJob> GenerateSteeringWorkload(const Topology& topology, int count, uint64_t seed);
 
 struct SteeringReplayReport {
-  double work_gpu_hours = 0;
-  double energy_mwh = 0;
-  double gpu_hours_per_mwh = 0;
-  int started = 0;
-  int completed = 0;
-  int requeued = 0;
-  int excursions = 0;  // runs of seconds above a cap, over every rack and power domain
-  double excursion_s = 0;
-  double longest_excursion_s = 0;
-  double excursion_kws = 0;  // kW x s above the caps, by the real draw
+  // The work done (GPU-hours at full speed), the energy it took, and their ratio.
+  double work_gpu_hours = 0, energy_mwh = 0, gpu_hours_per_mwh = 0;
+  // Jobs that started, that ran to their end, and that were requeued.
+  int started = 0, completed = 0, requeued = 0;
+  // Runs of seconds above a cap, over every rack and power domain: how many, their seconds in all, the longest,
+  // and kW x s above the caps by the real draw.
+  int excursions = 0;
+  double excursion_s = 0, longest_excursion_s = 0, excursion_kws = 0;
   double mean_running_gpus = 0;
   double mean_held_jobs = 0;  // running jobs held below their declared watts, averaged over telemetry rounds
 };
