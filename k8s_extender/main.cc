@@ -47,74 +47,97 @@ struct ExtenderFlags {
   HttpServerOptions http;  // the limits set here; host, port, TLS and mode are filled in when the server starts
 };
 
-// What to serve, where, and with which credentials.
-void AddEndpointFlags(CLI::App& app, ExtenderFlags* f) {
-  app.add_option("--cluster", f->cluster, "cluster description (rackwise.yaml)")->required();
-  app.add_option("--state-file", f->state_file,
-                 "where caps, health and allocations set over gRPC are saved and read back after a restart "
-                 "(default: beside --cluster, NAME.state.yaml)");
-  app.add_option("--listen", f->listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
-  app.add_option("--grpc-listen", f->grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
-  app.add_option("--metrics-listen", f->metrics_listen,
-                 "HOST:PORT serving only /healthz, /readyz, /metrics over plain HTTP, for probes and Prometheus "
-                 "when the verbs need client certificates (empty: off)");
-  app.add_option("--kubeconfig", f->kubeconfig, "kubeconfig file (default: in-cluster credentials, else standalone)");
-  app.add_option("--tls-cert", f->tls_cert, "serve HTTPS with this certificate (PEM)");
-  app.add_option("--tls-key", f->tls_key, "... and this key (PEM)");
-  app.add_option("--client-ca", f->client_ca,
-                 "require HTTPS clients (kube-scheduler) to present a cert signed by this CA");
-  app.add_option("--grpc-tls-cert", f->grpc_cert, "TLS certificate for the gRPC port");
-  app.add_option("--grpc-tls-key", f->grpc_key, "TLS key for the gRPC port");
-  app.add_option("--grpc-admin-ca", f->grpc_admin_ca,
-                 "client certificates signed by this CA are admins (needs gRPC TLS)");
-  app.add_option("--grpc-admin-cn", f->admin_cns, "limit admin client certificates to these common names");
-  app.add_option("--admin-token-file", f->admin_token_file, "bearer token that makes a gRPC caller an admin");
+// How much the HTTP server of the verbs holds at once, and for how long (two sections of --help).
+void AddHttpLimitFlags(CLI::App& app, HttpServerOptions* http) {
+  CLI::Option_group* requests = app.add_option_group("HTTP requests", "how large and how slow a request may be");
+  requests->add_option("--max-body-bytes", http->max_body_bytes, "largest request body accepted (413 beyond)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 32));
+  requests
+      ->add_option("--body-budget-bytes", http->body_budget_bytes,
+                   "request bytes held at once; later large bodies wait their turn (503 after the request timeout)")
+      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
+  requests
+      ->add_option("--request-timeout-ms", http->request_timeout_ms,
+                   "a request must arrive whole this long after its first byte (408 beyond)")
+      ->check(CLI::Range(100, 600000));
+  requests->add_option("--idle-timeout-ms", http->idle_timeout_ms, "close a keep-alive connection idle this long")
+      ->check(CLI::Range(1000, 3600000));
+
+  CLI::Option_group* capacity = app.add_option_group("HTTP connections and threads");
+  capacity
+      ->add_option("--max-connections", http->max_connections,
+                   "open HTTP connections; when full the longest-idle one is closed for a newcomer")
+      ->check(CLI::Range(8, 65536));
+  capacity
+      ->add_option("--threads", http->threads,
+                   "HTTP I/O threads (no connection holds one while it waits; default: one per core)")
+      ->check(CLI::Range(1, 256));
+  capacity
+      ->add_option("--bind-threads", http->blocking_threads,
+                   "worker threads for binds (they wait on the API server) and bodies of 1 MiB or more (default 4)")
+      ->check(CLI::Range(1, 256));
 }
 
-// How the service behaves and how much the HTTP server holds at once.
+// What to serve, where, and with which credentials (two sections of --help).
+void AddEndpointFlags(CLI::App& app, ExtenderFlags* f) {
+  CLI::Option_group* serving = app.add_option_group("Serving", "what to serve and where");
+  serving->add_option("--cluster", f->cluster, "cluster description (rackwise.yaml)")->required();
+  serving->add_option("--state-file", f->state_file,
+                      "where caps, health and allocations set over gRPC are saved and read back after a restart "
+                      "(default: beside --cluster, NAME.state.yaml)");
+  serving->add_option("--listen", f->listen, "HOST:PORT for the extender verbs, /healthz, /readyz, /metrics");
+  serving->add_option("--grpc-listen", f->grpc_listen, "HOST:PORT for rackwise.v1.Placement (empty: off)");
+  serving->add_option("--metrics-listen", f->metrics_listen,
+                      "HOST:PORT serving only /healthz, /readyz, /metrics over plain HTTP, for probes and "
+                      "Prometheus when the verbs need client certificates (empty: off)");
+  serving->add_option("--kubeconfig", f->kubeconfig,
+                      "kubeconfig file (default: in-cluster credentials, else standalone)");
+
+  CLI::Option_group* tls = app.add_option_group("TLS and admins", "HTTPS for the verbs; TLS and admins for gRPC");
+  tls->add_option("--tls-cert", f->tls_cert, "serve HTTPS with this certificate (PEM)");
+  tls->add_option("--tls-key", f->tls_key, "... and this key (PEM)");
+  tls->add_option("--client-ca", f->client_ca,
+                  "require HTTPS clients (kube-scheduler) to present a cert signed by this CA");
+  tls->add_option("--grpc-tls-cert", f->grpc_cert, "TLS certificate for the gRPC port");
+  tls->add_option("--grpc-tls-key", f->grpc_key, "TLS key for the gRPC port");
+  tls->add_option("--grpc-admin-ca", f->grpc_admin_ca,
+                  "client certificates signed by this CA are admins (needs gRPC TLS)");
+  tls->add_option("--grpc-admin-cn", f->admin_cns, "limit admin client certificates to these common names");
+  tls->add_option("--admin-token-file", f->admin_token_file, "bearer token that makes a gRPC caller an admin");
+}
+
+// How the service behaves, what it reads from the API server, and how much the HTTP server holds at once (three
+// sections of --help).
 void AddTuningFlags(CLI::App& app, ExtenderFlags* f) {
-  HttpServerOptions& http = f->http;
-  app.add_option("--log-level", f->log_level,
-                 "info: start-up, sync and errors; debug: also one line per filter and bind")
+  CLI::Option_group* behaviour = app.add_option_group("Behaviour", "logging, gangs and what counts as a GPU");
+  behaviour
+      ->add_option("--log-level", f->log_level,
+                   "info: start-up, sync and errors; debug: also one line per filter and bind")
       ->check(CLI::IsMember({"info", "debug"}));
-  app.add_option("--reservation-ttl", f->reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
+  behaviour->add_option("--reservation-ttl", f->reservation_ttl_s, "seconds a gang reservation keeps unbound slots")
       ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--gang-arrival", f->gang_arrival_s,
-                 "seconds a group still short of its pods keeps unbound slots after its last new pod was seen")
+  behaviour
+      ->add_option("--gang-arrival", f->gang_arrival_s,
+                   "seconds a group still short of its pods keeps unbound slots after its last new pod was seen")
       ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--candidate-cache", f->candidate_cache,
-                 "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
+  behaviour
+      ->add_option("--candidate-cache", f->candidate_cache,
+                   "candidate node lists remembered by their bytes, so a repeated list is not decoded again (0: off)")
       ->check(CLI::Range(0, 1024));
-  app.add_option("--gpu-device-classes", f->gpu_device_classes,
-                 "DRA device classes whose devices are whole GPUs, counted like nvidia.com/gpu (DeviceClasses with "
-                 "extendedResourceName nvidia.com/gpu count too)")
+  behaviour
+      ->add_option("--gpu-device-classes", f->gpu_device_classes,
+                   "DRA device classes whose devices are whole GPUs, counted like nvidia.com/gpu (DeviceClasses "
+                   "with extendedResourceName nvidia.com/gpu count too)")
       ->delimiter(',');
-  app.add_flag("--dra,!--no-dra", f->dra,
-               "read ResourceClaims, templates, ResourceSlices, DeviceClasses, ComputeDomains and Workload API pod "
-               "groups from the API server (APIs it does not serve count as empty)");
-  app.add_option("--pod-group-version", f->pod_group_version,
-                 "scheduling.k8s.io version whose PodGroup objects give Workload API gang sizes (Kubernetes 1.36: "
-                 "v1alpha2; 1.37: v1beta1 or v1alpha3)")
+  behaviour->add_flag("--dra,!--no-dra", f->dra,
+                      "read ResourceClaims, templates, ResourceSlices, DeviceClasses, ComputeDomains and Workload "
+                      "API pod groups from the API server (APIs it does not serve count as empty)");
+  behaviour
+      ->add_option("--pod-group-version", f->pod_group_version,
+                   "scheduling.k8s.io version whose PodGroup objects give Workload API gang sizes (Kubernetes "
+                   "1.36: v1alpha2; 1.37: v1beta1 or v1alpha3)")
       ->check(CLI::IsMember({"v1alpha2", "v1alpha3", "v1beta1"}));
-  app.add_option("--max-body-bytes", http.max_body_bytes, "largest request body accepted (413 beyond)")
-      ->check(CLI::Range(size_t{1024}, size_t{1} << 32));
-  app.add_option("--body-budget-bytes", http.body_budget_bytes,
-                 "request bytes held at once; later large bodies wait their turn (503 after the request timeout)")
-      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
-  app.add_option("--max-connections", http.max_connections,
-                 "open HTTP connections; when full the longest-idle one is closed for a newcomer")
-      ->check(CLI::Range(8, 65536));
-  app.add_option("--threads", http.threads,
-                 "HTTP I/O threads (no connection holds one while it waits; default: one per core)")
-      ->check(CLI::Range(1, 256));
-  app.add_option("--bind-threads", http.blocking_threads,
-                 "worker threads for binds (they wait on the API server) and bodies of 1 MiB or more (default 4)")
-      ->check(CLI::Range(1, 256));
-  app.add_option("--request-timeout-ms", http.request_timeout_ms,
-                 "a request must arrive whole this long after its first byte (408 beyond)")
-      ->check(CLI::Range(100, 600000));
-  app.add_option("--idle-timeout-ms", http.idle_timeout_ms, "close a keep-alive connection idle this long")
-      ->check(CLI::Range(1000, 3600000));
+  AddHttpLimitFlags(app, &f->http);
 }
 
 // The API-server client, or null in standalone mode (no credentials found); false (logged) when the
