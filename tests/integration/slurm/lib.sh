@@ -535,10 +535,36 @@ rw_wait_samples() {
   rw_wait_for 60 rw_samples_at_least $(($(rw_samples_taken) + $1)) || rw_fail "the sampler took no sample in 60 s"
 }
 
+# --- etcd, for the shared ledger ----------------------------------------------------------------------------------
+# rw_start_etcd CLIENT_URL PEER_PORT LOG: a single-member etcd on loopback, its data under $RW_TMP/etcd and its
+# output in LOG. Sets RW_ETCD_PID (the test stops it) and waits until it answers /health; 1 (log printed) when it
+# does not.
+rw_start_etcd() {
+  local url=$1 peer=http://127.0.0.1:$2 log=$3
+  /usr/bin/etcd --name default --data-dir "$RW_TMP/etcd" --listen-client-urls "$url" --advertise-client-urls "$url" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "default=$peer" >"$log" 2>&1 &
+  RW_ETCD_PID=$!
+  rw_wait_for 30 curl -sf "$url/health" -o /dev/null && return 0
+  rw_fail "etcd did not start"
+  tail "$log" >&2
+  return 1
+}
+
+# rw_enforce_limits YAML: appends power enforcement to YAML with each node's NVML stand-in and state directory
+# under $RW_TMP/nvml/NODE (%n is the node's name; the test puts the library there).
+rw_enforce_limits() {
+  cat >>"$1" <<YAML
+power_enforcement:
+  mode: enforce
+  nvml_library: $RW_TMP/nvml/%n/libnvidia-ml.so.1
+  state_dir: $RW_TMP/nvml/%n
+YAML
+}
+
 # --- measured power: a DCGM exporter's page and the real Prometheus scraping it ---------------------------------
 # rw_start_prometheus WORK PAGE_PORT PROM_PORT: serves WORK/dcgm.prom (the page the test writes) on PAGE_PORT with
 # RW_METRICS_PAGE and starts the real Prometheus on PROM_PORT scraping it every second (logs in WORK). Sets
-# RW_PAGE_PID and RW_PROM_PID; the test stops them. Waits until Prometheus has the target up; 1 (logs printed)
+# RW_PAGE_PID and RW_PROM_PID (before it waits; the test stops them). Waits until Prometheus has the target up; 1 (logs printed)
 # when it does not come up.
 rw_start_prometheus() {
   local work=$1 page_port=$2 prom_port=$3
@@ -559,6 +585,19 @@ YML
     cat "$work/prometheus.log" "$work/page.log" >&2
     return 1
   fi
+}
+# rw_add_telemetry YAML INTERVAL_S STALE_AFTER_S ON_OVERDRAW: appends measured power from the Prometheus that
+# rw_start_prometheus started (DCGM's GPU power summed by node) to YAML.
+rw_add_telemetry() {
+  cat >>"$1" <<YAML
+telemetry:
+  prometheus_url: http://127.0.0.1:$RW_PROM_PORT
+  node_power_query: sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)
+  node_label: Hostname
+  interval_s: $2
+  stale_after_s: $3
+  on_overdraw: $4
+YAML
 }
 rw_prom_target_up() { [[ $(rw_prom_query 'up{job="dcgm"}') == 1 ]]; }
 # rw_prom_query PROMQL: the first value of an instant query (empty when the vector is empty).

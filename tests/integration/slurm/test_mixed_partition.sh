@@ -22,12 +22,7 @@ rw_require
 RW_EXTRA_CONF=$'PrologFlags=Alloc\nMinJobAge=3600' RW_SPANK=required rw_setup select/rackwise_cons_tres \
   "$here/mixed_cluster.yaml"
 yaml=$RW_TMP/etc/rackwise.yaml
-cat >>"$yaml" <<YAML
-power_enforcement:
-  mode: enforce
-  nvml_library: $RW_TMP/nvml/%n/libnvidia-ml.so.1
-  state_dir: $RW_TMP/nvml/%n
-YAML
+rw_enforce_limits "$yaml"
 # Boards: HGX 200-700 W, GB200 200-1,200 W, each at its maximum, as the NVML stand-in reports them.
 board_max() { [[ $1 == nvl* ]] && echo 1200000 || echo 700000; }
 for n in "${RW_NODES[@]}"; do

@@ -45,15 +45,15 @@ rw_ledger_identities slurmctld-rwtest=slurm/rwtest/ rackwise-extender=k8s/ obser
 cp "$RW_TMP/etc/rackwise.yaml" "$RW_TMP/etc/rackwise-extender.yaml"
 rw_ledger_token "$RW_TMP/etc/rackwise.yaml" slurmctld-rwtest
 rw_ledger_token "$RW_TMP/etc/rackwise-extender.yaml" rackwise-extender
-etcd_pid="" api_pid="" api_url="" ext_pid="" sampler_pid="" job_stream_pid="" pod_stream_pid=""
+RW_ETCD_PID="" api_pid="" api_url="" ext_pid="" sampler_pid="" job_stream_pid="" pod_stream_pid=""
 LOG=$RW_TMP/log
 
 stop_helpers() {
   local p
   touch "$RW_TMP/stop-streams" "$RW_TMP/stop-sampler"
   for p in $sampler_pid $job_stream_pid $pod_stream_pid; do kill -TERM "$p" 2>/dev/null; done
-  for p in $ext_pid $api_pid ${ledger_pid[a]} ${ledger_pid[b]} $etcd_pid; do kill -TERM "$p" 2>/dev/null; done
-  for p in $sampler_pid $job_stream_pid $pod_stream_pid $ext_pid $api_pid ${ledger_pid[a]} ${ledger_pid[b]} $etcd_pid; do
+  for p in $ext_pid $api_pid ${ledger_pid[a]} ${ledger_pid[b]} $RW_ETCD_PID; do kill -TERM "$p" 2>/dev/null; done
+  for p in $sampler_pid $job_stream_pid $pod_stream_pid $ext_pid $api_pid ${ledger_pid[a]} ${ledger_pid[b]} $RW_ETCD_PID; do
     wait "$p" 2>/dev/null
   done
 }
@@ -69,7 +69,7 @@ rw_check_test_daemons() {
   for who in etcd api ext a b; do
     local pid log
     case $who in
-      etcd) pid=$etcd_pid log=$LOG/etcd.log ;;
+      etcd) pid=$RW_ETCD_PID log=$LOG/etcd.log ;;
       api) pid=$api_pid log=$LOG/apiserver.log ;;
       ext) pid=$ext_pid log=$LOG/extender.log ;;
       *) pid=${ledger_pid[$who]} log=$LOG/ledger-$who.log ;;
@@ -103,12 +103,7 @@ slurm_fallback() { awk '$1 == "rackwise_ledger_fallback" {print $2}' "$RW_TMP/st
 ext_fallback() { curl -sf "$ext_url/metrics" | awk '$1 == "rackwise_ledger_fallback" {print $2}'; }
 faces_shared() { [[ $(slurm_fallback) == 0 && $(ext_fallback) == 0 ]]; }
 
-/usr/bin/etcd --name default --data-dir "$RW_TMP/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls \
-  "$etcd_url" --listen-peer-urls "http://127.0.0.1:$((ports + 1))" --initial-advertise-peer-urls \
-  "http://127.0.0.1:$((ports + 1))" --initial-cluster "default=http://127.0.0.1:$((ports + 1))" \
-  >"$LOG/etcd.log" 2>&1 &
-etcd_pid=$!
-rw_wait_for 30 curl -sf "$etcd_url/health" -o /dev/null || { rw_fail "etcd did not start"; exit 1; }
+rw_start_etcd "$etcd_url" $((ports + 1)) "$LOG/etcd.log" || exit 1
 start_ledger a
 rw_wait_for 30 leads a || { dump "$LOG/ledger-a.log"; rw_fail "replica a did not lead"; exit 1; }
 start_ledger b

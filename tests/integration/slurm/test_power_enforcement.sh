@@ -23,35 +23,13 @@ source "$here/lib.sh"
 rw_require
 [[ -f ${RW_FAKE_NVML:-} ]] || { echo "FAIL: RW_FAKE_NVML (the fake libnvidia-ml.so.1) not set or missing" >&2; exit 1; }
 
-yaml=$(mktemp /tmp/rackwise-enforce.XXXXXX.yaml)
-cat >"$yaml" <<'YAML'
-cluster: enforce
-node_types:
-  - name: hgx-h100
-    gpus: 8
-    nvlink: node
-    gpu_watts: 700
-    node_watts: 10200
-    idle_watts: 2500
-racks:
-  - name: r1
-    type: hgx-h100
-    nodes: gpu[01-03]
-    power_cap_kw: 40
-YAML
 # The prolog runs on every node at allocation.
 # A short credential window (Slurm's minimum is 5 s) keeps the requeue part quick: 20 s + KillWait + 1.
 RW_EXTRA_CONF=$'PrologFlags=Alloc\nAuthInfo=cred_expire=20\nKillWait=5' RW_SPANK=required \
-  rw_setup select/rackwise_cons_tres "$yaml"
-rm -f "$yaml"
+  rw_setup select/rackwise_cons_tres "$here/enforce_cluster.yaml"
 # Each node keeps the last rackwise.yaml it accepted in its own cache directory (several slurmd on one host).
 echo "required ${RW_PLUGIN_DIR}/spank_rackwise.so cache_dir=$RW_TMP/cache/%n" >"$RW_TMP/etc/plugstack.conf"
-cat >>"$RW_TMP/etc/rackwise.yaml" <<YAML
-power_enforcement:
-  mode: enforce
-  nvml_library: $RW_TMP/nvml/%n/libnvidia-ml.so.1
-  state_dir: $RW_TMP/nvml/%n
-YAML
+rw_enforce_limits "$RW_TMP/etc/rackwise.yaml"
 for n in gpu01 gpu02 gpu03; do
   mkdir -p "$RW_TMP/nvml/$n"
   cp "$RW_FAKE_NVML" "$RW_TMP/nvml/$n/libnvidia-ml.so.1"

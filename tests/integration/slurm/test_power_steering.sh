@@ -34,11 +34,11 @@ nodes=(gpu01 gpu02 gpu03 gpu04)
 ports=$(rw_pick_ports 2) || exit 1
 page_port=$ports prom_port=$((ports + 1))
 work=$(mktemp -d /tmp/rackwise-steering.XXXXXX)
-page_pid="" prom_pid="" mirror_pid="" follow_pids=()
+RW_PAGE_PID="" RW_PROM_PID="" mirror_pid="" follow_pids=()
 stop_helpers() {
   local p
-  for p in $mirror_pid $page_pid $prom_pid "${follow_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in $mirror_pid $page_pid $prom_pid "${follow_pids[@]}"; do wait "$p" 2>/dev/null; done
+  for p in $mirror_pid $RW_PAGE_PID $RW_PROM_PID "${follow_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in $mirror_pid $RW_PAGE_PID $RW_PROM_PID "${follow_pids[@]}"; do wait "$p" 2>/dev/null; done
   ((RW_FAILS)) && for n in "${nodes[@]}"; do rw_log "--- follow log of $n:"; tail -15 "$work/follow-$n.log" >&2; done
   rm -rf "$work"
 }
@@ -46,7 +46,7 @@ trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 
 # Prometheus carries every reading: a test without it would only time out (rw_wait_for calls this).
 rw_check_test_daemons() {
-  [[ -z $prom_pid ]] || kill -0 "$prom_pid" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
+  [[ -z $RW_PROM_PID ]] || kill -0 "$RW_PROM_PID" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
 }
 
 # The GPUs' demand per node (watts per GPU); the mirror below turns it into the page, capped by each limit.
@@ -76,41 +76,18 @@ mirror() {
 mirror &
 mirror_pid=$!
 until [[ -s $work/dcgm.prom ]]; do sleep 0.1; done
-rw_start_prometheus "$work" "$page_port" "$prom_port"
-started=$?
-page_pid=$RW_PAGE_PID prom_pid=$RW_PROM_PID
-((started == 0)) || exit 1
+rw_start_prometheus "$work" "$page_port" "$prom_port" || exit 1
 rw_ok "prometheus scrapes the page the fake GPUs draw"
 
 yaml=$work/cluster.yaml
-cat >"$yaml" <<YML
-cluster: steering
-node_types:
-  - name: hgx-h100
-    gpus: 8
-    nvlink: node
-    gpu_watts: 700
-    node_watts: 10200
-    idle_watts: 2500
-racks:
-  - name: h01
-    type: hgx-h100
-    nodes: gpu[01-04]
-    power_cap_kw: 24
+cp "$here/steering_cluster.yaml" "$yaml"
+cat >>"$yaml" <<YML
 power_enforcement:
   mode: enforce
   nvml_library: $work/nvml/%n/libnvidia-ml.so.1
   state_dir: $work/nvml/%n
-telemetry:
-  prometheus_url: http://127.0.0.1:$prom_port
-  node_power_query: sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)
-  node_label: Hostname
-  interval_s: $interval
-  stale_after_s: 15
-  on_overdraw: lower_limits
-policy:
-  oversubscribe_pct: 20
 YML
+rw_add_telemetry "$yaml" "$interval" 15 lower_limits
 RW_EXTRA_CONF=$'PrologFlags=Alloc' RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 echo "required ${RW_PLUGIN_DIR}/spank_rackwise.so cache_dir=$RW_TMP/cache/%n" >"$RW_TMP/etc/plugstack.conf"

@@ -31,11 +31,11 @@ etcd_url=http://127.0.0.1:$ports ledger_addr=127.0.0.1:$((ports + 2))
 sed -i "s/LEDGER_URL/$ledger_addr/" "$RW_TMP/etc/rackwise.yaml"
 rw_ledger_identities slurmctld-rwtest=slurm/rwtest/ kubernetes=k8s/ operator=slurm/rwtest/ || exit 1
 rw_ledger_token "$RW_TMP/etc/rackwise.yaml" slurmctld-rwtest
-etcd_pid="" ledger_pid=""
+RW_ETCD_PID="" ledger_pid=""
 stop_helpers() {
   local p
-  for p in $ledger_pid $etcd_pid; do kill -TERM "$p" 2>/dev/null; done
-  for p in $ledger_pid $etcd_pid; do wait "$p" 2>/dev/null; done
+  for p in $ledger_pid $RW_ETCD_PID; do kill -TERM "$p" 2>/dev/null; done
+  for p in $ledger_pid $RW_ETCD_PID; do wait "$p" 2>/dev/null; done
 }
 # rw_teardown exits with the status it finds in $?: the script's, not stop_helpers'.
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
@@ -52,12 +52,7 @@ start_ledger() {
   rw_wait_for 30 client list >/dev/null 2>&1 || { rw_fail "rackwise-ledger did not serve"; tail "$RW_TMP/log/ledger.log" >&2; exit 1; }
 }
 
-/usr/bin/etcd --name default --data-dir "$RW_TMP/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls \
-  "$etcd_url" --listen-peer-urls "http://127.0.0.1:$((ports + 1))" --initial-advertise-peer-urls \
-  "http://127.0.0.1:$((ports + 1))" --initial-cluster "default=http://127.0.0.1:$((ports + 1))" \
-  >"$RW_TMP/log/etcd.log" 2>&1 &
-etcd_pid=$!
-rw_wait_for 30 curl -sf "$etcd_url/health" -o /dev/null || { rw_fail "etcd did not start"; exit 1; }
+rw_start_etcd "$etcd_url" $((ports + 1)) "$RW_TMP/log/etcd.log" || exit 1
 start_ledger
 rw_start || exit 1
 metrics=$RW_TMP/state/rackwise_ledger.prom

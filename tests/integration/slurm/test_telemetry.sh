@@ -19,11 +19,11 @@ fi
 ports=$(rw_pick_ports 2) || exit 1
 page_port=$ports prom_port=$((ports + 1))
 work=$(mktemp -d /tmp/rackwise-telemetry.XXXXXX)
-page_pid="" prom_pid=""
+RW_PAGE_PID="" RW_PROM_PID=""
 stop_helpers() {
   local p
-  for p in $page_pid $prom_pid; do kill -TERM "$p" 2>/dev/null; done
-  for p in $page_pid $prom_pid; do wait "$p" 2>/dev/null; done
+  for p in $RW_PAGE_PID $RW_PROM_PID; do kill -TERM "$p" 2>/dev/null; done
+  for p in $RW_PAGE_PID $RW_PROM_PID; do wait "$p" 2>/dev/null; done
   rm -rf "$work"
 }
 
@@ -47,30 +47,19 @@ write_page() {
 
 # Prometheus feeds every reading: a test without it would only time out.
 rw_check_test_daemons() {
-  [[ -z $prom_pid ]] || kill -0 "$prom_pid" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
+  [[ -z $RW_PROM_PID ]] || kill -0 "$RW_PROM_PID" 2>/dev/null || { cat "$work/prometheus.log" >&2; rw_die "prometheus died"; }
 }
 
 idle_page=()
 for n in gpu01 gpu02 gpu03 gpu04 gpu05 gpu06 gpu07 gpu08; do idle_page+=("$n" 60); done
 write_page "${idle_page[@]}"
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
-rw_start_prometheus "$work" "$page_port" "$prom_port"
-started=$?
-page_pid=$RW_PAGE_PID prom_pid=$RW_PROM_PID
-((started == 0)) || exit 1
+rw_start_prometheus "$work" "$page_port" "$prom_port" || exit 1
 rw_ok "prometheus scrapes the DCGM page"
 
 yaml=$work/cluster.yaml
 cp "$here/telemetry_cluster.yaml" "$yaml"
-cat >>"$yaml" <<YML
-telemetry:
-  prometheus_url: http://127.0.0.1:$prom_port
-  node_power_query: sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)
-  node_label: Hostname
-  interval_s: 1
-  stale_after_s: 5
-  on_overdraw: requeue_newest
-YML
+rw_add_telemetry "$yaml" 1 5 requeue_newest
 rw_setup select/rackwise_cons_tres "$yaml"
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
 rw_start || exit 1
@@ -113,9 +102,9 @@ rw_wait_for 30 h02_measured && rw_ok "rackwise status on the published state: $(
   rw_fail "rackwise status does not show h02 measured at 27.5 kW: $(h02_row)"
 
 # The exporter goes away: its series go stale in Prometheus, the plugin falls back to estimates and says so.
-kill -TERM "$page_pid" 2>/dev/null
-wait "$page_pid" 2>/dev/null
-page_pid=""
+kill -TERM "$RW_PAGE_PID" 2>/dev/null
+wait "$RW_PAGE_PID" 2>/dev/null
+RW_PAGE_PID=""
 if rw_wait_state "$j" RUNNING 60; then
   rw_ok "with the exporter gone, job $j runs on estimates"
 else
@@ -130,7 +119,7 @@ stale=$(grep -c 'rackwise: telemetry: stale' "$RW_TMP/log/slurmctld.log")
 # the newest job there (k), whose 7.7 kW cover the 2.4 kW excess; j runs on, and nothing more is requeued.
 write_page "${idle_page[@]}"
 "$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
-page_pid=$!
+RW_PAGE_PID=$!
 rw_wait_for 60 rw_prom_target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
 k=$(rw_submit -p h02 --gpus=8)
 rw_wait_state "$k" RUNNING 60 && rw_ok "job $k runs on h02 beside job $j" ||
