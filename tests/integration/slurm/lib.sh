@@ -550,14 +550,15 @@ rw_start_etcd() {
   return 1
 }
 
-# rw_enforce_limits YAML: appends power enforcement to YAML with each node's NVML stand-in and state directory
-# under $RW_TMP/nvml/NODE (%n is the node's name; the test puts the library there).
+# rw_enforce_limits YAML [DIR]: appends power enforcement to YAML with each node's NVML stand-in and state
+# directory under DIR/NODE (default $RW_TMP/nvml; %n is the node's name; the test puts the library there).
 rw_enforce_limits() {
+  local dir=${2:-$RW_TMP/nvml}
   cat >>"$1" <<YAML
 power_enforcement:
   mode: enforce
-  nvml_library: $RW_TMP/nvml/%n/libnvidia-ml.so.1
-  state_dir: $RW_TMP/nvml/%n
+  nvml_library: $dir/%n/libnvidia-ml.so.1
+  state_dir: $dir/%n
 YAML
 }
 

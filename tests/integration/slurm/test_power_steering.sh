@@ -81,12 +81,7 @@ rw_ok "prometheus scrapes the page the fake GPUs draw"
 
 yaml=$work/cluster.yaml
 cp "$here/steering_cluster.yaml" "$yaml"
-cat >>"$yaml" <<YML
-power_enforcement:
-  mode: enforce
-  nvml_library: $work/nvml/%n/libnvidia-ml.so.1
-  state_dir: $work/nvml/%n
-YML
+rw_enforce_limits "$yaml" "$work/nvml"
 rw_add_telemetry "$yaml" "$interval" 15 lower_limits
 RW_EXTRA_CONF=$'PrologFlags=Alloc' RW_SPANK=required rw_setup select/rackwise_cons_tres "$yaml"
 trap 'rc=$?; stop_helpers; (exit $rc); rw_teardown' EXIT
