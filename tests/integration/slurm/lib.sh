@@ -563,14 +563,18 @@ YAML
 }
 
 # --- measured power: a DCGM exporter's page and the real Prometheus scraping it ---------------------------------
-# rw_start_prometheus WORK PAGE_PORT PROM_PORT: serves WORK/dcgm.prom (the page the test writes) on PAGE_PORT with
-# RW_METRICS_PAGE and starts the real Prometheus on PROM_PORT scraping it every second (logs in WORK). Sets
-# RW_PAGE_PID and RW_PROM_PID (before it waits; the test stops them). Waits until Prometheus has the target up; 1 (logs printed)
-# when it does not come up.
+# rw_serve_page WORK PAGE_PORT: serves WORK/dcgm.prom (the page the test writes) on PAGE_PORT with RW_METRICS_PAGE
+# (its log in WORK/page.log); sets RW_PAGE_PID.
+rw_serve_page() {
+  "$RW_METRICS_PAGE" "$2" "$1/dcgm.prom" 2>"$1/page.log" &
+  RW_PAGE_PID=$!
+}
+# rw_start_prometheus WORK PAGE_PORT PROM_PORT: serves the page (rw_serve_page) and starts the real Prometheus on
+# PROM_PORT scraping it every second (logs in WORK). Sets RW_PAGE_PID and RW_PROM_PID before it waits (the test
+# stops them). Waits until Prometheus has the target up; 1 (logs printed) when it does not come up.
 rw_start_prometheus() {
   local work=$1 page_port=$2 prom_port=$3
-  "$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
-  RW_PAGE_PID=$!
+  rw_serve_page "$work" "$page_port"
   cat >"$work/prometheus.yml" <<YML
 global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
 scrape_configs:

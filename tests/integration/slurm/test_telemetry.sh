@@ -118,8 +118,7 @@ stale=$(grep -c 'rackwise: telemetry: stale' "$RW_TMP/log/slurmctld.log")
 # h02 measures 10 kW idle + 32 x 700 W = 32.4 kW, over its 30 kW cap: the plugin raises the alarm and requeues
 # the newest job there (k), whose 7.7 kW cover the 2.4 kW excess; j runs on, and nothing more is requeued.
 write_page "${idle_page[@]}"
-"$RW_METRICS_PAGE" "$page_port" "$work/dcgm.prom" 2>"$work/page.log" &
-RW_PAGE_PID=$!
+rw_serve_page "$work" "$page_port"
 rw_wait_for 60 rw_prom_target_up || rw_fail "prometheus target not up again: $(cat "$work/page.log")"
 k=$(rw_submit -p h02 --gpus=8)
 rw_wait_state "$k" RUNNING 60 && rw_ok "job $k runs on h02 beside job $j" ||
